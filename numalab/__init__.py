@@ -1,0 +1,51 @@
+"""numalab: a Jupyter-first research toolkit for Linux automatic NUMA balancing's access-PID
+history and futex hash-bucket contention.
+
+The top-level names are imported lazily, so ``import numalab`` stays cheap and no module
+imports everything::
+
+    import numalab as nl
+    topo = nl.Topology.preset("2s-128")
+    pol = nl.Policy.profile("6.12")
+"""
+
+from importlib import import_module
+
+from ._version import __version__
+
+# public name -> (module, attribute or None for the module itself)
+_LAZY = {
+    "Topology": ("numalab.topology", "Topology"),
+    "Policy": ("numalab.policy", "Policy"),
+    "decision_matrix": ("numalab.policy", "decision_matrix"),
+    "workload": ("numalab.workloads", "workload"),
+    "workloads": ("numalab.workloads", "workloads"),
+    "simulate": ("numalab.engine", "simulate"),
+    "sweep": ("numalab.sweep", "sweep"),
+    "futex": ("numalab.futex", None),
+    "report": ("numalab.report", None),
+    "stats": ("numalab.stats", None),
+    "data": ("numalab.data", None),
+    "plots": ("numalab.plots", None),
+    "widgets": ("numalab.widgets", None),
+    "hashing": ("numalab.hashing", None),
+    "history": ("numalab.history", None),
+    "errors": ("numalab.errors", None),
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name):
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'numalab' has no attribute {name!r}") from None
+    module = import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)

@@ -1,0 +1,1 @@
+"""One module per ``numalab`` subcommand: ``add_parser(subparsers)`` and ``run(args)``."""
