@@ -1,0 +1,20 @@
+"""The ``numalab`` command's own behaviour (each subcommand has its own tests)."""
+
+import subprocess
+import sys
+
+from numalab import __version__
+from numalab.cli import main
+
+
+def test_version_and_help(capsys):
+    assert main([]) == 0
+    assert "usage: numalab" in capsys.readouterr().out
+    proc = subprocess.run([sys.executable, "-m", "numalab", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"numalab {__version__}"
+
+
+def test_console_script_help_lists_subcommands():
+    proc = subprocess.run([sys.executable, "-m", "numalab", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert "COMMAND" in proc.stdout
