@@ -1,0 +1,96 @@
+"""The published measurements in ``data/`` as labelled Datasets.
+
+``load(name)`` returns the comparison table as a Dataset shaped like a simulation summary:
+dims ``("workload", "policy")``, the policies being the numalab profiles the commits
+correspond to (``commit`` is a coordinate along ``policy``), ``elsp`` the published mean
+seconds of the benchmark binary, ``elsp_stddev_pct`` the printed relative stddev (NaN where the
+robot hid it as <= 2 %), ``change_pct`` the published %change of the new commit against the
+base, and job-level metrics (``time.elapsed_time``) as ``job_<name>`` variables along
+``policy``.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .errors import check_choice
+
+__all__ = ["names", "load", "data_dir", "WORKLOAD_OF_METRIC"]
+
+_PREFIX = "autonuma-benchmark."
+
+
+def data_dir() -> Path:
+    """The folder holding the CSV files: ``data/`` of a source checkout, or the copy installed
+    inside the package."""
+    # installed: data/ is shipped as the resource package numalab.published (pyproject.toml)
+    for candidate in (Path(__file__).resolve().parent.parent / "data",
+                      Path(__file__).resolve().parent / "published"):
+        if candidate.is_dir() and any(candidate.glob("*.csv")):
+            return candidate
+    raise FileNotFoundError("numalab's data/ folder is missing from this installation")
+
+
+def names() -> list[str]:
+    """Names of the published tables (file names without ``.csv``)."""
+    return sorted(p.stem for p in data_dir().glob("*.csv"))
+
+
+def _rows(name: str) -> list[dict]:
+    check_choice("name", name, names())
+    with open(data_dir() / f"{name}.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _num(text: str) -> float:
+    return float(text) if text.strip() else np.nan
+
+
+WORKLOAD_OF_METRIC = {
+    f"{_PREFIX}numa01.seconds": "numa01",
+    f"{_PREFIX}numa01_THREAD_ALLOC.seconds": "numa01_THREAD_ALLOC",
+    f"{_PREFIX}numa02.seconds": "numa02",
+    f"{_PREFIX}numa02_SMT.seconds": "numa02_SMT",
+}
+
+
+def load(name: str) -> xr.Dataset:
+    """Load one published comparison table (see ``data/README.md`` for provenance)."""
+    rows = _rows(name)
+    base, new = rows[0]["base_profile"], rows[0]["new_profile"]
+    policies = [base, new]
+    commits = [rows[0]["base_commit"], rows[0]["new_commit"]]
+    bench = [r for r in rows if r["metric"] in WORKLOAD_OF_METRIC]
+    job = [r for r in rows if r["metric"] not in WORKLOAD_OF_METRIC]
+    workloads = [WORKLOAD_OF_METRIC[r["metric"]] for r in bench]
+
+    def table(key_base, key_new, rs):
+        return np.array([[_num(r[key_base]), _num(r[key_new])] for r in rs], dtype=float)
+
+    ds = xr.Dataset(
+        {
+            "elsp": (("workload", "policy"), table("base_value", "new_value", bench), {
+                "units": "s", "long_name": "benchmark elapsed time (mean of the job's iterations)",
+                "lkp_name": "autonuma-benchmark.<workload>.seconds"}),
+            "elsp_stddev_pct": (("workload", "policy"), table("base_stddev_pct", "new_stddev_pct", bench), {
+                "units": "%", "long_name": "relative standard deviation as printed (NaN: hidden, <= 2%)"}),
+            "change_pct": (("workload",), np.array([_num(r["change_pct"]) for r in bench]), {
+                "units": "%", "long_name": f"published %change of {new} against {base}"}),
+        },
+        coords={"workload": workloads, "policy": policies, "commit": ("policy", commits)},
+    )
+    for r in job:
+        short = r["metric"].removeprefix(_PREFIX).replace(".", "_")
+        ds[f"job_{short}"] = ("policy", [_num(r["base_value"]), _num(r["new_value"])], {
+            "units": "s" if "time" in short else "1", "long_name": r["metric"]})
+        ds[f"job_{short}_change_pct"] = ((), _num(r["change_pct"]), {"units": "%"})
+    first = rows[0]
+    ds.attrs.update(
+        source=first["source"], machine=first["machine"], table=name, baseline=base,
+        job=first["job"].replace(f"/{workloads[0]}/", "/<test>/") if workloads else first["job"],
+    )
+    return ds
