@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # includes NumalabValueError: a bad knob, already explained
         print(f"numalab {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `numalab demo | head`: the reader left, nothing to report
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print(f"numalab {args.command}: interrupted", file=sys.stderr)
         return 130

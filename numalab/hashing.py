@@ -101,7 +101,7 @@ def jhash2(keys, initval=0) -> np.ndarray:
     keys : array_like of uint32, shape (..., n)
         Each row of ``n`` 32-bit words is one key (a futex key is 4 words in the kernel).
     initval : int or array_like of uint32, broadcastable to ``keys.shape[:-1]``
-        The seed (``futex_hashmask``-style callers pass the per-boot random or the node).
+        The seed (the futex code passes the key's offset word).
 
     Returns
     -------

@@ -18,8 +18,8 @@ Two rotations, as the kernel has done them (spec ``kernel-numa-balancing.md`` §
   the current window is ``idx``; rotating does ``idx = (idx + 1) % W; pids_active[idx] = 0``.
 
 Both keep the newest ``W`` windows, so the union of the newest ``n`` windows is the same for
-both (tested). Functions ending in ``_``-free names that say "mutates" change their arguments
-in place; the others are pure.
+both (tested). :func:`set_pid_bits` and :func:`rotate` mutate their arguments in place (their
+docstrings say so); every other function is pure.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ __all__ = [
     "set_pid_bits",
     "rotate",
     "union",
+    "current_window",
     "popcount",
     "test_bit",
     "bit_masks",
@@ -167,20 +168,29 @@ def rotate(pids_active, idx, mask=None, *, rotation: str = "shift") -> None:
     batch = pids_active.shape[:-2]
     windows = pids_active.shape[-2]
     if mask is None:
-        sel = tuple(np.indices(batch).reshape(len(batch), -1)) if batch else ()
+        mask = np.ones(batch, dtype=bool)
+    mask = np.asarray(mask)
+    if mask.dtype != bool or mask.shape != batch:
+        raise NumalabValueError(
+            f"mask has dtype {mask.dtype} and shape {mask.shape}; allowed: bool of the batch shape {batch}"
+        )
+    whole = batch == () or bool(mask.all())
+    if whole:  # every entry (np.nonzero also refuses 0-d masks): slices, no copy
+        if not mask.all():
+            return
+        sel = (Ellipsis,)
     else:
-        mask = np.asarray(mask)
-        if mask.dtype != bool or mask.shape != batch:
-            raise NumalabValueError(
-                f"mask has dtype {mask.dtype} and shape {mask.shape}; allowed: bool of the batch shape {batch}"
-            )
         sel = np.nonzero(mask)
     if rotation == "shift":
         if windows > 1:
-            hist = pids_active[sel]  # (K, W, words) copy
-            pids_active[sel + (slice(0, windows - 1),)] = hist[..., 1:, :]
-        pids_active[sel + (windows - 1,)] = 0
+            hist = pids_active[sel]  # (K, W, words): a copy for index arrays, a view for Ellipsis
+            pids_active[sel + (slice(0, windows - 1), slice(None))] = hist[..., 1:, :]  # numpy handles overlap
+        pids_active[sel + (windows - 1, slice(None))] = 0
     else:
+        if whole:
+            idx[...] = (idx + 1) % windows
+            np.put_along_axis(pids_active, idx[..., None, None], np.uint64(0), axis=-2)
+            return
         new = (idx[sel] + 1) % windows
         idx[sel] = new
         pids_active[sel + (new,)] = 0
