@@ -1,0 +1,498 @@
+"""mmtests and kernel-test-robot (LKP) statistics, vectorised over array axes / xarray dims.
+
+Everything here follows spec/benchmarks-and-reports.md §2.2-§2.4 (mmtests' ``Stat.pm``,
+``Summarise*.pm``, ``Compare.pm``) and §3.1 (LKP ``lib/compare.rb``, ``lib/statistics.rb``).
+
+Conventions shared by every function:
+
+* samples lie along ``axis`` (numpy) or ``dim`` (xarray, ``"seed"`` for simulations); a NaN
+  sample means "no run" and is left out, so rows with unequal sample counts can share an array;
+* ``direction`` is ``"lower"`` (times: autonumabench) or ``"higher"`` (throughputs) and decides
+  the sort order, which end is "best", which mean is used and the sign of the percentage;
+* ``era`` picks the mmtests code generation (see :data:`ERAS`).
+
+No scipy: the Student-t tail needed for the 2018-2024 significance test is computed from the
+regularised incomplete beta function (Lentz continued fraction), see :func:`t_sf`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import NumalabValueError, check_choice, check_int
+
+__all__ = [
+    "ERAS",
+    "DIRECTIONS",
+    "NORM_PPF_975",
+    "stat_labels",
+    "count",
+    "sample_min",
+    "sample_max",
+    "amean",
+    "hmean",
+    "gmean",
+    "stddev",
+    "hstddev",
+    "coeffvar",
+    "best_mean",
+    "pndiff",
+    "pdiff",
+    "percent",
+    "betainc",
+    "t_sf",
+    "t_cdf",
+    "ttest_significant",
+    "band_significant",
+    "lkp_mean",
+    "lkp_stddev",
+    "lkp_stddev_pct",
+    "lkp_change",
+    "lkp_is_absolute",
+    "mmtests_stats",
+    "mmtests_compare",
+    "lkp_stats",
+]
+
+#: mmtests code generations, named by the first month they describe:
+#: "2023"    2019-04 .. 2024-08-15: BAmean-50/95/99, two-sample t-test asterisks (p < 0.10);
+#: "2024-09" 2024-08-16 .. 2024-12-01: same table, asterisks never printed (mmtests bug);
+#: "2024-12" 2024-12-02 .. 2025: same table, asterisks when the mean +/- 1.96 s bands do not overlap;
+#: "2026"    HEAD (2026-06): Elapsed-/System-/User- ops, field width 18, only ``BAmean.95``.
+ERAS = ("2023", "2024-09", "2024-12", "2026")
+DIRECTIONS = ("lower", "higher")
+
+#: Phi^-1(0.975), the half-width factor of mmtests' 2024-12 confidence bands (R's qnorm).
+NORM_PPF_975 = 1.959963984540054
+
+
+def _check_direction(direction: str) -> str:
+    return check_choice("direction", direction, DIRECTIONS)
+
+
+def _check_era(era: str) -> str:
+    return check_choice("era", era, ERAS)
+
+
+def stat_labels(direction: str = "lower", era: str = "2023") -> tuple[str, ...]:
+    """Row labels of the mmtests "Multiops" summary, in print order (§2.2).
+
+    HEAD's labels for Higher-preferred data (Hmean, HStddev, HCoeffVar, BHmean.95) follow the
+    spec's description of ``HStddev``/``HCoeffVar``; autonumabench itself is always Lower."""
+    _check_direction(direction)
+    _check_era(era)
+    m = "A" if direction == "lower" else "H"
+    if era == "2026":
+        if direction == "lower":
+            return ("Min", "Amean", "Stddev", "CoeffVar", "Max", "BAmean.95")
+        return ("Min", "Hmean", "HStddev", "HCoeffVar", "Max", "BHmean.95")
+    return ("Min", f"{m}mean", "Stddev", "CoeffVar", "Max", f"B{m}mean-50", f"B{m}mean-95", f"B{m}mean-99")
+
+
+# --------------------------------------------------------------------------------------------
+# mmtests per-op statistics (Stat.pm); NaN samples are missing runs
+
+
+def _valid(x):
+    x = np.asarray(x, dtype=float)
+    return x, ~np.isnan(x)
+
+
+def count(x, axis: int = -1) -> np.ndarray:
+    """Number of non-NaN samples."""
+    x, ok = _valid(x)
+    return ok.sum(axis=axis)
+
+
+def _nan_where_empty(result, n):
+    return np.where(n > 0, result, np.nan)
+
+
+def sample_min(x, axis: int = -1) -> np.ndarray:
+    """Smallest sample (``Min``); NaN when there is none."""
+    x, ok = _valid(x)
+    return _nan_where_empty(np.where(ok, x, np.inf).min(axis=axis), ok.sum(axis=axis))
+
+
+def sample_max(x, axis: int = -1) -> np.ndarray:
+    """Largest sample (``Max``); NaN when there is none."""
+    x, ok = _valid(x)
+    return _nan_where_empty(np.where(ok, x, -np.inf).max(axis=axis), ok.sum(axis=axis))
+
+
+def amean(x, axis: int = -1) -> np.ndarray:
+    """Arithmetic mean sum(x)/n (``Amean``); NaN when n = 0."""
+    x, ok = _valid(x)
+    n = ok.sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _nan_where_empty(np.where(ok, x, 0.0).sum(axis=axis) / n, n)
+
+
+def hmean(x, axis: int = -1, era: str = "2023") -> np.ndarray:
+    """Harmonic mean n / sum(1/x) (``Hmean``).
+
+    If any sample is <= 0 the result is -1 before 2024-12 ([MM-23]) and NaN from 2024-12 on."""
+    _check_era(era)
+    x, ok = _valid(x)
+    n = ok.sum(axis=axis)
+    bad = (ok & (x <= 0)).any(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        h = n / np.where(ok & (x > 0), 1.0 / np.where(x > 0, x, 1.0), 0.0).sum(axis=axis)
+    h = np.where(bad, -1.0 if era in ("2023", "2024-09") else np.nan, h)
+    return _nan_where_empty(h, n)
+
+
+def gmean(x, axis: int = -1) -> np.ndarray:
+    """Geometric mean (prod x)^(1/n); 0 if a sample is 0, NaN if one is negative."""
+    x, ok = _valid(x)
+    n = ok.sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        logs = np.where(ok, np.log(np.where(ok, x, 1.0)), 0.0)
+        return _nan_where_empty(np.exp(logs.sum(axis=axis) / n), n)
+
+
+def stddev(x, axis: int = -1) -> np.ndarray:
+    """Sample standard deviation sqrt(sum((x - mean)^2) / (n - 1)); NaN when n <= 1."""
+    x, ok = _valid(x)
+    n = ok.sum(axis=axis)
+    m = np.expand_dims(amean(x, axis=axis), axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ss = np.where(ok, (x - m) ** 2, 0.0).sum(axis=axis)
+        return np.where(n > 1, np.sqrt(ss / (n - 1)), np.nan)
+
+
+def hstddev(x, axis: int = -1, era: str = "2026") -> np.ndarray:
+    """HEAD's ``HStddev`` for Higher-preferred data: sqrt(sum((1/x - 1/H)^2) * H^4 / n)."""
+    x, ok = _valid(x)
+    n = ok.sum(axis=axis)
+    h = hmean(x, axis=axis, era=era)
+    hx = np.expand_dims(h, axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ss = np.where(ok, (1.0 / x - 1.0 / hx) ** 2, 0.0).sum(axis=axis)
+        return np.where((n > 1) & (h > 0), np.sqrt(ss * h**4 / n), np.nan)
+
+
+def coeffvar(sd, mean) -> np.ndarray:
+    """``CoeffVar`` = 100 * stddev / mean; 0 when the stddev is NaN or the mean is 0."""
+    sd = np.asarray(sd, dtype=float)
+    mean = np.asarray(mean, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cv = 100.0 * sd / mean
+    return np.where(np.isnan(sd) | (mean == 0), 0.0, cv)
+
+
+def best_mean(x, percent: int, axis: int = -1, direction: str = "lower", era: str = "2023") -> np.ndarray:
+    """``BAmean-P`` / ``BHmean-P``: the mean of the best c = max(1, floor(n*P/100)) samples.
+
+    "Best" = lowest for Lower, highest for Higher; Amean for Lower, Hmean for Higher."""
+    _check_direction(direction)
+    check_int("percent", percent, lo=1, hi=100)
+    x, ok = _valid(x)
+    x, n = np.moveaxis(x, axis, -1), ok.sum(axis=axis)
+    # NaN sorts last either way; negate for "highest first"
+    s = np.sort(x if direction == "lower" else -x, axis=-1)
+    if direction == "higher":
+        s = -s
+    c = np.maximum(1, (n * percent) // 100)
+    keep = np.arange(s.shape[-1]) < c[..., None]
+    kept = np.where(keep, s, np.nan)  # n = 0 rows stay all-NaN -> NaN
+    if direction == "lower":
+        return amean(kept, axis=-1)
+    return hmean(kept, axis=-1, era=era)
+
+
+# --------------------------------------------------------------------------------------------
+# percentages (Compare.pm, §2.3)
+
+
+def pndiff(new, base) -> np.ndarray:
+    """Lower-is-better percentage 100 - 100*new/base (positive = improvement).
+
+    In order: new == base -> 0; new == 0 -> +100; base == 0 -> -99."""
+    new = np.asarray(new, dtype=float)
+    base = np.asarray(base, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = 100.0 - 100.0 * new / base
+    r = np.where(base == 0, -99.0, r)
+    r = np.where(new == 0, 100.0, r)
+    return np.where(new == base, 0.0, r)
+
+
+def pdiff(new, base) -> np.ndarray:
+    """Higher-is-better percentage 100*new/base - 100 (positive = improvement).
+
+    In order: new == base or new == 0 -> 0; base == 0 or NaN -> +100."""
+    new = np.asarray(new, dtype=float)
+    base = np.asarray(base, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = 100.0 * new / base - 100.0
+    r = np.where((base == 0) | np.isnan(base), 100.0, r)
+    return np.where((new == base) | (new == 0), 0.0, r)
+
+
+def percent(new, base, label: str, direction: str = "lower") -> np.ndarray:
+    """The percentage mmtests prints for row ``label``: Stddev/CoeffVar rows always use pndiff
+    (less spread is better), every other row pndiff for Lower and pdiff for Higher."""
+    _check_direction(direction)
+    if "Stddev" in label or "CoeffVar" in label or direction == "lower":
+        return pndiff(new, base)
+    return pdiff(new, base)
+
+
+# --------------------------------------------------------------------------------------------
+# Student t tail without scipy
+
+
+_lgamma = np.vectorize(math.lgamma, otypes=[float])
+_TINY = 1e-300
+
+
+def _betacf(a, b, x, maxiter: int = 500, eps: float = 1e-15):
+    """Continued fraction of I_x(a, b) (modified Lentz), elementwise."""
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = np.ones_like(x)
+    d = 1.0 - qab * x / qap
+    d = 1.0 / np.where(np.abs(d) < _TINY, _TINY, d)
+    h = d.copy()
+    for m in range(1, maxiter + 1):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / np.where(np.abs(d) < _TINY, _TINY, d)
+        c = 1.0 + aa / c
+        c = np.where(np.abs(c) < _TINY, _TINY, c)
+        h = h * d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / np.where(np.abs(d) < _TINY, _TINY, d)
+        c = 1.0 + aa / c
+        c = np.where(np.abs(c) < _TINY, _TINY, c)
+        delta = d * c
+        h = h * delta
+        if np.all(np.abs(delta - 1.0) < eps):
+            break
+    return h
+
+
+def betainc(a, b, x, y=None) -> np.ndarray:
+    """Regularised incomplete beta I_x(a, b) for a, b > 0 and 0 <= x <= 1 (broadcasting).
+
+    ``y`` = 1 - x may be given exactly (it is for the t tail, where 1 - x would cancel)."""
+    a, b, x = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, b, x)))
+    y = 1.0 - x if y is None else np.broadcast_to(np.asarray(y, dtype=float), x.shape)
+    out = np.full(x.shape, np.nan)
+    out[x == 0] = 0.0
+    out[y == 0] = 1.0
+    inner = (x > 0) & (y > 0) & (a > 0) & (b > 0)
+    if inner.any():
+        ai, bi, xi, yi = a[inner], b[inner], x[inner], y[inner]
+        lbt = _lgamma(ai + bi) - _lgamma(ai) - _lgamma(bi) + ai * np.log(xi) + bi * np.log(yi)
+        bt = np.exp(lbt)
+        direct = xi < (ai + 1.0) / (ai + bi + 2.0)
+        # evaluate each branch where it converges fast, swapping (a, b, x) -> (b, a, 1 - x)
+        aa = np.where(direct, ai, bi)
+        bb = np.where(direct, bi, ai)
+        xx = np.where(direct, xi, yi)
+        frac = bt * _betacf(aa, bb, xx) / aa
+        out[inner] = np.where(direct, frac, 1.0 - frac)
+    return out
+
+
+def t_sf(t, df) -> np.ndarray:
+    """Upper tail P(T_df > t) of Student's t: 0.5 * I_{df/(df+t^2)}(df/2, 1/2) for t >= 0."""
+    t, df = np.broadcast_arrays(np.asarray(t, dtype=float), np.asarray(df, dtype=float))
+    with np.errstate(over="ignore", invalid="ignore"):
+        t2 = t * t
+        x = df / (df + t2)
+        y = t2 / (df + t2)  # = 1 - x without cancellation near t = 0
+    x = np.where(np.isinf(t), 0.0, x)
+    y = np.where(np.isinf(t), 1.0, y)
+    half = 0.5 * betainc(df / 2.0, 0.5, x, y)
+    return np.where(t >= 0, half, 1.0 - half)
+
+
+def t_cdf(t, df) -> np.ndarray:
+    """P(T_df <= t)."""
+    return 1.0 - t_sf(t, df)
+
+
+def ttest_significant(mean_b, sd_b, n_b, mean_n, sd_n, n_n, alpha: float = 0.10) -> np.ndarray:
+    """mmtests 2018-10 .. 2024-08 significance: two-sample t-test, marked if p < ``alpha``.
+
+    se = sqrt(s_b^2/n_b + s_n^2/n_n) (NaN stddev -> 0); se == 0 -> significant iff the means
+    differ; otherwise t = |mean_b - mean_n| / se, df = n_b + n_n - 2, p = 2 * P(T_df > t)."""
+    mean_b, sd_b, n_b, mean_n, sd_n, n_n = (
+        np.asarray(v, dtype=float) for v in (mean_b, sd_b, n_b, mean_n, sd_n, n_n)
+    )
+    sd_b = np.where(np.isnan(sd_b), 0.0, sd_b)
+    sd_n = np.where(np.isnan(sd_n), 0.0, sd_n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt(sd_b**2 / n_b + sd_n**2 / n_n)
+        t = np.abs(mean_b - mean_n) / np.where(se > 0, se, 1.0)
+    df = np.maximum(n_b + n_n - 2, 1)
+    p = 2.0 * t_sf(t, df)
+    return np.where(se > 0, p < alpha, mean_b != mean_n)
+
+
+def band_significant(mean_b, sd_b, mean_n, sd_n, z: float = NORM_PPF_975) -> np.ndarray:
+    """mmtests 2024-12+ significance: the two mean +/- z*s bands do not overlap.
+
+    s is the sample stddev itself (not s/sqrt(n)); a NaN stddev (one sample) never marks."""
+    mean_b, sd_b, mean_n, sd_n = (np.asarray(v, dtype=float) for v in (mean_b, sd_b, mean_n, sd_n))
+    with np.errstate(invalid="ignore"):
+        return np.abs(mean_n - mean_b) > z * sd_b + z * sd_n
+
+
+# --------------------------------------------------------------------------------------------
+# LKP (lib/compare.rb, lib/statistics.rb)
+
+
+def lkp_mean(x, axis: int = -1) -> np.ndarray:
+    """``avg``: arithmetic mean over runs, 0 when there are no runs."""
+    m = amean(x, axis=axis)
+    return np.where(np.isnan(m), 0.0, m)
+
+
+def lkp_stddev(x, axis: int = -1) -> np.ndarray:
+    """Population standard deviation sqrt(sum((v - avg)^2)/n); -1 when there is at most one run."""
+    x, ok = _valid(x)
+    n = ok.sum(axis=axis)
+    m = np.expand_dims(lkp_mean(x, axis=axis), axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = np.where(ok, (x - m) ** 2, 0.0).sum(axis=axis) / n
+    return np.where(n > 1, np.sqrt(var), -1.0)
+
+
+def lkp_stddev_pct(mean, sd) -> np.ndarray:
+    """r = 100*stddev/avg (the raw stddev when avg == 0); the ``±`` shows when r > 2."""
+    mean = np.asarray(mean, dtype=float)
+    sd = np.asarray(sd, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(mean == 0, sd, 100.0 * sd / np.where(mean == 0, 1.0, mean))
+
+
+def lkp_is_absolute(name: str) -> bool:
+    """Stats whose change is printed as a plain difference: names ending in ``%`` or
+    starting with ``perf-profile``."""
+    return name.endswith("%") or name.startswith("perf-profile")
+
+
+def lkp_change(new, base, absolute: bool = False) -> np.ndarray:
+    """%change 100*(new - base)/base (base 0 -> 1e-100), or new - base when ``absolute``.
+
+    Sign convention is LKP's: negative = smaller value (the opposite of mmtests)."""
+    new = np.asarray(new, dtype=float)
+    base = np.asarray(base, dtype=float)
+    if absolute:
+        return new - base
+    base = np.where(base == 0, 1e-100, base)
+    return 100.0 * (new - base) / base
+
+
+# --------------------------------------------------------------------------------------------
+# xarray layer: summarise a whole sweep at once
+
+
+def mmtests_stats(da, dim: str = "seed", direction: str = "lower", era: str = "2023"):
+    """Every mmtests row statistic of ``da`` reduced over ``dim``.
+
+    Returns a DataArray with ``dim`` replaced by a ``stat`` dim (labels :func:`stat_labels`)
+    plus coordinate ``n`` (samples per cell); all other dims are kept, so a whole sweep is
+    summarised in one call."""
+    import xarray as xr
+
+    _check_direction(direction)
+    _check_era(era)
+    if dim not in da.dims:
+        raise NumalabValueError(f"dim={dim!r} is not a dimension of {da.name!r}; dims are {list(da.dims)}")
+    x = da.transpose(..., dim).values.astype(float)
+    labels = stat_labels(direction, era)
+    values = []
+    mean = amean(x) if direction == "lower" else hmean(x, era=era)
+    sd = stddev(x)
+    for label in labels:
+        if label == "Min":
+            v = sample_min(x)
+        elif label == "Max":
+            v = sample_max(x)
+        elif label in ("Amean", "Hmean"):
+            v = mean
+        elif label == "Stddev":
+            v = sd
+        elif label == "CoeffVar":
+            v = coeffvar(sd, amean(x))
+        elif label == "HStddev":
+            v = hstddev(x, era=era)
+        elif label == "HCoeffVar":
+            v = coeffvar(hstddev(x, era=era), mean)
+        else:  # BAmean-50 / BAmean.95 / BHmean-99 ...
+            v = best_mean(x, int(label[-2:]), direction=direction, era=era)
+        values.append(v)
+    other = [d for d in da.dims if d != dim]
+    out = xr.DataArray(
+        np.stack(values, axis=-1),
+        dims=(*other, "stat"),
+        coords={**{k: c for k, c in da.coords.items() if dim not in c.dims}, "stat": list(labels)},
+        name=da.name,
+        attrs=dict(da.attrs),
+    )
+    return out.assign_coords(n=(tuple(other), count(x)))
+
+
+def mmtests_compare(
+    da, along: str, baseline=None, dim: str = "seed", direction: str = "lower", era: str = "2023"
+):
+    """The numbers of an mmtests compare table for ``da``: Dataset with ``value`` (stat rows),
+    ``pct`` (the percentage against ``baseline`` along ``along``) and ``significant`` (the
+    asterisk: mean row, non-baseline columns, era's test). Vectorised over every other dim."""
+    import xarray as xr
+
+    if along not in da.dims:
+        raise NumalabValueError(f"along={along!r} is not a dimension of {da.name!r}; dims are {list(da.dims)}")
+    names = [str(v) for v in da[along].values]
+    base = names[0] if baseline is None else check_choice("baseline", str(baseline), names)
+    bi = names.index(base)
+    st = mmtests_stats(da, dim=dim, direction=direction, era=era).transpose(along, ..., "stat")
+    labels = [str(s) for s in st.stat.values]
+    v = st.values  # (kernel, ..., stat)
+    b = v[bi]
+    pct = np.stack([percent(v[..., j], b[..., j], lab, direction) for j, lab in enumerate(labels)], axis=-1)
+    mean, sd = v[..., 1], v[..., labels.index("HStddev" if "HStddev" in labels else "Stddev")]
+    n = st["n"].transpose(along, ...).values
+    if era == "2023":
+        sig = ttest_significant(mean[bi], sd[bi], n[bi], mean, sd, n)
+    elif era == "2024-09":
+        sig = np.zeros(mean.shape, dtype=bool)  # the printer lost the asterisks (§2.4)
+    else:
+        sig = band_significant(mean[bi], sd[bi], mean, sd)
+    sig = sig & (np.arange(len(names)) != bi).reshape((-1,) + (1,) * (sig.ndim - 1))
+    significant = np.zeros(v.shape, dtype=bool)
+    significant[..., 1] = sig  # only the Amean/Hmean row is ever marked
+    out = xr.Dataset(
+        {"value": st, "pct": (st.dims, pct), "significant": (st.dims, significant)}, coords=st.coords
+    )
+    return out.assign_attrs(baseline=base, direction=direction, era=era)
+
+
+def lkp_stats(da, dim: str = "seed"):
+    """LKP's per-commit numbers reduced over ``dim``: Dataset with ``mean`` (0 when no runs),
+    ``stddev`` (population; -1 with one run), ``stddev_pct`` and ``n``."""
+    import xarray as xr
+
+    if dim not in da.dims:
+        raise NumalabValueError(f"dim={dim!r} is not a dimension of {da.name!r}; dims are {list(da.dims)}")
+    x = da.transpose(..., dim).values.astype(float)
+    other = [d for d in da.dims if d != dim]
+    coords = {k: c for k, c in da.coords.items() if dim not in c.dims}
+    m, s = lkp_mean(x), lkp_stddev(x)
+    return xr.Dataset(
+        {
+            "mean": (other, m),
+            "stddev": (other, s),
+            "stddev_pct": (other, lkp_stddev_pct(m, s)),
+            "n": (other, count(x)),
+        },
+        coords=coords,
+    )

@@ -1,0 +1,333 @@
+"""numalab.stats against tabulated values, closed forms and straightforward numpy formulas."""
+
+import math
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from numalab import stats
+
+# ---------------------------------------------------------------------------------------------
+# Student t without scipy
+
+# one-sided critical values t_{p, df} from a printed t table (3 decimals)
+T_TABLE = {
+    0.95: {1: 6.314, 2: 2.920, 3: 2.353, 4: 2.132, 5: 2.015, 6: 1.943, 7: 1.895, 8: 1.860, 9: 1.833,
+           10: 1.812, 12: 1.782, 15: 1.753, 20: 1.725, 30: 1.697, 60: 1.671, 120: 1.658},
+    0.975: {1: 12.706, 2: 4.303, 3: 3.182, 5: 2.571, 8: 2.306, 10: 2.228, 12: 2.179, 20: 2.086,
+            30: 2.042, 120: 1.980},
+    0.995: {1: 63.657, 2: 9.925, 5: 4.032, 10: 3.169, 12: 3.055, 30: 2.750},
+}
+
+
+@pytest.mark.parametrize("p", sorted(T_TABLE))
+def test_t_cdf_brackets_tabulated_critical_values(p):
+    df = np.array(list(T_TABLE[p]))
+    t = np.array(list(T_TABLE[p].values()))
+    # the table rounds to 3 decimals, so the true quantile lies within +-0.0005 of it
+    assert np.all(stats.t_cdf(t - 0.0005, df) < p)
+    assert np.all(stats.t_cdf(t + 0.0005, df) > p)
+
+
+finite_t = st.floats(-1e6, 1e6, allow_nan=False)
+
+
+@settings(max_examples=300)
+@given(finite_t)
+def test_t_cdf_df1_is_cauchy(t):
+    assert stats.t_cdf(t, 1) == pytest.approx(0.5 + math.atan(t) / math.pi, abs=1e-13)
+
+
+@settings(max_examples=300)
+@given(finite_t)
+def test_t_cdf_df2_closed_form(t):
+    assert stats.t_cdf(t, 2) == pytest.approx(0.5 + t / (2 * math.sqrt(2 + t * t)), abs=1e-13)
+
+
+@settings(max_examples=300)
+@given(st.floats(-8, 8), st.integers(1, 200))
+def test_t_sf_symmetry(t, df):
+    assert stats.t_sf(t, df) + stats.t_sf(-t, df) == pytest.approx(1.0, abs=1e-13)
+
+
+def test_t_tends_to_normal_and_ppf_constant():
+    z = stats.NORM_PPF_975
+    assert 0.5 * (1 + math.erf(z / math.sqrt(2))) == pytest.approx(0.975, abs=1e-15)
+    assert stats.t_sf(z, 1e8) == pytest.approx(0.025, abs=1e-7)
+    assert stats.t_sf(np.inf, 3) == 0.0
+
+
+unit = st.floats(0, 1)
+shape = st.floats(0.05, 50)
+
+
+@settings(max_examples=300)
+@given(shape, unit)
+def test_betainc_closed_forms(a, x):
+    assert stats.betainc(a, 1.0, x) == pytest.approx(x**a, abs=1e-12)
+    assert stats.betainc(1.0, a, x) == pytest.approx(1 - (1 - x) ** a, abs=1e-12)
+
+
+@settings(max_examples=300)
+@given(shape, shape, unit)
+def test_betainc_reflection(a, b, x):
+    # y = x is the exact complement of 1 - x (1 - x itself is rounded)
+    assert stats.betainc(a, b, x) + stats.betainc(b, a, 1 - x, y=x) == pytest.approx(1.0, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# mmtests statistics == straightforward formulas, NaN = missing sample
+
+samples = arrays(
+    float,
+    st.tuples(st.integers(1, 4), st.integers(1, 9)),
+    elements=st.one_of(st.floats(0.01, 1e4), st.just(np.nan)),
+)
+
+
+def rows(x):
+    for row in x:
+        yield row[~np.isnan(row)]
+
+
+@settings(max_examples=300)
+@given(samples)
+def test_mmtests_stats_match_plain_numpy(x):
+    got = {
+        "min": stats.sample_min(x), "max": stats.sample_max(x), "amean": stats.amean(x),
+        "hmean": stats.hmean(x), "gmean": stats.gmean(x), "sd": stats.stddev(x),
+        "n": stats.count(x),
+    }
+    for i, v in enumerate(rows(x)):
+        assert got["n"][i] == v.size
+        if v.size == 0:
+            assert all(np.isnan(got[k][i]) for k in ("min", "max", "amean", "hmean", "gmean", "sd"))
+            continue
+        assert got["min"][i] == v.min() and got["max"][i] == v.max()
+        assert got["amean"][i] == pytest.approx(v.mean(), rel=1e-12)
+        assert got["hmean"][i] == pytest.approx(v.size / np.sum(1 / v), rel=1e-12)
+        assert got["gmean"][i] == pytest.approx(np.prod(v.astype(np.longdouble)) ** (1 / v.size), rel=1e-9)
+        if v.size > 1:
+            assert got["sd"][i] == pytest.approx(np.std(v, ddof=1), rel=1e-9, abs=1e-12 * v.max())  # rounding noise
+        else:
+            assert np.isnan(got["sd"][i])
+
+
+@settings(max_examples=300)
+@given(samples, st.sampled_from([50, 95, 99]), st.sampled_from(["lower", "higher"]))
+def test_best_mean_keeps_the_best_c_samples(x, p, direction):
+    got = stats.best_mean(x, p, direction=direction)
+    for i, v in enumerate(rows(x)):
+        if v.size == 0:
+            assert np.isnan(got[i])
+            continue
+        c = max(1, v.size * p // 100)
+        if direction == "lower":
+            assert got[i] == pytest.approx(np.sort(v)[:c].mean(), rel=1e-12)
+        else:
+            best = np.sort(v)[::-1][:c]
+            assert got[i] == pytest.approx(c / np.sum(1 / best), rel=1e-12)
+
+
+def test_best_mean_counts_for_seven_samples():
+    x = np.arange(1.0, 8.0)  # 7 samples: P=50 keeps 3, P=95 and P=99 keep 6
+    assert stats.best_mean(x, 50) == 2.0
+    assert stats.best_mean(x, 95) == stats.best_mean(x, 99) == 3.5
+    assert stats.best_mean(x[:1], 50) == 1.0  # max(1, floor(n*P/100))
+
+
+def test_hmean_of_nonpositive_samples_by_era():
+    x = np.array([1.0, 0.0, 2.0])
+    assert stats.hmean(x, era="2023") == -1.0
+    assert stats.hmean(x, era="2024-09") == -1.0
+    assert np.isnan(stats.hmean(x, era="2024-12"))
+
+
+def test_coeffvar_edge_cases():
+    assert stats.coeffvar(np.nan, 5.0) == 0.0
+    assert stats.coeffvar(1.0, 0.0) == 0.0
+    assert stats.coeffvar(1.0, 4.0) == 25.0
+
+
+# ---------------------------------------------------------------------------------------------
+# percentages, §2.3
+
+
+def test_pndiff_worked_examples_and_edge_cases():
+    assert stats.pndiff(190.0, 200.0) == pytest.approx(5.0)
+    assert stats.pndiff(50.0, 40.0) == pytest.approx(-25.0)
+    assert stats.pndiff(7.0, 7.0) == 0.0
+    assert stats.pndiff(0.0, 0.0) == 0.0  # equal wins over new == 0
+    assert stats.pndiff(0.0, 3.0) == 100.0
+    assert stats.pndiff(3.0, 0.0) == -99.0
+
+
+def test_pdiff_edge_cases():
+    assert stats.pdiff(110.0, 100.0) == pytest.approx(10.0)
+    assert stats.pdiff(5.0, 5.0) == 0.0
+    assert stats.pdiff(0.0, 5.0) == 0.0
+    assert stats.pdiff(0.0, 0.0) == 0.0
+    assert stats.pdiff(5.0, 0.0) == 100.0
+    assert stats.pdiff(5.0, np.nan) == 100.0
+
+
+def test_percent_spread_rows_always_use_pndiff():
+    assert stats.percent(2.0, 1.0, "Stddev", "higher") == -100.0
+    assert stats.percent(2.0, 1.0, "CoeffVar", "higher") == -100.0
+    assert stats.percent(2.0, 1.0, "Hmean", "higher") == 100.0
+    assert stats.percent(2.0, 1.0, "Amean", "lower") == -100.0
+
+
+@settings(max_examples=300)
+@given(st.floats(0.01, 1e6), st.floats(0.01, 1e6))
+def test_pdiff_pndiff_formulas(new, base):
+    if new != base:
+        assert stats.pndiff(new, base) == pytest.approx(100 - 100 * new / base)
+        assert stats.pdiff(new, base) == pytest.approx(100 * new / base - 100)
+
+
+# ---------------------------------------------------------------------------------------------
+# significance, §2.4
+
+
+def test_ttest_marks_at_p_below_010():
+    n, sd = 5, 1.0
+    se = math.sqrt(sd**2 / n + sd**2 / n)
+    crit = T_TABLE[0.95][8]  # two-sided p = 0.10 at df = 8
+    assert stats.ttest_significant(0.0, sd, n, (crit + 0.01) * se, sd, n)
+    assert not stats.ttest_significant(0.0, sd, n, (crit - 0.01) * se, sd, n)
+
+
+def test_ttest_zero_spread_and_one_sample():
+    assert stats.ttest_significant(1.0, 0.0, 7, 1.5, 0.0, 7)
+    assert not stats.ttest_significant(1.0, 0.0, 7, 1.0, 0.0, 7)
+    # one sample each: NaN stddevs become 0, so the means decide
+    assert stats.ttest_significant(1.0, np.nan, 1, 2.0, np.nan, 1)
+
+
+def test_band_significance_is_non_overlap_of_196_sigma_bands():
+    z = stats.NORM_PPF_975
+    assert stats.band_significant(10.0, 1.0, 10.0 + z * 3 + 1e-9, 2.0)
+    assert not stats.band_significant(10.0, 1.0, 10.0 + z * 3 - 1e-9, 2.0)
+    assert not stats.band_significant(10.0, np.nan, 100.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# LKP, §3.1
+
+
+@settings(max_examples=300)
+@given(samples)
+def test_lkp_stats_match_plain_numpy(x):
+    mean, sd = stats.lkp_mean(x), stats.lkp_stddev(x)
+    for i, v in enumerate(rows(x)):
+        assert mean[i] == (pytest.approx(v.mean(), rel=1e-12) if v.size else 0.0)
+        if v.size > 1:
+            assert sd[i] == pytest.approx(np.std(v, ddof=0), rel=1e-9, abs=1e-12 * v.max())  # rounding noise
+        else:
+            assert sd[i] == -1.0
+
+
+def test_lkp_change_and_pct_rules():
+    assert stats.lkp_change(136.12, 186.67) == pytest.approx(-27.08, abs=0.01)
+    assert stats.lkp_change(0.12, 0.15, absolute=True) == pytest.approx(-0.03)
+    assert stats.lkp_change(1.0, 0.0) == pytest.approx(1e102)
+    assert stats.lkp_is_absolute("mpstat.cpu.all.soft%")
+    assert stats.lkp_is_absolute("perf-profile.children.foo")
+    assert not stats.lkp_is_absolute("autonuma-benchmark.numa01.seconds")
+    assert stats.lkp_stddev_pct(0.0, 3.0) == 3.0  # avg 0: the raw stddev
+    assert stats.lkp_stddev_pct(200.0, 13.8) == pytest.approx(6.9)
+
+
+# ---------------------------------------------------------------------------------------------
+# xarray layer: a whole sweep at once
+
+
+def test_mmtests_stats_and_compare_vectorise_over_a_sweep():
+    rng = np.random.default_rng(1)
+    da = xr.DataArray(
+        rng.normal(100, 5, (3, 2, 7)),
+        dims=("policy", "windows", "seed"),
+        coords={"policy": ["a", "b", "c"], "windows": [2, 4], "seed": range(7)},
+        name="elsp",
+    )
+    s = stats.mmtests_stats(da)
+    assert s.dims == ("policy", "windows", "stat")
+    assert list(s.stat.values) == list(stats.stat_labels())
+    for p in range(3):
+        for w in range(2):
+            v = da.values[p, w]
+            assert s.values[p, w, 1] == pytest.approx(v.mean())
+            assert s.values[p, w, 2] == pytest.approx(np.std(v, ddof=1))
+    cmp = stats.mmtests_compare(da, along="policy", baseline="b")
+    assert cmp.attrs["baseline"] == "b"
+    amean = s.sel(stat="Amean")
+    np.testing.assert_allclose(cmp.pct.sel(stat="Amean"), 100 - 100 * amean / amean.sel(policy="b"))
+    assert not cmp.significant.sel(policy="b").any()
+    assert not cmp.significant.sel(stat="Min").any()
+    lk = stats.lkp_stats(da)
+    np.testing.assert_allclose(lk["stddev"], da.std("seed", ddof=0))
+
+
+def test_bad_choices_name_the_parameter():
+    with pytest.raises(ValueError, match="direction='up'.*lower, higher"):
+        stats.stat_labels("up")
+    with pytest.raises(ValueError, match="era='2020'"):
+        stats.stat_labels("lower", "2020")
+    with pytest.raises(ValueError, match="dim='seed'"):
+        stats.mmtests_stats(xr.DataArray([1.0], dims="x", name="v"))
+
+
+# ---------------------------------------------------------------------------------------------
+# independent oracle for the t tail: Simpson's rule over the Student-t density
+
+
+def t_sf_by_quadrature(t, df, points=20001):
+    x = np.linspace(0.0, abs(t), points)
+    logc = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    pdf = np.exp(logc - (df + 1) / 2 * np.log1p(x * x / df))
+    h = x[1] - x[0] if points > 1 else 0.0
+    area = h / 3 * (pdf[0] + pdf[-1] + 4 * pdf[1:-1:2].sum() + 2 * pdf[2:-1:2].sum())
+    return 0.5 - area if t >= 0 else 0.5 + area
+
+
+@settings(max_examples=300)
+@given(st.floats(-12, 12), st.integers(1, 300))
+def test_t_sf_matches_quadrature(t, df):
+    assert stats.t_sf(t, df) == pytest.approx(t_sf_by_quadrature(t, df), abs=1e-9)
+
+
+cells = arrays(float, st.tuples(st.integers(2, 4), st.integers(1, 3), st.integers(1, 8)),
+               elements=st.floats(1.0, 100.0))
+
+
+@settings(max_examples=300)
+@given(cells)
+def test_mmtests_compare_significance_matches_a_per_cell_loop(x):
+    """Vectorised t-test / band marks == one cell at a time with plain formulas."""
+    da = xr.DataArray(x, dims=("policy", "workload", "seed"), coords={"policy": [f"k{i}" for i in range(len(x))]})
+    ttest = stats.mmtests_compare(da, along="policy", era="2023")
+    bands = stats.mmtests_compare(da, along="policy", era="2024-12")
+    for w in range(x.shape[1]):
+        b = x[0, w]
+        for k in range(1, x.shape[0]):
+            v = x[k, w]
+            sb = np.std(b, ddof=1) if b.size > 1 else 0.0
+            sv = np.std(v, ddof=1) if v.size > 1 else 0.0
+            se = math.sqrt(sb**2 / b.size + sv**2 / v.size)
+            d = abs(b.mean() - v.mean())
+            if se == 0:
+                expect = b.mean() != v.mean()
+            else:
+                p = 2 * t_sf_by_quadrature(d / se, max(b.size + v.size - 2, 1))
+                if abs(p - 0.10) < 1e-6:
+                    continue  # too close to call with quadrature
+                expect = p < 0.10
+            assert bool(ttest.significant.values[k, w, 1]) == expect
+            if b.size > 1 and abs(d - stats.NORM_PPF_975 * (sb + sv)) > 1e-9:
+                assert bool(bands.significant.values[k, w, 1]) == (d > stats.NORM_PPF_975 * (sb + sv))
+        assert not ttest.significant.values[0, w].any() and not ttest.significant.values[:, w, 2:].any()
