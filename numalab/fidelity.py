@@ -117,3 +117,54 @@ def compare(published: xr.Dataset, sim: xr.Dataset) -> list[dict]:
             verdict=verdict_change(pub_change, change),
         ))
     return rows
+
+
+def calibration_tables() -> list[str]:
+    """Names of the published LKP tables of the calibration set (``data/lkp-*.csv``)."""
+    from . import data
+
+    return [n for n in data.names() if n.startswith("lkp-")]
+
+
+def simulate_calibration(tables=None, *, seeds=8, topology="2s-128", progress=False, **engine_options):
+    """Simulate every (workload, profile) the calibration tables need, one batched engine call
+    per workload (all profiles × seeds), on the matching topology preset.
+
+    Returns ``(published, sim)``: the loaded tables ``{name: Dataset}`` and one Dataset with
+    ``elsp``/``syst``/counters on dims ``("workload", "policy", "seed")``."""
+    from . import data
+    from .engine import simulate
+
+    tables = calibration_tables() if tables is None else list(tables)
+    published = {name: data.load(name) for name in tables}
+    workloads, profiles = [], []
+    for ds in published.values():
+        workloads += [str(w) for w in ds.workload.values if str(w) not in workloads]
+        profiles += [str(p) for p in ds.policy.values if str(p) not in profiles]
+    runs = []
+    bar = _progress(workloads, progress, "simulating calibration workloads")
+    for wl in bar:
+        runs.append(simulate(wl, profiles, seeds=seeds, topology=topology, **engine_options)
+                    .drop_dims("time", errors="ignore").expand_dims(workload=[wl]))
+    sim = xr.concat(runs, dim="workload", combine_attrs="drop_conflicts")
+    sim.attrs["workload"] = ",".join(workloads)
+    return published, sim
+
+
+def _progress(items, enabled, desc):
+    if not enabled:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=desc, unit="workload")
+
+
+def paired_changes(published: xr.Dataset, sim: xr.Dataset) -> tuple[xr.DataArray, xr.DataArray]:
+    """Published %change per workload and the simulated per-seed %change (dims workload, seed)
+    of the table's new policy against its base, for :func:`numalab.plots.fidelity`."""
+    base, new = (str(p) for p in published.policy.values)
+    wls = [str(w) for w in published.workload.values]
+    s = sim["elsp"].sel(workload=wls)
+    per_seed = 100.0 * (s.sel(policy=new) - s.sel(policy=base)) / s.sel(policy=base)
+    pub = published.change_pct.rename(f"%change {new} vs {base}")
+    return pub, per_seed.rename(f"simulated %change {new} vs {base}")

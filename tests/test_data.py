@@ -47,3 +47,15 @@ def test_hidden_stddev_is_nan_not_zero():
 def test_unknown_table_lists_known_ones():
     with pytest.raises(NumalabValueError, match="lkp-rfc2023-p5-vs-p4"):
         nl.data.load("lkp-rfc2023-p7")
+
+
+@pytest.mark.parametrize("name", ["lkp-rfc2023-p5-vs-p4", "lkp-rfc2023-p6-vs-p5"])
+def test_csv_agrees_with_the_published_text_block(name):
+    """data/<name>.lkp.txt is the robot's block as printed; the CSV must say the same."""
+    ds = nl.data.load(name)
+    text = (nl.data.data_dir() / f"{name}.lkp.txt").read_text()
+    ingested = nl.report.read_lkp(text)
+    assert list(ingested.kernel.values) == list(ds.commit.values)
+    np.testing.assert_array_equal(ingested.elsp.sel(workload=ds.workload).values.T, ds.elsp.values)
+    np.testing.assert_array_equal(np.nan_to_num(ingested.elsp_stddev_pct.sel(workload=ds.workload).values.T, nan=-1),
+                                  np.nan_to_num(ds.elsp_stddev_pct.values, nan=-1))

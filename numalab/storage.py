@@ -1,0 +1,35 @@
+"""Files that are never left half-written: write to a temporary name in the same folder, then
+``os.replace`` (atomic on POSIX), removing the temporary file if anything fails."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["atomic_write", "write_text", "write_netcdf"]
+
+
+def atomic_write(path, write: Callable[[Path], object]) -> Path:
+    """Call ``write(tmp_path)`` and move the result to ``path`` only if it succeeded."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}{path.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_text(path, text: str) -> Path:
+    """Write ``text`` (UTF-8) atomically."""
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_netcdf(ds, path) -> Path:
+    """Write an xarray Dataset as NetCDF-4 with the h5netcdf engine (which, unlike scipy's,
+    holds uint64), atomically."""
+    return atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"))
