@@ -30,6 +30,8 @@ _LAZY = {
     "widgets": ("numalab.widgets", None),
     "hashing": ("numalab.hashing", None),
     "history": ("numalab.history", None),
+    "adaptive": ("numalab.adaptive", None),
+    "fidelity": ("numalab.fidelity", None),
     "errors": ("numalab.errors", None),
 }
 

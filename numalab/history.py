@@ -40,6 +40,7 @@ __all__ = [
     "popcount",
     "test_bit",
     "bit_masks",
+    "newest_mask",
 ]
 
 ROTATIONS = ("shift", "ring")
@@ -196,14 +197,21 @@ def rotate(pids_active, idx, mask=None, *, rotation: str = "shift") -> None:
         pids_active[sel + (new,)] = 0
 
 
-def union(pids_active, idx=None, n: int | None = None, *, rotation: str = "shift") -> np.ndarray:
+def union(pids_active, idx=None, n=None, *, rotation: str = "shift") -> np.ndarray:
     """OR of the newest ``n`` windows (all ``W`` if ``None``): shape ``(*batch, words)``.
 
     ``pids_active[0] | pids_active[1]`` in mainline ``vma_is_accessed()``; the OR of all
-    ``NR_ACCESS_PID_HIST`` windows in the RFCs."""
+    ``NR_ACCESS_PID_HIST`` windows in the RFCs. ``n`` is an int, or an int array broadcastable
+    to the batch shape (one count per entry, e.g. the per-VMA window count of an adaptive
+    history, :mod:`numalab.adaptive`), every value in ``[1, W]``."""
     _check_history(pids_active, None if idx is None else idx)
     rotation = check_choice("rotation", rotation, ROTATIONS)
     windows = pids_active.shape[-2]
+    if n is not None and np.ndim(n) > 0:
+        include = newest_mask(pids_active.shape[:-2], windows, n, idx, rotation=rotation)
+        return np.bitwise_or.reduce(np.where(include[..., None], pids_active, np.uint64(0)), axis=-2)
+    if n is not None and isinstance(n, np.ndarray):
+        n = n.item()
     n = windows if n is None else check_int("n", n, lo=1, hi=windows)
     if n == windows:
         return np.bitwise_or.reduce(pids_active, axis=-2)
@@ -214,6 +222,39 @@ def union(pids_active, idx=None, n: int | None = None, *, rotation: str = "shift
     newest = (np.asarray(idx)[..., None] - np.arange(n)) % windows  # (*batch, n)
     picked = np.take_along_axis(pids_active, newest[..., None], axis=-2)
     return np.bitwise_or.reduce(picked, axis=-2)
+
+
+def newest_mask(batch_shape, windows: int, n, idx=None, *, rotation: str = "shift") -> np.ndarray:
+    """Which windows are among the newest ``n`` of each entry: bool ``(*batch_shape, W)``.
+
+    ``n`` is an int or an int array broadcastable to ``batch_shape`` with values in ``[1, W]``.
+    A window's age is ``W - 1 - w`` for "shift" (the newest is the last) and
+    ``(idx - w) mod W`` for "ring" (the newest is ``idx``); it is included when age < n."""
+    windows = check_int("windows", windows, lo=1, hi=MAX_WINDOWS)
+    rotation = check_choice("rotation", rotation, ROTATIONS)
+    batch_shape = tuple(batch_shape)
+    arr = np.asarray(n)
+    if arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 1 or arr.max() > windows)):
+        raise NumalabValueError(f"n must be integers in [1, {windows}] (windows to OR); got {_short(arr)}")
+    try:
+        arr = np.broadcast_to(arr, batch_shape).astype(np.int64)
+    except ValueError:
+        raise NumalabValueError(
+            f"n has shape {arr.shape}; allowed: an int or an array broadcastable to the batch shape {batch_shape}"
+        ) from None
+    w = np.arange(windows, dtype=np.int64)
+    if rotation == "shift":
+        age = np.broadcast_to(windows - 1 - w, (*batch_shape, windows))
+    else:
+        if idx is None:
+            raise NumalabValueError("idx is required for rotation='ring' with a per-entry n")
+        age = np.mod(np.asarray(idx, dtype=np.int64)[..., None] - w, windows)
+    return age < arr[..., None]
+
+
+def _short(arr) -> str:
+    text = repr(arr)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def current_window(pids_active, idx=None, *, rotation: str = "shift") -> np.ndarray:

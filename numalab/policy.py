@@ -16,6 +16,11 @@ reason, in exactly the order of ``spec/kernel-numa-balancing.md`` §3.2/§3.3 fo
 :func:`decide` does not rotate the windows: the engine calls :func:`numalab.history.rotate`
 before it when ``policy.rotate_before_access`` (v6.7+, RFC 2023 p1) and the rotation is due,
 after it otherwise (v6.4-v6.6, where a PID-inactive VMA is never rotated).
+
+Adaptive histories (``Policy(history="adaptive", adapt=...)``, :mod:`numalab.adaptive`) keep
+``n_max`` windows allocated (``policy.windows``) and OR only the newest ``nr_hist`` of them in
+the own-PID and shared tests: :func:`decide` takes those counts as ``windows_active=`` (per
+VMA or per mm) and does not update them either -- the engine calls the rule's hooks.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import NumalabValueError, check_choice, check_int, check_uint32_array
-from .history import MAX_WINDOWS, ROTATIONS, _check_history
+from .history import MAX_WINDOWS, ROTATIONS, _check_history, newest_mask
 from .hashing import pid_bit
+from .adaptive import ADAPT_KEYWORDS, ADAPT_RULES, Adaptive
 
 __all__ = [
     "REASONS",
@@ -158,9 +164,18 @@ class Policy:
 
     Parameters
     ----------
-    history : int in [1, 64], optional
+    history : int in [1, 64] or "adaptive", optional
         Number of PID windows ``N`` (``NR_ACCESS_PID_HIST``); default: the base profile's.
-        ``"adaptive"`` is reserved for a later release and refused for now.
+        ``"adaptive"``: the window count is chosen while running by the rule ``adapt``
+        (:mod:`numalab.adaptive`); ``windows`` is then the allocated ``n_max`` and
+        :func:`decide` needs ``windows_active=``.
+    adapt : "grow-shrink" | "popcount" | "span" or a :class:`numalab.adaptive.Adaptive`, optional
+        The adaptive rule (implies ``history="adaptive"``; default "grow-shrink" when only
+        ``history="adaptive"`` is given). Its knobs are keywords too: ``n_min`` (1), ``n_max``
+        (8), ``n_init`` (the base profile's window count), ``adapt_enabled`` (True; False
+        makes the policy decide exactly as ``history=n_init``) and the rule's own parameters
+        (``shrink_after``, ``grow_others``; ``bits_lo``, ``bits_hi``, ``threads_max``;
+        ``span_ms``, ``ewma_shift``). Named e.g. ``"6.12+adaptive=grow-shrink"``.
     rules : str, iterable or mapping, optional
         The rules of ``vma_is_accessed()`` to switch on (all others off), e.g.
         ``("early_passes", "own_pid", "hot", "shared=3")`` or ``{"own_pid": True, "shared": 2}``.
@@ -177,7 +192,8 @@ class Policy:
     ----------
     name, windows, rotation, width, numab_state, rotate_before_access, forced_one,
     seq_completed, early_passes (None | "mm" | "vma"), own_pid, hot (int | None), hot_first,
-    shared (int | None), ignore_pid_partial, starvation, disjoint_select, base, description.
+    shared (int | None), ignore_pid_partial, starvation, disjoint_select, base, description,
+    adapt (:class:`numalab.adaptive.Adaptive` or None for a fixed N).
     """
 
     name: str
@@ -198,14 +214,26 @@ class Policy:
     disjoint_select: bool
     base: str
     description: str = field(compare=False)
+    adapt: Adaptive | None = None
 
     def __init__(self, history=None, rules=None, *, base=None, width=None, rotation=None, name=None,
                  adapt=None, description=None, **switches):
-        if isinstance(history, str) or adapt is not None:
+        adapt_kw = {k: switches.pop(k) for k in list(switches) if k in ADAPT_KEYWORDS}
+        adaptive = history == "adaptive" if isinstance(history, str) else False
+        if isinstance(history, str) and not adaptive:
             raise NumalabValueError(
-                f"history={history!r} is not available yet (the adaptive history arrives in a later "
-                f"release); allowed: an integer number of windows in [1, {MAX_WINDOWS}]"
+                f"history={history!r} is not known; allowed: an integer number of windows in "
+                f"[1, {MAX_WINDOWS}] or 'adaptive'"
             )
+        if (adapt is not None or adapt_kw) and not adaptive:
+            if history is not None:
+                raise NumalabValueError(
+                    f"history={history!r} with adapt/{sorted(adapt_kw) or 'adapt'}: an adaptive history "
+                    f"has no fixed N; allowed: history='adaptive' (n_max= sets the allocated windows)"
+                )
+            adaptive = True
+        if adaptive and "windows" in switches:
+            raise NumalabValueError("windows= does not apply to an adaptive history; allowed: n_max=")
         base = "6.12" if base is None else check_choice("base", base, _P)
         values = dict(_P[base])
         if rules is not None:
@@ -219,16 +247,25 @@ class Policy:
         if "windows" in switches and history is not None:
             raise NumalabValueError("give history= or windows=, not both")
         values.update(switches)
-        if history is not None:
+        if history is not None and not adaptive:
             values["windows"] = history
         if width is not None:
             values["width"] = width
         if rotation is not None:
             values["rotation"] = rotation
+        adapt_obj = None
+        if adaptive:
+            adapt_obj = _make_adaptive(adapt, adapt_kw, values)
+            values["windows"] = adapt_obj.n_max
         values = _validate(values)
-        changed = [k for k in _FIELD_ORDER if values[k] != _P[base][k]]
+        if adapt_obj is not None and adapt_obj.width != values["width"]:
+            raise NumalabValueError(
+                f"adapt has width={adapt_obj.width} but the policy's map is {values['width']} bits; allowed: equal"
+            )
+        changed = [k for k in _FIELD_ORDER if values[k] != _P[base][k] and not (adapt_obj and k == "windows")]
         if name is None:
-            labels = [_label(k, values[k]) for k in changed if k not in _RULE_FIELDS]
+            labels = list(adapt_obj.labels(_n_init_default(_P[base]["windows"], adapt_obj))) if adapt_obj else []
+            labels += [_label(k, values[k]) for k in changed if k not in _RULE_FIELDS]
             if any(k in _RULE_FIELDS for k in changed):
                 labels.append("rules=" + ",".join(_rule_labels(values)))
             name = base if not labels else base + "+" + "+".join(labels)
@@ -238,11 +275,16 @@ class Policy:
             description = _DESCRIPTIONS[base]
             if changed:
                 description += " Modified: " + ", ".join(_label(k, values[k]) for k in changed) + "."
+            if adapt_obj is not None:
+                description += (f" Adaptive history ({adapt_obj.rule}, per {adapt_obj.scope}): "
+                                f"{adapt_obj.n_min}..{adapt_obj.n_max} windows, starting at {adapt_obj.n_init}"
+                                + ("" if adapt_obj.enabled else ", adaptation off") + ".")
         for key in _FIELD_ORDER:
             object.__setattr__(self, key, values[key])
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "base", base)
         object.__setattr__(self, "description", str(description))
+        object.__setattr__(self, "adapt", adapt_obj)
 
     # -------------------------------------------------------------- constructors / introspection
     @classmethod
@@ -257,6 +299,16 @@ class Policy:
         return list(_P)
 
     @staticmethod
+    def adaptive_rules() -> list[str]:
+        """Names accepted by ``adapt=`` (see :mod:`numalab.adaptive`)."""
+        return list(ADAPT_RULES)
+
+    @property
+    def adaptive(self) -> bool:
+        """True when the window count is chosen while running (``history="adaptive"``)."""
+        return self.adapt is not None
+
+    @staticmethod
     def describe_profiles() -> dict[str, str]:
         """Profile name -> the commits or RFC it mirrors."""
         return dict(_DESCRIPTIONS)
@@ -266,9 +318,20 @@ class Policy:
         values = {k: getattr(self, k) for k in _FIELD_ORDER}
         history = changes.pop("history", changes.pop("windows", None))
         values.pop("windows")
+        adapt_kw = {k: changes.pop(k) for k in list(changes) if k in ADAPT_KEYWORDS}
+        adapt = changes.pop("adapt", None)
         values.update(changes)
-        return Policy(history=history if history is not None else self.windows,
-                      base=values.pop("base", self.base), **values)
+        base = values.pop("base", self.base)
+        if history is not None and history != "adaptive":
+            return Policy(history=history, base=base, **values)
+        if history is None and adapt is None and not adapt_kw and self.adapt is None:
+            return Policy(history=self.windows, base=base, **values)
+        if adapt is None and self.adapt is not None:  # keep the rule, change some of its knobs
+            keep = {("adapt_enabled" if k == "enabled" else k): v for k, v in self.adapt.to_dict().items()
+                    if k not in ("rule", "width")}
+            keep.update(adapt_kw)
+            return Policy(history="adaptive", adapt=self.adapt.rule, base=base, **keep, **values)
+        return Policy(history="adaptive", adapt=adapt, base=base, **adapt_kw, **values)
 
     @property
     def rules(self) -> tuple[str, ...]:
@@ -276,18 +339,20 @@ class Policy:
         return _rule_labels({k: getattr(self, k) for k in _FIELD_ORDER})
 
     def to_dict(self) -> dict:
-        """All fields as a JSON-able dict (None kept)."""
+        """All fields as a JSON-able dict (None kept; ``adapt`` as a dict or None)."""
         return {"name": self.name, "base": self.base, **{k: getattr(self, k) for k in _FIELD_ORDER},
-                "description": self.description}
+                "description": self.description, "adapt": None if self.adapt is None else self.adapt.to_dict()}
 
     def to_attrs(self, prefix: str = "policy_") -> dict:
-        """netCDF-safe attrs (str/int only: bools as 0/1, None as "none")."""
+        """netCDF-safe attrs (str/int only: bools as 0/1, None as "none", dicts as JSON)."""
         out = {}
         for key, value in self.to_dict().items():
             if isinstance(value, bool):
                 value = int(value)
             elif value is None:
                 value = "none"
+            elif isinstance(value, dict):
+                value = json.dumps(value, sort_keys=True)
             out[prefix + key] = value
         return out
 
@@ -295,7 +360,39 @@ class Policy:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     def __repr__(self) -> str:
-        return f"Policy({self.name!r}: windows={self.windows}, {self.rotation}, {self.width} bits, rules={list(self.rules)})"
+        if self.adapt is not None:
+            a = self.adapt
+            hist = f"adaptive {a.rule} {a.n_min}..{a.n_max} windows" + ("" if a.enabled else " (off)")
+        else:
+            hist = f"windows={self.windows}"
+        return f"Policy({self.name!r}: {hist}, {self.rotation}, {self.width} bits, rules={list(self.rules)})"
+
+
+def _n_init_default(base_windows: int, adapt_kw: dict | Adaptive) -> int:
+    """Adaptive histories start at the base profile's window count, clamped to [n_min, n_max]."""
+    get = (lambda k, d: getattr(adapt_kw, k)) if isinstance(adapt_kw, Adaptive) else adapt_kw.get
+    n_min = get("n_min", 1)
+    n_max = get("n_max", 8)
+    if not isinstance(n_min, int) or not isinstance(n_max, int):
+        return base_windows  # Adaptive() reports the bad value
+    return min(max(base_windows, n_min), n_max)
+
+
+def _make_adaptive(adapt, adapt_kw: dict, values: dict) -> Adaptive:
+    """The :class:`Adaptive` of ``Policy(history="adaptive", adapt=..., **adapt_kw)``."""
+    kw = {("enabled" if k == "adapt_enabled" else k): v for k, v in adapt_kw.items()}
+    width = values["width"]
+    if isinstance(adapt, Adaptive):
+        if kw:
+            raise NumalabValueError(
+                f"give the adaptive knobs {sorted(adapt_kw)} inside the Adaptive object or with adapt=<name>, not both"
+            )
+        return adapt
+    if not values["numab_state"]:
+        raise NumalabValueError("an adaptive history needs per-VMA state; allowed: any profile but pre-6.4")
+    rule = "grow-shrink" if adapt is None else check_choice("adapt", adapt, ADAPT_RULES)
+    kw.setdefault("n_init", _n_init_default(values["windows"], kw))
+    return Adaptive(rule, width=width if isinstance(width, int) else 64, **kw)
 
 
 _RULE_FIELDS = frozenset(RULES) | {"hot_first"}
@@ -422,7 +519,8 @@ def _first_true(conditions: list, codes: list, default) -> np.ndarray:
 
 def decide(policy: Policy, *, pids_active, idx, scanner_tid, numa_scan_seq, start_scan_seq, prev_scan_seq,
            scan_offset, vm_start, next_scan, now, nr_threads, forced=False, vma_scan_select=None,
-           vm_end=None, page_bytes: int = 4096, unsuitable=None, shared_ro=None, inaccessible=None):
+           vm_end=None, page_bytes: int = 4096, unsuitable=None, shared_ro=None, inaccessible=None,
+           windows_active=None):
     """Decide, for each scanning task and VMA, whether ``task_numa_work()`` scans the VMA.
 
     Shapes (``B`` = batch axes, e.g. replica; ``V`` VMAs; ``T`` tasks):
@@ -435,6 +533,11 @@ def decide(policy: Policy, *, pids_active, idx, scanner_tid, numa_scan_seq, star
       v6.7 retry pass, ``vma_pids_forced``); scalars broadcast;
     * ``scanner_tid``: (*B,) -- one scanning thread per mm (the engine) -> outputs (*B, V); or
       (*B, T) -- the task x VMA matrix -> outputs (*B, T, V).
+
+    * ``windows_active``: how many of the newest windows the own-PID test and the shared rule
+      OR, per VMA (*B, V) or per mm (*B,), ints in ``[1, W]``. Required for an adaptive policy
+      (:func:`numalab.adaptive.effective_windows` of its state); optional otherwise (None = all
+      ``W`` windows, the fixed-N behaviour). The hot rule always reads the current window.
 
     Units: ``scan_offset``, ``vm_start``, ``vm_end`` in one address unit (pages by default,
     ``page_bytes`` bytes each; only the disjoint-select refill needs bytes); ``now`` and
@@ -511,7 +614,17 @@ def decide(policy: Policy, *, pids_active, idx, scanner_tid, numa_scan_seq, star
         conds.append(np.broadcast_to(forced_, vshape))
         codes.append(CODE["forced"])
 
-    union_all = np.bitwise_or.reduce(pids_active, axis=-2)  # (*B, V, words)
+    if windows_active is None:
+        if policy.adapt is not None:
+            raise NumalabValueError(
+                f"policy {policy.name!r} has an adaptive history: pass windows_active= (the per-VMA or per-mm "
+                f"window counts, numalab.adaptive.effective_windows(policy.adapt, state))"
+            )
+        union_all = np.bitwise_or.reduce(pids_active, axis=-2)  # (*B, V, words)
+    else:  # the newest n windows of each VMA (adaptive history)
+        n_act = _windows_active(windows_active, batch, vshape, windows)
+        include = newest_mask(vshape, windows, n_act, ring, rotation=policy.rotation)
+        union_all = np.bitwise_or.reduce(np.where(include[..., None], pids_active, np.uint64(0)), axis=-2)
     pre_own, post_own = [], []  # vma_is_accessed() rules that need no scanner tid
     if policy.hot:
         if policy.rotation == "ring":
@@ -586,6 +699,24 @@ def decide(policy: Policy, *, pids_active, idx, scanner_tid, numa_scan_seq, star
     return allowed, reason, _gather_rows(np.ascontiguousarray(select_tab), bit)
 
 
+def _windows_active(value, batch: tuple, vshape: tuple, windows: int) -> np.ndarray:
+    """``windows_active`` as int64 of the per-VMA shape (per-mm values broadcast over VMAs)."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iu":
+        raise NumalabValueError(f"windows_active must hold integers in [1, {windows}]; got dtype {arr.dtype}")
+    if arr.size and (arr.min() < 1 or arr.max() > windows):
+        bad = int(arr.min()) if arr.min() < 1 else int(arr.max())
+        raise NumalabValueError(f"windows_active holds {bad}; allowed: integers in [1, {windows}] (the allocated windows)")
+    if arr.shape == batch and batch != vshape:
+        arr = arr[..., None]  # per mm
+    try:
+        return np.broadcast_to(arr, vshape).astype(np.int64)
+    except ValueError:
+        raise NumalabValueError(
+            f"windows_active has shape {np.shape(value)}; allowed: per-VMA {vshape} or per-mm {batch}"
+        ) from None
+
+
 def _gather_rows(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``out[b, t, :] = table[b, rows[b, t], :]`` for tables (*B, R, V) and rows (*B, T), as
     one contiguous row copy per (b, t)."""
@@ -605,14 +736,15 @@ def _select_after(select, reason, refill):
 def decision_matrix(policy: Policy, *, tids, pids_active, idx, numa_scan_seq, start_scan_seq, prev_scan_seq,
                     scan_offset, vm_start, next_scan, now, nr_threads, forced=False, vma_scan_select=None,
                     vm_end=None, page_bytes: int = 4096, unsuitable=None, shared_ro=None, inaccessible=None,
-                    vma_names=None):
+                    vma_names=None, windows_active=None):
     """The task x VMA matrix of :func:`decide` as an ``xarray.DataArray`` for heatmaps.
 
     ``tids`` is (T,) (broadcast to every replica) or (*B, T); the state arguments are as in
     :func:`decide`, with at most one batch axis (called ``replica``). Values are int8 reason
     codes; attrs ``reasons`` (code -> name, also as CF ``flag_values``/``flag_meanings``) and
     ``allowed_codes`` let a plot colour by reason; coord ``allowed`` (bool) says which cells
-    are scanned, ``tid`` labels the tasks.
+    are scanned, ``tid`` labels the tasks. ``windows_active`` as in :func:`decide` (required
+    for an adaptive policy).
     """
     import xarray as xr
 
@@ -630,6 +762,7 @@ def decision_matrix(policy: Policy, *, tids, pids_active, idx, numa_scan_seq, st
         start_scan_seq=start_scan_seq, prev_scan_seq=prev_scan_seq, scan_offset=scan_offset, vm_start=vm_start,
         next_scan=next_scan, now=now, nr_threads=nr_threads, forced=forced, vma_scan_select=vma_scan_select,
         vm_end=vm_end, page_bytes=page_bytes, unsuitable=unsuitable, shared_ro=shared_ro, inaccessible=inaccessible,
+        windows_active=windows_active,
     )
     dims = ("replica", "task", "vma") if batch else ("task", "vma")
     nvma = pids_active.shape[-3]

@@ -286,9 +286,12 @@ def test_bad_history(history):
         Policy(history=history)
 
 
-def test_adaptive_not_yet():
-    with pytest.raises(NumalabValueError, match="adaptive.*later"):
-        Policy(history="adaptive")
+def test_adaptive_history_is_available():
+    """history="adaptive" (formerly refused) now builds the default rule; unknown words are refused."""
+    p = Policy(history="adaptive")
+    assert p.adaptive and p.adapt.rule == "grow-shrink" and p.windows == p.adapt.n_max
+    with pytest.raises(NumalabValueError, match="history='adaptiv'.*'adaptive'"):
+        Policy(history="adaptiv")
 
 
 @pytest.mark.parametrize("rules", [["hot=0"], ["shared=0"], {"shared": -2}])

@@ -21,14 +21,18 @@ def hot_vma(policy, hist, idx) -> bool:
     return H.popcount(current) >= policy.hot
 
 
-def shared_vma(policy, hist, idx) -> bool:
-    """RFC: ``bitmap_weight(OR of all windows) >= threshold`` (SHARED_VMA_THRESH)."""
-    return H.popcount(H.union(hist, idx, None, policy.rotation)) >= policy.shared
+def shared_vma(policy, hist, idx, windows_active=None) -> bool:
+    """RFC: ``bitmap_weight(OR of all windows) >= threshold`` (SHARED_VMA_THRESH); an adaptive
+    history ORs only its newest ``windows_active`` windows."""
+    return H.popcount(H.union(hist, idx, windows_active, policy.rotation)) >= policy.shared
 
 
 def vma_is_accessed(policy, hist, idx, tid, *, numa_scan_seq, start_scan_seq, prev_scan_seq,
-                    scan_offset, vm_start, nr_threads):
-    """The reason a VMA passes the PID filter, or None if it does not."""
+                    scan_offset, vm_start, nr_threads, windows_active=None):
+    """The reason a VMA passes the PID filter, or None if it does not.
+
+    ``windows_active``: how many of the newest windows the own-PID and shared tests OR (None =
+    all of them, a fixed N)."""
     if policy.hot and policy.hot_first and hot_vma(policy, hist, idx):
         return "hot"  # RFC 2023 p5: checked first
     if policy.early_passes == "mm" and numa_scan_seq < 2:
@@ -37,11 +41,11 @@ def vma_is_accessed(policy, hist, idx, tid, *, numa_scan_seq, start_scan_seq, pr
         return "early_passes"  # v6.8+
     if policy.own_pid:
         bit = pid_bit(tid, policy.width)
-        if H.test_bit(H.union(hist, idx, None, policy.rotation), bit):
+        if H.test_bit(H.union(hist, idx, windows_active, policy.rotation), bit):
             return "own_pid"
     if policy.hot and not policy.hot_first and hot_vma(policy, hist, idx):
         return "hot"  # RFC 2024 PATCH 1 order
-    if policy.shared and shared_vma(policy, hist, idx):
+    if policy.shared and shared_vma(policy, hist, idx, windows_active):
         return "shared"
     if policy.ignore_pid_partial and scan_offset > vm_start:
         return "ignore_pid_inactive"  # v6.7: finish a partly scanned VMA
@@ -59,7 +63,7 @@ def task_disjoint_vma_select(select: int, vma_bytes: int) -> tuple[bool, int]:
 
 def visit(policy, hist, idx, tid, *, numa_scan_seq, start_scan_seq, prev_scan_seq, scan_offset, vm_start,
           next_scan, now, nr_threads, forced=False, vma_scan_select=0, vm_end=None, page_bytes=4096,
-          unsuitable=False, shared_ro=False, inaccessible=False):
+          unsuitable=False, shared_ro=False, inaccessible=False, windows_active=None):
     """One VMA visited by ``task_numa_work`` run by thread ``tid``: ``(reason, vma_scan_select)``.
 
     The numab state is assumed to exist already (the engine creates it on the first visit)."""
@@ -80,7 +84,7 @@ def visit(policy, hist, idx, tid, *, numa_scan_seq, start_scan_seq, prev_scan_se
         return "forced", vma_scan_select
     why = vma_is_accessed(policy, hist, idx, tid, numa_scan_seq=numa_scan_seq, start_scan_seq=start_scan_seq,
                           prev_scan_seq=prev_scan_seq, scan_offset=scan_offset, vm_start=vm_start,
-                          nr_threads=nr_threads)
+                          nr_threads=nr_threads, windows_active=windows_active)
     if why is not None:
         return why, vma_scan_select
     if policy.disjoint_select:
