@@ -1,0 +1,265 @@
+"""Futex hash-bucket contention: the public face of numalab's futex model.
+
+Kernel modes (:data:`MODES`): ``"classic"`` (one global table, <= 6.15), ``"numa"`` (6.16
+per-node tables, FUTEX2_NUMA / FUTEX2_MPOL), ``"private"`` (6.17 per-process tables). Spec:
+``spec/kernel-futex-hash.md``. The machinery lives in private modules: ``futex_hash`` (key ->
+bucket), ``futex_workloads`` (perf bench / futex_numa shapes), ``futex_solver`` (MVA and a
+vectorised discrete-event simulation) and ``futex_calibrate``.
+
+::
+
+    import numalab as nl
+    wl = nl.futex.perf_bench_hash("2s-128", threads=64, buckets=256)
+    ds = nl.futex.simulate(wl, seeds=8)            # dims ("seed",)
+    sw = nl.futex.sweep(buckets=[2, 16, 1024], mode=["numa", "private"], threads=[16, 64])
+    fit = nl.futex.calibrate(rows, "2s-128")        # fitted constants, residuals, predictions
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import product
+
+import numpy as np
+
+from ._version import __version__
+from .errors import NumalabValueError, check_choice, check_int
+from .futex_calibrate import DEFAULT_FIT, CalibrationResult, calibrate
+from .futex_hash import (
+    HASHES, MODES, classic_hashsize, node_hashsize, private_default_slots,
+)
+from .futex_solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
+from .futex_solver import simulate as _des
+from .futex_workloads import (
+    FUTEX_NUMA, PERF_BENCH, REFCOUNTS, FutexWorkload, futex_numa, perf_bench_hash, route, together,
+)
+from .topology import Topology
+
+__all__ = [
+    "MODES", "REFCOUNTS", "HASHES", "PROGRAMS", "METHODS", "FutexCosts", "FutexWorkload",
+    "CalibrationResult", "perf_bench_hash", "futex_numa", "together", "simulate", "sweep",
+    "calibrate", "workload_for", "classic_hashsize", "node_hashsize", "private_default_slots",
+    "DEFAULT_FIT", "COST_NAMES",
+]
+
+PROGRAMS = (PERF_BENCH, FUTEX_NUMA)
+METHODS = ("mva", "simulation")
+
+_VARS = {
+    "ops_per_s": ("1/s", "futex operations per second, all counted threads"),
+    "ops_per_s_per_thread": ("1/s", "futex operations per second per counted thread "
+                             "(perf bench futex hash: 'Averaged ... operations/sec')"),
+    "loops": ("1", "operations completed by the counted threads in the run "
+              "(futex_numa: the 'contenders:' sum)"),
+    "bucket_utilisation": ("1", "hb-lock utilisation of the bucket an operation visits, "
+                           "averaged over operations"),
+    "collisions": ("1", "futexes sharing a hash bucket with another futex "
+                   "(distinct futexes - occupied buckets)"),
+}
+
+
+def _seeds(seeds) -> list[int]:
+    if np.isscalar(seeds):
+        return list(range(check_int("seeds", seeds, lo=1)))
+    out = [check_int("seeds", s, lo=0) for s in seeds]
+    if not out:
+        raise NumalabValueError("seeds is empty; allowed: an int n >= 1 or a list of ints >= 0")
+    return out
+
+
+def workload_for(program, topology, *, mode, buckets=None, threads=None, **kw) -> FutexWorkload:
+    """One workload of a sweep: ``buckets`` is the private-hash slots in ``"private"`` mode
+    (None = default rule, 0 = global hash) and the what-if size of the global table(s) in
+    ``"classic"`` (whole table) / ``"numa"`` (each node's table) modes (None = kernel size)."""
+    check_choice("program", program, PROGRAMS)
+    check_choice("mode", mode, MODES)
+    if program == PERF_BENCH:
+        if mode == "private":
+            b = -1 if buckets is None else buckets
+            return perf_bench_hash(topology, threads=threads, buckets=b, mode=mode, **kw)
+        return perf_bench_hash(topology, threads=threads, mode=mode, hashsize=buckets, **kw)
+    if threads is not None:
+        kw["contenders"] = threads
+    if mode == "private" and buckets not in (None, -1):
+        w = futex_numa(topology, mode=mode, **kw)
+        from dataclasses import replace
+
+        return replace(w, slots=(int(buckets),))
+    return futex_numa(topology, mode=mode, hashsize=buckets, **kw)
+
+
+def _solve(workloads: list[FutexWorkload], seeds: list[int], costs, method, ops, dist, chunk=None):
+    """Per (workload, seed) point metrics, as a dict of arrays shaped (len(workloads), len(seeds)).
+
+    Points are solved in chunks of workloads (bounded memory; one MVA fixed point per chunk)."""
+    chunk = chunk or max(1, 16 // len(seeds))
+    parts = [_solve_chunk(workloads[i:i + chunk], seeds, costs, method, ops, dist)
+             for i in range(0, len(workloads), chunk)]
+    nproc = max(p["contenders"].shape[-1] for p in parts)
+    out = {}
+    for k in parts[0]:
+        if k in ("contenders", "total"):
+            out[k] = np.concatenate([np.pad(p[k], ((0, 0), (0, 0), (0, nproc - p[k].shape[-1]))) for p in parts])
+        elif k == "thread_rate":
+            out[k] = [r for p in parts for r in p[k]]
+        else:
+            out[k] = np.concatenate([p[k] for p in parts])
+    return out
+
+
+def _solve_chunk(workloads, seeds, costs, method, ops, dist):
+    routings = [route(w, s) for w in workloads for s in seeds]
+    net = network(routings, costs, keep_threads=(method == "simulation"))
+    del routings
+    P = net.n_points
+    res = mva(net)
+    rho = res["rho"]
+    if method == "mva":
+        thr_rate = (res["x"] * 1e9)[net.thr_cls]
+    else:
+        sim = _des(net, [s for _ in workloads for s in seeds], ops=ops, dist=dist)
+        thr_rate = sim["rate"] * 1e9
+    thr_point = net.cls_point[net.thr_cls]
+    counted = net.cls_counted[net.thr_cls]
+    ops_s = np.bincount(thr_point, weights=thr_rate * counted, minlength=P)
+    n_counted = np.bincount(thr_point, weights=counted.astype(float), minlength=P)
+    runtime = np.repeat([w.runtime_s for w in workloads], len(seeds))
+    # op-weighted lock utilisation over bucket stations
+    lam_st = np.bincount(net.ent_station, weights=net.cls_n[net.ent_cls] * net.ent_visit *
+                         (res["x"][net.ent_cls]), minlength=net.st_base.size) * net.st_is_bucket
+    util = np.bincount(net.st_point, weights=lam_st * np.minimum(rho, 1.0), minlength=P) / np.maximum(
+        np.bincount(net.st_point, weights=lam_st, minlength=P), 1e-300)
+    keys = net.st_keys * net.st_is_bucket
+    coll = np.bincount(net.st_point, weights=keys, minlength=P) - np.bincount(
+        net.st_point, weights=(keys > 0).astype(float), minlength=P)
+    out = {
+        "ops_per_s": ops_s,
+        "ops_per_s_per_thread": ops_s / np.maximum(n_counted, 1),
+        "loops": np.floor(ops_s * runtime),
+        "bucket_utilisation": util,
+        "collisions": coll.astype(np.int64),
+    }
+    shape = (len(workloads), len(seeds))
+    out = {k: v.reshape(shape) for k, v in out.items()}
+    # per-process counters of futex_numa: contenders / total (lock threads)
+    nproc = max(w.processes for w in workloads)
+    proc = np.concatenate([w.thread_proc for w in workloads for _ in seeds])
+    key = thr_point * nproc + proc
+    for name, mask in (("contenders", counted), ("total", ~counted)):
+        per = np.bincount(key, weights=thr_rate * mask, minlength=P * nproc).reshape(P, nproc)
+        out[name] = np.floor(per * runtime[:, None]).reshape(*shape, nproc)
+    out["thread_rate"] = [thr_rate[thr_point == p] for p in range(P)]
+    return out
+
+
+def _attrs(w: FutexWorkload, costs: FutexCosts, method: str, extra: dict) -> dict:
+    attrs = {"numalab_version": __version__, "workload": w.program, "method": method,
+             "costs": json.dumps(costs.resolve(w.topology).to_dict()),
+             "parameters": json.dumps({**_jsonable(w.params), **extra, "refcount": w.refcount,
+                                       "squash": w.squash, "hash": w.hash, "base_small": w.base_small,
+                                       "classic_home": w.classic_home})}
+    attrs.update(w.topology.to_attrs())
+    return attrs
+
+
+def _jsonable(d):
+    return json.loads(json.dumps(d, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))
+
+
+def _dataset(out, dims, coords, shape, attrs, program):
+    import xarray as xr
+
+    data_vars = {}
+    for name, (units, long_name) in _VARS.items():
+        data_vars[name] = (dims + ("seed",), out[name].reshape(shape), {"units": units, "long_name": long_name})
+    if program == FUTEX_NUMA:
+        nproc = out["contenders"].shape[-1]
+        data_vars["contenders"] = (dims + ("seed", "process"), out["contenders"].reshape(*shape, nproc),
+                                   {"units": "1", "long_name": "futex_numa 'contenders:' line: completed "
+                                    "futex2_wait calls of the contender threads over -s seconds"})
+        data_vars["total"] = (dims + ("seed", "process"), out["total"].reshape(*shape, nproc),
+                              {"units": "1", "long_name": "futex_numa 'total:' line: lock acquisitions "
+                               "of the lock threads (approximate: one bucket visit per cycle)"})
+        coords = {**coords, "process": np.arange(nproc)}
+    ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
+    for name, a in _COORD_ATTRS.items():
+        if name in ds.coords:
+            ds[name].attrs.update(a)
+    return ds
+
+
+_COORD_ATTRS = {
+    "buckets": {"units": "buckets", "long_name": "private-hash slots (private) or global table size "
+                "(classic: whole table, numa: per node)",
+                "kernel_name": "PR_FUTEX_HASH_SET_SLOTS / futex_hashmask + 1"},
+    "mode": {"long_name": "kernel futex hash mode (classic <= 6.15, numa 6.16, private 6.17)"},
+    "threads": {"units": "threads", "long_name": "perf bench -t / futex_numa -c"},
+    "seed": {"long_name": "run seed (mm pointer / ASLR randomness of the hash; event times)"},
+    "process": {"long_name": "process (separate mm) of a together() workload"},
+}
+
+
+def simulate(config: FutexWorkload, seeds=8, *, costs=None, method="mva", ops=400, dist="exponential"):
+    """Solve one workload for several runs (seeds: the mm/ASLR randomness of the hash, and
+    for ``method="simulation"`` the event times too) -> xarray Dataset with dims ``("seed",)``
+    (+ ``"process"`` for futex_numa's per-process ``contenders``/``total`` lines).
+
+    ``costs``: a :class:`FutexCosts` or dict overriding documented constants. ``method``:
+    ``"mva"`` (approximate mean-value analysis, fast) or ``"simulation"`` (vectorised
+    discrete-event simulation, ``ops`` operations per thread, ``dist`` of times).
+    """
+    if not isinstance(config, FutexWorkload):
+        raise NumalabValueError(
+            f"config of type {type(config).__name__}; allowed: a FutexWorkload from "
+            f"perf_bench_hash(), futex_numa() or together()"
+        )
+    check_choice("method", method, METHODS)
+    seeds = _seeds(seeds)
+    costs = coerce_costs(costs)
+    out = _solve([config], seeds, costs, method, check_int("ops", ops, lo=10), dist)
+    ds = _dataset(out, (), {"seed": seeds}, (len(seeds),), _attrs(config, costs, method, {"mode": config.mode}),
+                  config.program)
+    return ds
+
+
+def sweep(buckets=None, mode=MODES, threads=None, *, seeds=8, program=PERF_BENCH, topology="2s-128",
+          costs=None, method="mva", ops=400, dist="exponential", **workload_kw):
+    """Sweep bucket counts x kernel modes x thread counts -> one Dataset.
+
+    Each of ``buckets``, ``mode``, ``threads`` given as a list becomes a dimension (in that
+    order), a scalar or None stays fixed. ``buckets``: private-hash slots (``"private"``) or the
+    global table size (``"classic"`` whole table, ``"numa"`` per node); None = the kernel's
+    size. ``threads``: perf bench ``-t`` (None = all CPUs) or futex_numa ``-c``. Other keyword
+    arguments go to the workload constructor (e.g. ``futexes=1024``, ``shared=True``).
+    """
+    check_choice("program", program, PROGRAMS)
+    check_choice("method", method, METHODS)
+    topology = Topology.coerce(topology)
+    seeds = _seeds(seeds)
+    costs = coerce_costs(costs)
+    axes = {"mode": mode, "buckets": buckets, "threads": threads}
+    dims, coords, values = [], {}, {}
+    for name in ("mode", "buckets", "threads"):
+        v = axes[name]
+        if isinstance(v, (list, tuple, np.ndarray)):
+            v = list(v)
+            if not v:
+                raise NumalabValueError(f"{name} is empty; allowed: a value or a non-empty list")
+            dims.append(name)
+            coords[name] = v
+            values[name] = v
+        else:
+            values[name] = [v]
+    if "buckets" in coords and any(b is None for b in coords["buckets"]):
+        raise NumalabValueError("buckets list holds None; allowed: ints (use buckets=None alone for the kernel default)")
+    for m in values["mode"]:
+        check_choice("mode", m, MODES)
+    workloads = [workload_for(program, topology, mode=m, buckets=b, threads=t, **workload_kw)
+                 for m, b, t in product(values["mode"], values["buckets"], values["threads"])]
+    out = _solve(workloads, seeds, costs, method, check_int("ops", ops, lo=10), dist)
+    shape = tuple(len(coords[d]) for d in dims) + (len(seeds),)
+    coords["seed"] = seeds
+    extra = {k: values[k][0] for k in ("mode", "buckets", "threads") if k not in dims}
+    ds = _dataset(out, tuple(dims), coords, shape, _attrs(workloads[0], costs, method, extra), program)
+    ds.attrs["swept"] = ",".join(dims)
+    return ds

@@ -1,0 +1,274 @@
+"""Futex key -> hash bucket mapping, vectorised (private to :mod:`numalab.futex`).
+
+Models ``kernel/futex/core.c``: ``futex_init()`` (table sizes), ``get_futex_key()`` (the key
+and, from 6.16, the FUTEX2_NUMA / FUTEX2_MPOL node), ``__futex_hash()`` (which table and which
+bucket) and ``futex_hash_allocate_default()`` (the 6.17 private-hash size rule), as paraphrased
+in ``spec/kernel-futex-hash.md`` §1-§4 and §7.2.
+
+Kernel modes (``MODES``):
+
+``"classic"``  one global table of ``roundup_pow_of_two(256 * num_possible_cpus())`` buckets
+               (v3.13 ... v6.15).
+``"numa"``     6.16 as shipped: one table of ``S = roundup_pow_of_two(max(4, 256*P // N))``
+               buckets per node; non-NUMA futexes pick the node from the hash bits above the
+               index bits, FUTEX2_NUMA / FUTEX2_MPOL futexes use their node.
+``"private"``  6.17+: the per-node global tables plus one private table per process for its
+               PRIVATE futexes with no node (default size by the clone-time rule, or the slots
+               set with ``prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_SET_SLOTS, n)``; 0 = global hash).
+
+Buckets get flat integer ids: global buckets first (``node * S + index`` for the per-node
+tables, ``index`` for the classic table), then each process's private table in process order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import NumalabValueError, check_choice, check_int
+from .topology import Topology
+
+__all__ = [
+    "MODES", "HASHES", "FUT_OFF_INODE", "FUT_OFF_MMSHARED", "FUTEX_NO_NODE", "BUCKET_BYTES",
+    "roundup_pow_of_two", "is_power_of_two", "classic_hashsize", "node_hashsize",
+    "private_default_slots", "check_table_size", "HashLayout", "resolve_node",
+    "private_key_words", "global_key_words", "key_hashes", "futex_bucket",
+]
+
+MODES = ("classic", "numa", "private")
+HASHES = ("uniform", "jhash2")
+#: ``include/linux/futex.h``: low bits of ``key.both.offset`` telling the key kind apart.
+FUT_OFF_INODE = 1
+FUT_OFF_MMSHARED = 2
+#: ``include/uapi/linux/futex.h``: the FUTEX2_NUMA node word value meaning "no node yet".
+FUTEX_NO_NODE = -1
+#: ``struct futex_hash_bucket`` is one x86-64 cache line (dmesg "32768 (2097152 bytes ...)").
+BUCKET_BYTES = 64
+PAGE_SIZE = 4096
+#: a 4 KiB page holds 64 line-aligned buckets; page-interleaved tables change node every 64.
+BUCKETS_PER_PAGE = PAGE_SIZE // BUCKET_BYTES
+
+
+def roundup_pow_of_two(n):
+    """``roundup_pow_of_two(n)`` of ``include/linux/log2.h`` (n >= 1), int or int64 array."""
+    arr = np.maximum(np.asarray(n, dtype=np.int64), 1)
+    # exact for n < 2**52: ceil(log2) of an exact power of two is exact in float64
+    out = np.left_shift(np.int64(1), np.ceil(np.log2(arr.astype(np.float64))).astype(np.int64))
+    return int(out) if out.ndim == 0 else out
+
+
+def is_power_of_two(n) -> bool:
+    """``is_power_of_2(n)``: n > 0 with a single bit set."""
+    n = int(n)
+    return n > 0 and (n & (n - 1)) == 0
+
+
+def classic_hashsize(topology: Topology, base_small: bool = False) -> int:
+    """Buckets of the single global table before 6.16 (``futex_init``, v3.13 ... v6.15).
+
+    ``16`` with ``CONFIG_BASE_SMALL``, else ``roundup_pow_of_two(256 * num_possible_cpus())``
+    (4 CPUs -> 1024, 32 -> 8192, 144 -> 65536, 256 -> 65536).
+    """
+    return 16 if base_small else roundup_pow_of_two(256 * topology.ncpus)
+
+
+def node_hashsize(topology: Topology, base_small: bool = False) -> int:
+    """Buckets of EACH per-node table from 6.16 (``futex_init`` at cec199c5e39b).
+
+    ``16`` with ``CONFIG_BASE_SMALL``, else
+    ``roundup_pow_of_two(max(4, 256 * num_possible_cpus() // num_possible_nodes()))``
+    (256 CPUs on 2 nodes -> 2 x 32768).
+    """
+    if base_small:
+        return 16
+    return roundup_pow_of_two(max(4, (256 * topology.ncpus) // topology.nodes))
+
+
+def private_default_slots(threads: int, topology: Topology, base_small: bool = False,
+                          online_cpus: int | None = None) -> int:
+    """Private-hash size chosen by ``futex_hash_allocate_default()`` (6.17), in buckets.
+
+    ``roundup_pow_of_two(4 * min(threads, num_online_cpus()))`` clamped to
+    ``[16, S_node]`` where ``S_node`` is the per-node global table size (so 32 CPUs -> at most
+    128, 144 or 256 CPUs -> at most 1024). ``threads`` is the process's thread count once all
+    threads exist (the table only ever grows, so the last clone decides).
+    """
+    threads = check_int("threads", threads, lo=1)
+    online = topology.ncpus if online_cpus is None else check_int("online_cpus", online_cpus, lo=1)
+    want = roundup_pow_of_two(4 * min(threads, online))
+    return int(min(max(want, 16), node_hashsize(topology, base_small)))
+
+
+def check_table_size(name: str, value, *, lo: int = 1) -> int:
+    """A table size must be a power of two >= ``lo`` (the kernel masks with ``size - 1``)."""
+    value = check_int(name, value, lo=lo)
+    if not is_power_of_two(value):
+        raise NumalabValueError(
+            f"{name}={value} is not a power of two; allowed: a power of two >= {lo} "
+            f"(the kernel indexes buckets with hash & (size - 1))"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class HashLayout:
+    """Which tables exist and how big they are, for one simulated system.
+
+    Parameters
+    ----------
+    mode : "classic" | "numa" | "private"
+    nodes : int
+        ``nr_node_ids`` (all nodes possible).
+    global_size : int
+        Buckets of the classic table (``"classic"``) or of EACH per-node table.
+    private_slots : tuple of int
+        Private-table buckets per process (0 = that process uses the global hash).
+        Only meaningful in ``"private"`` mode.
+    squash : bool
+        FUTEX_SQUASH (the 2023 debug patch): every futex maps to index 0 of its table.
+    classic_home : "interleave" | "node0"
+        Where the classic table's memory lives: pages interleaved over the nodes (64 buckets a
+        page) or all on node 0; the spec (§1.1) marks both UNVERIFIED.
+    private_home : tuple of int
+        Node holding each process's private table (the allocating thread's node; UNVERIFIED).
+    """
+
+    mode: str
+    nodes: int
+    global_size: int
+    private_slots: tuple = ()
+    squash: bool = False
+    classic_home: str = "interleave"
+    private_home: tuple = ()
+
+    def __post_init__(self):
+        check_choice("mode", self.mode, MODES)
+        check_table_size("global_size", self.global_size)
+        check_choice("classic_home", self.classic_home, ("interleave", "node0"))
+        for s in self.private_slots:
+            if s != 0:
+                check_table_size("private_slots", s, lo=2)
+
+    @property
+    def n_global(self) -> int:
+        """Buckets in the global table(s)."""
+        return self.global_size if self.mode == "classic" else self.nodes * self.global_size
+
+    @property
+    def private_offsets(self) -> np.ndarray:
+        """Flat id of bucket 0 of every process's private table."""
+        slots = np.asarray(self.private_slots if self.mode == "private" else (), dtype=np.int64)
+        return self.n_global + np.concatenate([[0], np.cumsum(slots)[:-1]]).astype(np.int64) if slots.size else slots
+
+    @property
+    def n_buckets(self) -> int:
+        """All buckets (global + private)."""
+        extra = sum(self.private_slots) if self.mode == "private" else 0
+        return int(self.n_global + extra)
+
+    def bucket_home(self, bucket) -> np.ndarray:
+        """Node whose memory holds each flat bucket id."""
+        b = np.asarray(bucket, dtype=np.int64)
+        if self.mode == "classic":
+            home = (b // BUCKETS_PER_PAGE) % self.nodes if self.classic_home == "interleave" else np.zeros_like(b)
+        else:
+            home = np.minimum(b // self.global_size, self.nodes - 1)
+        if self.mode == "private" and self.private_slots:
+            offs = self.private_offsets
+            in_priv = b >= self.n_global
+            proc = np.searchsorted(offs, b, side="right") - 1
+            home = np.where(in_priv, np.asarray(self.private_home, dtype=np.int64)[np.maximum(proc, 0)], home)
+        return home
+
+
+def resolve_node(*, numa, node_word, mpol, mpol_node, cpu_node) -> np.ndarray:
+    """The key's node as ``get_futex_key()`` resolves it (6.16, cec199c5 + c042c505).
+
+    All arguments broadcast. ``numa``: FUTEX2_NUMA set; ``node_word``: the value in the
+    futex's node word (-1 = FUTEX_NO_NODE); ``mpol``: FUTEX2_MPOL set; ``mpol_node``: the node
+    the VMA's memory policy yields (-1 = none); ``cpu_node``: node of the CPU doing the first
+    operation (first touch). Returns -1 for a futex with no node (hashed over the nodes).
+    """
+    numa = np.asarray(numa, dtype=bool)
+    node = np.where(numa, np.asarray(node_word, dtype=np.int64), FUTEX_NO_NODE)
+    node = np.where((node == FUTEX_NO_NODE) & np.asarray(mpol, dtype=bool),
+                    np.asarray(mpol_node, dtype=np.int64), node)
+    # FUTEX2_NUMA with still no node: the local node, written back to the node word
+    return np.where(numa & (node == FUTEX_NO_NODE), np.asarray(cpu_node, dtype=np.int64), node)
+
+
+def _split64(x) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(x, dtype=np.uint64)
+    return (x & np.uint64(0xFFFFFFFF)).astype(np.uint32), (x >> np.uint64(32)).astype(np.uint32)
+
+
+def global_key_words(ptr, word):
+    """``union futex_key`` as the 4 u32 words ``__futex_hash`` feeds to jhash2 (64-bit LE):
+    ``[lo32(ptr), hi32(ptr), lo32(word), hi32(word)]``; shape ``(n, 4)`` uint32."""
+    p_lo, p_hi = _split64(ptr)
+    w_lo, w_hi = _split64(word)
+    return np.stack([p_lo, p_hi, w_lo, w_hi], axis=-1)
+
+
+def private_key_words(word):
+    """The private hash drops the mm (constant per process): ``[lo32(word), hi32(word)]``."""
+    w_lo, w_hi = _split64(word)
+    return np.stack([w_lo, w_hi], axis=-1)
+
+
+def key_hashes(n: int, rng: np.random.Generator, *, hash: str = "uniform", ptr=None, word=None,
+               offset=None) -> tuple[np.ndarray, np.ndarray]:
+    """Global and private 32-bit hashes of ``n`` distinct futex keys.
+
+    ``hash="uniform"``: independent uniform u32 draws (the spec's §1.3 modelling note: the mm
+    pointer and ASLR change the collisions on every run). ``hash="jhash2"``: the kernel's
+    ``jhash2`` of the key words, ``initval = key.offset`` (offset within the page | FUT_OFF
+    bits), from ``numalab.hashing``; ``ptr``, ``word`` (page-aligned address or pgoff) and
+    ``offset`` are then required.
+    """
+    check_choice("hash", hash, HASHES)
+    if hash == "uniform":
+        h = rng.integers(0, 2**32, size=(2, n), dtype=np.uint32)
+        return h[0], h[1]
+    from .hashing import jhash2  # the core engineer's vectorised lookup3
+
+    off = np.asarray(offset, dtype=np.uint32)
+    return jhash2(global_key_words(ptr, word), off), jhash2(private_key_words(word), off)
+
+
+def futex_bucket(layout: HashLayout, *, h_global, h_private, node, proc, private) -> np.ndarray:
+    """Flat bucket id of every futex key (``__futex_hash``, 6.16/6.17; §2.4 and §7.2).
+
+    Parameters
+    ----------
+    h_global, h_private : uint32 arrays
+        jhash2 of the full key / of the address words only.
+    node : int array
+        From :func:`resolve_node`; -1 = no node.
+    proc : int array
+        Process index of the key's mm (selects the private table).
+    private : bool array
+        PRIVATE key (no FUT_OFF bits); only those may use a private table.
+    """
+    hg = np.asarray(h_global, dtype=np.uint32).astype(np.int64)
+    node = np.asarray(node, dtype=np.int64)
+    S = layout.global_size
+    idx = hg & (S - 1)
+    if layout.squash:
+        idx = np.zeros_like(idx)
+    if layout.mode == "classic":
+        bucket = idx
+    else:
+        # non-NUMA futexes are interleaved over nodes by the hash bits above the index bits
+        hashed_node = (hg >> int(np.log2(S))) % layout.nodes
+        bucket = np.where(node == FUTEX_NO_NODE, hashed_node, node) * S + idx
+    if layout.mode == "private" and layout.private_slots:
+        proc = np.asarray(proc, dtype=np.int64)
+        slots = np.asarray(layout.private_slots, dtype=np.int64)[proc]
+        use = np.asarray(private, dtype=bool) & (node == FUTEX_NO_NODE) & (slots > 0)
+        pidx = np.asarray(h_private, dtype=np.uint32).astype(np.int64) & np.maximum(slots - 1, 0)
+        if layout.squash:
+            pidx = np.zeros_like(pidx)
+        bucket = np.where(use, layout.private_offsets[proc] + pidx, bucket)
+    return bucket

@@ -1,0 +1,493 @@
+"""Contention solver for futex hash buckets (private to :mod:`numalab.futex`).
+
+The system (spec §7.3): a closed network. Each thread loops "think" (user work, syscall
+entry/exit, hashing: a delay ``Z``) then visits the FCFS server of the bucket its futex hashes
+to (the hb spinlock: ``futex_q_lock`` ... ``futex_q_unlock`` of ``futex_wait_setup``'s
+wrong-value path), and in the 6.16 ``rcuref`` private-hash variant first the per-process
+reference-count line (``futex_private_hash_get/put``). A visit's service time is
+
+    s = base + lines * c(previous holder -> this CPU)
+
+where ``c`` is a cache-line transfer: ``line_self_ns`` if the same thread held the line last,
+else the topology's same-node / cross-node transfer latency (SLIT-interpolated between them).
+
+Two solutions of the same network:
+
+* :func:`mva` -- approximate (Bard-Schweitzer) mean-value analysis with one class per group of
+  interchangeable threads (same process, node and role), exact per-bucket visit weights, and
+  per-thread self-shares so a bucket used by one thread alone costs only self hits;
+* :func:`simulate` -- a discrete-event simulation vectorised over replicas (one event per
+  replica per numpy step, per-thread pre-drawn random streams so a seed's result does not
+  depend on the batch).
+
+With exponential think and service times (``dist="exponential"``, the MVA's assumption) the
+two agree within 5% on throughput (tests/test_futex_solver.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+import numpy as np
+
+from .errors import NumalabValueError, check_choice, check_number
+from .futex_workloads import ROLE_LOCK, Routing
+from .topology import Topology
+
+__all__ = ["FutexCosts", "Network", "network", "mva", "simulate", "line_matrix", "COST_NAMES"]
+
+
+@dataclass(frozen=True)
+class FutexCosts:
+    """Hardware cost constants of one futex operation [ns]. Defaults are documented figures,
+    NOT fitted to published benchmark results; every one can be overridden.
+
+    syscall_ns : 100
+        Syscall entry + exit on a modern x86-64 server: lmbench ``lat_syscall null`` measures
+        about 0.05-0.1 us without speculative-execution mitigations, more with PTI.
+    hash_ns : 15
+        ``get_futex_key`` for a private futex (``access_ok`` only) plus ``jhash2`` of 4 words
+        (about 40 ALU instructions, lookup3 "mix"/"final"), at ~3 GHz.
+    user_ns : 2
+        The benchmark's own loop per operation (an index increment and a branch).
+    critical_section_ns : 25
+        Work with the hb lock held on the fail-fast WAIT path: read the user word
+        (``futex_get_value_locked``, an L1 hit), ``atomic_dec`` of ``waiters`` and the unlock
+        store; a locked RMW costs ~20 cycles on Intel cores (Agner Fog's instruction tables).
+    lines_per_op : 2
+        Bucket cache-line transfers per contended visit: ``atomic_inc(waiters)`` before and
+        the lock acquisition pull the line (spec §1.6: 2-4 per op).
+    line_self_ns : 2
+        Touching a line still in this core's L1/L2 (the same thread was the last holder).
+    line_same_node_ns, line_remote_ns : None
+        Cache-to-cache transfer within a node / across the interconnect; ``None`` takes the
+        Topology's ``line_same_node_ns`` / ``line_remote_ns`` (Intel MLC c2c latencies and
+        Molka et al., PACT 2009, give ~40-60 ns on-socket and ~100-170 ns cross-socket).
+    rcuref_lines : 2
+        ``rcuref_get`` + ``rcuref_put`` of the 6.16 private hash: two RMWs on one per-process
+        line per op (spec §4.4), served as one visit of ``rcuref_lines`` transfers.
+    percpu_ref_ns : 2
+        6.17 per-CPU reference: ``this_cpu_inc`` + ``this_cpu_dec``, no shared line.
+    gup_ns : 60
+        Shared (non-PRIVATE) futexes: ``get_user_pages_fast`` page walk plus the folio
+        reference get/put on an uncontended line (one per-thread page in perf bench -S).
+    timer_slack_ns : 50000
+        Default ``timer_slack_ns`` of a normal task (prctl PR_SET_TIMERSLACK, 50 us): a
+        non-zero ``nanosleep`` lasts at least its request plus the slack.
+    """
+
+    syscall_ns: float = 100.0
+    hash_ns: float = 15.0
+    user_ns: float = 2.0
+    critical_section_ns: float = 25.0
+    lines_per_op: float = 2.0
+    line_self_ns: float = 2.0
+    line_same_node_ns: float | None = None
+    line_remote_ns: float | None = None
+    rcuref_lines: float = 2.0
+    percpu_ref_ns: float = 2.0
+    gup_ns: float = 60.0
+    timer_slack_ns: float = 50000.0
+
+    def __post_init__(self):
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if v is not None:
+                check_number(f.name, v, lo=0.0)
+
+    def resolve(self, topology: Topology) -> "FutexCosts":
+        """Fill the line latencies from ``topology`` where they are None."""
+        return replace(
+            self,
+            line_same_node_ns=topology.line_same_node_ns if self.line_same_node_ns is None else self.line_same_node_ns,
+            line_remote_ns=topology.line_remote_ns if self.line_remote_ns is None else self.line_remote_ns,
+        )
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+COST_NAMES = tuple(f.name for f in fields(FutexCosts))
+
+
+def coerce_costs(costs) -> FutexCosts:
+    if costs is None:
+        return FutexCosts()
+    if isinstance(costs, FutexCosts):
+        return costs
+    if isinstance(costs, dict):
+        bad = sorted(set(costs) - set(COST_NAMES))
+        if bad:
+            raise NumalabValueError(f"costs has unknown constant(s) {bad}; allowed: {', '.join(COST_NAMES)}")
+        return FutexCosts(**costs)
+    raise NumalabValueError(f"costs={costs!r} must be a FutexCosts or a dict of constants")
+
+
+def line_matrix(topology: Topology, costs: FutexCosts) -> np.ndarray:
+    """Line transfer latency from a holder on node i to a CPU on node j, ``(nodes, nodes)`` ns:
+    same-node on the diagonal, ``line_remote_ns`` at the largest SLIT distance, linear in
+    between (Genoa NPS4's 11/12 quadrant distances cost a little more than local)."""
+    c = costs.resolve(topology)
+    d = topology.distance_matrix.astype(float)
+    dmax = d.max()
+    frac = np.zeros_like(d) if dmax <= 10 else (d - 10.0) / (dmax - 10.0)
+    return c.line_same_node_ns + frac * (c.line_remote_ns - c.line_same_node_ns)
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """A batch of independent closed networks ("points"), in flat arrays.
+
+    Classes (K): ``cls_point``, ``cls_n`` threads, ``cls_think`` Z [ns], ``cls_node``,
+    ``cls_line`` (K, nodes) transfer cost from a holder on each node [ns], ``cls_self`` [ns].
+    Entries (E, one per class x station visited): ``ent_cls``, ``ent_station``, ``ent_visit``
+    (visits per op of one thread of the class, averaged), ``ent_self`` (visit-weighted mean of a
+    visiting thread's own visits per op: P(previous holder is me) = x * ent_self / arrivals).
+    Stations (U): ``st_base`` [ns], ``st_lines``, ``st_is_bucket``. Threads (T, for the DES):
+    ``thr_cls``, ``thr_point``, ``thr_buckets`` (T, fmax), ``thr_nf``, ``thr_ref`` (T, fmax)
+    station of the refcount line per key (-1 = none).
+    """
+
+    cls_point: np.ndarray
+    cls_n: np.ndarray
+    cls_think: np.ndarray
+    cls_node: np.ndarray
+    cls_line: np.ndarray
+    cls_self: np.ndarray
+    cls_counted: np.ndarray
+    cls_proc: np.ndarray
+    ent_cls: np.ndarray
+    ent_station: np.ndarray
+    ent_visit: np.ndarray
+    ent_self: np.ndarray
+    st_base: np.ndarray
+    st_lines: np.ndarray
+    st_is_bucket: np.ndarray
+    st_point: np.ndarray
+    thr_cls: np.ndarray
+    thr_buckets: np.ndarray
+    thr_nf: np.ndarray
+    thr_ref: np.ndarray
+    n_points: int
+    st_keys: np.ndarray  # keys (distinct futexes) hashed to each station, for collision counts
+
+
+def _point_arrays(rt: Routing, costs: FutexCosts):
+    """Per-point class/entry/station arrays (local ids)."""
+    w = rt.workload
+    topo = w.topology
+    c = costs.resolve(topo)
+    T = w.threads
+    lock = w.thread_role == ROLE_LOCK
+    # class = (process, role, node): threads that differ only in which keys they hash
+    ckey = (w.thread_proc * 2 + w.thread_role) * topo.nodes + rt.thread_node
+    ukeys, thr_cls = np.unique(ckey, return_inverse=True)
+    K = ukeys.size
+    cls_n = np.bincount(thr_cls, minlength=K).astype(float)
+    cls_node = rt.thread_node[np.unique(thr_cls, return_index=True)[1]]
+    cls_proc = w.thread_proc[np.unique(thr_cls, return_index=True)[1]]
+    cls_lock = lock[np.unique(thr_cls, return_index=True)[1]]
+    valid = rt.thread_buckets >= 0
+    nf = valid.sum(axis=1)
+    wgt = np.where(valid, 1.0 / np.maximum(nf, 1)[:, None], 0.0)
+    priv_frac = (wgt * rt.thread_private).sum(axis=1)
+    if w.fx_private.all():
+        shared_frac = np.zeros(T)
+    else:
+        shared_frac = (wgt * (~w.fx_private[np.maximum(w.thread_futexes, 0)] & valid)).sum(axis=1)
+    think = c.syscall_ns + c.hash_ns + c.user_ns + c.gup_ns * shared_frac
+    if w.refcount == "percpu":
+        think = think + c.percpu_ref_ns * priv_frac
+    # futex_numa lock thread: two nanosleep() calls per lock/unlock cycle
+    sleep = 2.0 * (c.syscall_ns + w.sleep_ns + (c.timer_slack_ns if w.sleep_ns > 0 else 0.0))
+    think = np.where(lock, think + sleep, think)
+    cls_think = np.bincount(thr_cls, weights=think, minlength=K) / cls_n
+    L = line_matrix(topo, c)
+    cls_line = L[:, cls_node].T  # (K, nodes): from holder node i to class node
+    nb = rt.n_buckets
+    nproc = w.processes
+    use_ref = w.mode == "private" and w.refcount == "rcuref"
+    U = nb + (nproc if use_ref else 0)
+    st_base = np.concatenate([np.full(nb, c.critical_section_ns), np.zeros(U - nb)])
+    st_lines = np.concatenate([np.full(nb, c.lines_per_op), np.full(U - nb, c.rcuref_lines)])
+    st_is_bucket = np.arange(U) < nb
+    # (thread, station) visit weights: sum of the thread's keys' weights per station
+    tb = rt.thread_buckets
+    if valid.all():  # the common case: no padding, skip the boolean gathers
+        rows = np.repeat(np.arange(T), tb.shape[1])
+        stn = tb.reshape(-1)
+        ww = np.repeat(wgt[:, 0], tb.shape[1])
+    else:
+        rows = np.broadcast_to(np.arange(T)[:, None], tb.shape)[valid]
+        stn = tb[valid]
+        ww = wgt[valid]
+    if use_ref:
+        tr = np.where(rt.thread_private, nb + w.thread_proc[:, None], -1)
+        rv = tr[valid] >= 0
+        rows = np.concatenate([rows, rows[rv]])
+        stn = np.concatenate([stn, tr[valid][rv]])
+        ww = np.concatenate([ww, ww[rv]])
+    else:
+        tr = np.full(tb.shape, -1, dtype=np.int64)
+    if T * U <= (1 << 19):  # dense (thread, station) accumulation beats sorting for small tables
+        tw = np.bincount(rows.astype(np.int64) * U + stn, weights=ww, minlength=T * U)
+        nz = np.flatnonzero(tw)
+        t_of, s_of, w_ts = nz // U, nz % U, tw[nz]
+        ekey = thr_cls[t_of].astype(np.int64) * U + s_of
+        W = np.bincount(ekey, weights=w_ts, minlength=K * U)
+        A2 = np.bincount(ekey, weights=w_ts * w_ts, minlength=K * U)
+    else:
+        # sum_t w_tu^2 = sum_t sum_keys w^2 + 2 * w^2 * (pairs of one thread's keys in u):
+        # sort each thread's stations and count equal neighbours (runs)
+        ekey = thr_cls[rows].astype(np.int64) * U + stn
+        W = np.bincount(ekey, weights=ww, minlength=K * U)
+        A2 = np.bincount(ekey, weights=ww * ww, minlength=K * U)
+        full = np.where(valid, tb, -1)
+        if use_ref:
+            full = np.concatenate([full, np.where(valid & rt.thread_private, tr, -1)], axis=1)
+        srt = np.sort(full, axis=1)
+        eq = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)
+        if eq.any():
+            pos = np.arange(srt.shape[1])
+            start = np.where(np.concatenate([np.ones((T, 1), bool), ~eq], axis=1), pos, 0)
+            start = np.maximum.accumulate(start, axis=1)
+            before = (pos - start)[:, 1:][eq]  # earlier equal keys of the same thread
+            r_i = np.broadcast_to(np.arange(T)[:, None], eq.shape)[eq]
+            wk = wgt[r_i, 0]
+            A2 += np.bincount(thr_cls[r_i].astype(np.int64) * U + srt[:, 1:][eq],
+                              weights=2.0 * before * wk * wk, minlength=K * U)
+    ue = np.flatnonzero(W)
+    W, A2 = W[ue], A2[ue]
+    ent_cls, ent_st = ue // U, ue % U
+    # distinct futexes per bucket: count unique futex ids per bucket
+    fx_b = np.full(w.fx_proc.size, -1, dtype=np.int64)
+    fx_b[w.thread_futexes[valid]] = tb[valid]
+    st_keys = np.bincount(fx_b[fx_b >= 0], minlength=U)
+    return dict(
+        cls_n=cls_n, cls_think=cls_think, cls_node=cls_node, cls_line=cls_line,
+        cls_self=np.full(K, c.line_self_ns), cls_counted=~cls_lock, cls_proc=cls_proc,
+        ent_cls=ent_cls, ent_station=ent_st, ent_visit=W / cls_n[ent_cls], ent_self=A2 / W,
+        st_base=st_base, st_lines=st_lines, st_is_bucket=st_is_bucket, thr_cls=thr_cls,
+        thr_buckets=tb, thr_nf=nf, thr_ref=tr, st_keys=st_keys,
+    )
+
+
+def network(routings: list[Routing], costs: FutexCosts | None = None, *, keep_threads: bool = True) -> Network:
+    """Batch the per-seed routings of one or many configurations into one :class:`Network`.
+
+    ``keep_threads=False`` drops the per-thread bucket lists (only the DES needs them)."""
+    costs = coerce_costs(costs)
+    parts = [_point_arrays(rt, costs) for rt in routings]
+    if not keep_threads:
+        for p in parts:
+            p["thr_buckets"] = p["thr_buckets"][:, :1]
+            p["thr_ref"] = p["thr_ref"][:, :1]
+    nmax = max(p["cls_line"].shape[1] for p in parts)
+    fmax = max(p["thr_buckets"].shape[1] for p in parts)
+    K_off = np.cumsum([0] + [p["cls_n"].size for p in parts])
+    U_off = np.cumsum([0] + [p["st_base"].size for p in parts])
+    out = {k: [] for k in parts[0]}
+    out["cls_point"], out["st_point"] = [], []
+    for i, p in enumerate(parts):
+        for k, v in p.items():
+            if k in ("ent_cls", "thr_cls"):
+                v = v + K_off[i]
+            elif k == "ent_station":
+                v = v + U_off[i]
+            elif k in ("thr_buckets", "thr_ref"):
+                v = np.where(v >= 0, v + U_off[i], -1)
+                v = np.pad(v, ((0, 0), (0, fmax - v.shape[1])), constant_values=-1)
+            elif k == "cls_line":
+                v = np.pad(v, ((0, 0), (0, nmax - v.shape[1])))
+            out[k].append(v)
+        out["cls_point"].append(np.full(p["cls_n"].size, i))
+        out["st_point"].append(np.full(p["st_base"].size, i))
+    arrays = {k: np.concatenate(v) for k, v in out.items()}
+    # keep only the stations somebody visits (tables are mostly empty at large sizes)
+    used, inv = np.unique(arrays["ent_station"], return_inverse=True)
+    remap = np.full(arrays["st_base"].size, -1, dtype=np.int64)
+    remap[used] = np.arange(used.size)
+    arrays["ent_station"] = inv.reshape(-1)
+    for k in ("st_base", "st_lines", "st_is_bucket", "st_point", "st_keys"):
+        arrays[k] = arrays[k][used]
+    for k in ("thr_buckets", "thr_ref"):
+        arrays[k] = np.where(arrays[k] >= 0, remap[np.maximum(arrays[k], 0)], -1)
+    return Network(n_points=len(parts), **arrays)
+
+
+def mva(net: Network, *, tol: float = 1e-6, max_iter: int = 2000, damping: float = 0.0) -> dict:
+    """Approximate MVA (Bard-Schweitzer, one customer removed = the arriving thread itself).
+
+    Fixed point over per-thread throughput ``x_k`` [ops/ns] of each class k:
+    arrivals ``lam_e = n_k x_k v_e``; the arriving thread finds the previous holder was itself
+    with probability ``x_k a_e / Lam_u``, else a thread of node i with probability
+    ``(Lam_ui - own) / Lam_u``, giving its mean service ``s_e``; it waits for the work present
+    ``sum_e' lam_e' R_e' s_e'`` minus its own share; ``R_e = s_e + wait``;
+    ``x_k = 1 / (Z_k + sum_e v_e R_e)``.
+
+    Returns dict with ``x`` (K,) ops/ns per thread, ``R`` (E,), ``s`` (E,), ``rho`` (U,)
+    station utilisation and ``iterations``.
+    """
+    U, K = net.st_base.size, net.cls_n.size
+    nmax = net.cls_line.shape[1]
+    s0_all = net.st_base[net.ent_station] + net.st_lines[net.ent_station] * net.cls_self[net.ent_cls]
+    # a station visited by one thread alone never queues and always hands the line to itself:
+    # its response time is s0 exactly, so it leaves the fixed point (most of a large table)
+    n_ent = np.bincount(net.ent_station, minlength=U)[net.ent_station]
+    solo = (n_ent == 1) & np.isclose(net.ent_self, net.ent_visit * net.cls_n[net.ent_cls], rtol=1e-9, atol=0.0)
+    fixed = np.bincount(net.ent_cls[solo], weights=(net.ent_visit * s0_all)[solo], minlength=K)
+    live = ~solo
+    k, v, a = net.ent_cls[live], net.ent_visit[live], net.ent_self[live]
+    used, u = np.unique(net.ent_station[live], return_inverse=True)
+    u = u.reshape(-1)
+    Ul = used.size
+    node_k = net.cls_node[k]
+    line_k = net.cls_line[k]                       # (E, nmax)
+    self_k = net.cls_self[k]
+    base, lines = net.st_base[used][u], net.st_lines[used][u]
+    s0 = base + lines * self_k
+    think = net.cls_think + fixed
+    x = 1.0 / (think + np.bincount(k, weights=v * s0, minlength=K))
+    R = s0.copy()
+    s = s0
+    ar = np.arange(k.size)
+    line_own = line_k[ar, node_k]
+    rho = np.zeros(Ul)
+    active = np.ones(net.n_points, dtype=bool)
+    ent_point = net.cls_point[k]
+    it = 0
+    for it in range(1, max_iter + 1):
+        xk = x[k]
+        lam = net.cls_n[k] * xk * v
+        Lam = np.bincount(u, weights=lam, minlength=Ul)
+        other_sum = np.zeros(k.size)
+        for i in range(nmax):  # arrivals from holders on node i, times the transfer cost
+            Ai = np.bincount(u, weights=lam * (node_k == i), minlength=Ul)
+            other_sum += Ai[u] * line_k[:, i]
+        own = xk * a
+        Lu = np.maximum(Lam[u], 1e-300)
+        # FCFS: an arrival that finds the lock busy follows the last thread queued before it
+        # (never itself); one that finds it idle follows the last holder (maybe itself)
+        busy = np.clip(rho[u] - own * s, 0.0, 1.0)
+        other_sum = np.maximum(other_sum - own * line_own, 0.0)
+        pself = np.minimum(own / Lu, 1.0)
+        others = np.maximum(Lu - own, 1e-300)
+        cost = busy * other_sum / others + (1.0 - busy) * (pself * self_k + other_sum / Lu)
+        ent_on = active[ent_point]
+        s = np.where(ent_on, base + lines * cost, s)
+        rho = np.bincount(u, weights=lam * s, minlength=Ul)
+        work = np.bincount(u, weights=lam * R * s, minlength=Ul)
+        R = np.where(ent_on, s + np.maximum(work[u] - own * R * s, 0.0), R)
+        x_new = 1.0 / (think + np.bincount(k, weights=v * R, minlength=K))
+        # each point stops on its own, so a point's answer does not depend on its batch
+        delta = np.zeros(net.n_points)
+        np.maximum.at(delta, net.cls_point, np.abs(x_new - x) / x_new)
+        moving = active[net.cls_point]
+        x = np.where(moving, damping * x + (1.0 - damping) * x_new, x)
+        active &= delta >= tol
+        if not active.any():
+            break
+    s_all, R_all = s0_all.copy(), s0_all.copy()
+    s_all[live], R_all[live] = s, R
+    k, u, v, s, R = net.ent_cls, net.ent_station, net.ent_visit, s_all, R_all
+    lam = net.cls_n[k] * x[k] * v
+    rho = np.bincount(u, weights=lam * s, minlength=U)
+    return dict(x=x, R=R, s=s, rho=rho, iterations=it)
+
+
+def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str = "exponential") -> dict:
+    """Discrete-event simulation of the network, vectorised over points (one per seed).
+
+    Each step advances every unfinished point by its earliest event (a thread arriving at a
+    station); FCFS service starts at ``max(arrival, station free)``. Thread j of a point
+    draws its think times, service factors and key choices from its own pre-drawn stream
+    (``Generator((seed, 0xF07E))``), so the result of a seed does not depend on the batch.
+    ``dist="exponential"`` scales think and service by Exp(1) draws (the MVA's assumption);
+    ``"deterministic"`` uses the means. A point stops when a thread has done ``ops``
+    operations; each thread's rate is measured from its ``warmup``-th to its last completion.
+
+    Returns dict with ``rate`` (T,) per-thread ops/ns and ``ops`` (T,) completed.
+    """
+    check_choice("dist", dist, ("exponential", "deterministic"))
+    seeds = np.atleast_1d(np.asarray(seeds, dtype=np.int64))
+    P = net.n_points
+    if seeds.size != P:
+        raise NumalabValueError(f"seeds has {seeds.size} entries; allowed: one per network point ({P})")
+    thr_point = net.cls_point[net.thr_cls]
+    T = thr_point.size
+    # per-thread random streams, drawn per point in thread order
+    Et = np.ones((T, ops + 1))
+    Es = np.ones((T, ops + 1, 2))
+    Uc = np.zeros((T, ops + 1))
+    for p in range(P):
+        idx = np.flatnonzero(thr_point == p)
+        g = np.random.default_rng((int(seeds[p]), 0xF07E))
+        draws = g.random((idx.size, ops + 1, 4))
+        Uc[idx] = draws[..., 0]
+        if dist == "exponential":
+            Et[idx] = -np.log1p(-draws[..., 1])
+            Es[idx] = -np.log1p(-draws[..., 2:4])
+    Tmax = np.bincount(thr_point, minlength=P).max()
+    # (P, Tmax) table of global thread ids, -1 padding
+    order = np.argsort(thr_point, kind="stable")
+    slot = np.arange(T) - np.searchsorted(thr_point[order], thr_point[order])
+    table = np.full((P, Tmax), -1, dtype=np.int64)
+    table[thr_point[order], slot] = order
+    think = net.cls_think[net.thr_cls]
+    node = net.cls_node[net.thr_cls]
+    line = net.cls_line[net.thr_cls]
+    selfc = net.cls_self[net.thr_cls]
+    nf = net.thr_nf
+
+    def pick(g, j):
+        col = np.minimum((Uc[g, j] * nf[g]).astype(np.int64), nf[g] - 1)
+        return net.thr_buckets[g, col], net.thr_ref[g, col]
+
+    bucket, ref = pick(np.arange(T), np.zeros(T, dtype=np.int64))
+    stage = np.where(ref >= 0, 0, 1)
+    t_next = np.full((P, Tmax), np.inf)
+    t_next[table >= 0] = (think * Et[:, 0])[table[table >= 0]]
+    done_ops = np.zeros(T, dtype=np.int64)
+    t_warm = np.zeros(T)
+    t_last = np.zeros(T)
+    free_at = np.zeros(net.st_base.size)
+    holder = np.full(net.st_base.size, -1, dtype=np.int64)
+    live = np.ones(P, dtype=bool)
+    pts = np.arange(P)
+    while live.any():
+        pl = pts[live]
+        jj = np.argmin(t_next[pl], axis=1)
+        a = t_next[pl, jj]
+        g = table[pl, jj]
+        stg = stage[g]
+        st = np.where(stg == 0, ref[g], bucket[g])
+        prev = holder[st]
+        cost = np.where(prev == g, selfc[g], line[g, node[np.maximum(prev, 0)]])
+        cost = np.where(prev < 0, selfc[g], cost)
+        n_done = done_ops[g]
+        s = (net.st_base[st] + net.st_lines[st] * cost) * Es[g, n_done, stg]
+        c = np.maximum(a, free_at[st]) + s
+        free_at[st] = c
+        holder[st] = g
+        fin = stg == 1
+        # not finished: go on to the bucket right after the refcount line
+        gn = g[~fin]
+        stage[gn] = 1
+        t_next[pl[~fin], jj[~fin]] = c[~fin]
+        gf, cf = g[fin], c[fin]
+        done_ops[gf] += 1
+        n = done_ops[gf]
+        t_warm[gf] = np.where(n == warmup, cf, t_warm[gf])
+        t_last[gf] = cf
+        nb, nr = pick(gf, n)
+        bucket[gf], ref[gf] = nb, nr
+        stage[gf] = np.where(nr >= 0, 0, 1)
+        t_next[pl[fin], jj[fin]] = cf + think[gf] * Et[gf, n]
+        live[pl[fin][n >= ops]] = False
+    measured = done_ops - warmup
+    if np.any(measured < 2):
+        raise NumalabValueError(
+            f"ops={ops} leaves a thread with fewer than {warmup + 2} operations; allowed: raise ops"
+        )
+    rate = measured / (t_last - t_warm)
+    return dict(rate=rate, ops=done_ops, thr_point=thr_point)

@@ -1,0 +1,128 @@
+"""Scalar discrete-event simulator of futex hash-bucket contention (test oracle).
+
+The same system as :func:`numalab.futex_solver.simulate`, written event by event with a
+``heapq`` of thread arrivals, straight from the spec (§7.3) and a routing
+(:func:`numalab.futex_workloads.route`):
+
+* thread t thinks for ``Z_t`` (syscall entry/exit + hashing + user work [+ GUP, per-CPU ref,
+  nanosleeps]), then picks one of its futexes uniformly;
+* in the 6.16 ``rcuref`` private mode it first takes the process's refcount line
+  (``rcuref_lines`` transfers, FCFS), then the bucket's hb lock (FCFS): service
+  ``critical_section_ns + lines_per_op * c`` with ``c = line_self_ns`` when this thread held the
+  line last, else the line latency from the last holder's node to this thread's node;
+* exponential (``dist="exponential"``) or fixed times.
+
+It draws its random numbers from its own ``random.Random(seed)`` in event order, so it agrees
+with the vectorised simulator statistically, not draw for draw.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+
+from ..futex_solver import FutexCosts, line_matrix
+from ..futex_workloads import ROLE_LOCK, Routing
+
+
+def think_ns(rt: Routing, t: int, costs: FutexCosts) -> float:
+    """Mean think time of thread t [ns], spelled out term by term."""
+    w = rt.workload
+    c = costs.resolve(w.topology)
+    keys = [f for f in w.thread_futexes[t] if f >= 0]
+    buckets = [b for b in rt.thread_buckets[t] if b >= 0]
+    n = len(keys)
+    z = c.syscall_ns + c.hash_ns + c.user_ns
+    z += c.gup_ns * sum(1 for f in keys if not w.fx_private[f]) / n
+    if w.refcount == "percpu":
+        z += c.percpu_ref_ns * sum(1 for b in buckets if b >= rt.layout.n_global) / n
+    if w.thread_role[t] == ROLE_LOCK:
+        z += 2 * (c.syscall_ns + w.sleep_ns + (c.timer_slack_ns if w.sleep_ns > 0 else 0.0))
+    return z
+
+
+def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: int = 400,
+             warmup: int = 50, dist: str = "exponential") -> list[float]:
+    """Per-thread throughput [ops/ns] of one routing, measured from each thread's
+    ``warmup``-th to its last completion; stops when a thread has done ``ops`` operations."""
+    costs = (costs or FutexCosts()).resolve(rt.workload.topology)
+    w = rt.workload
+    rng = random.Random(seed)
+    L = line_matrix(w.topology, costs)
+    T = w.threads
+    use_ref = w.mode == "private" and w.refcount == "rcuref"
+
+    def draw():
+        return -math.log(1.0 - rng.random()) if dist == "exponential" else 1.0
+
+    z = [think_ns(rt, t, costs) for t in range(T)]
+    keys = [[(int(b), bool(p)) for b, p in zip(rt.thread_buckets[t], rt.thread_private[t]) if b >= 0]
+            for t in range(T)]
+    free_at: dict = {}
+    holder: dict = {}
+    done = [0] * T
+    t_warm = [0.0] * T
+    t_last = [0.0] * T
+    heap = []
+    def arrival(t, when):
+        """The thread's next operation: pick a futex, queue at its first station."""
+        bucket, private = keys[t][rng.randrange(len(keys[t]))]
+        stage = 0 if (use_ref and private) else 1
+        heapq.heappush(heap, (when, t, stage, bucket))
+
+    for t in range(T):
+        arrival(t, z[t] * draw())
+
+    def serve(station, arrive, t, base, lines):
+        prev = holder.get(station)
+        if prev is None or prev == t:
+            c = costs.line_self_ns
+        else:
+            c = L[rt.thread_node[prev], rt.thread_node[t]]
+        start = max(arrive, free_at.get(station, 0.0))
+        end = start + (base + lines * c) * draw()
+        free_at[station] = end
+        holder[station] = t
+        return end
+
+    while True:
+        now, t, stage, bucket = heapq.heappop(heap)
+        if stage == 0:  # rcuref_get/put on the process's refcount line, then the bucket
+            end = serve(("ref", int(w.thread_proc[t])), now, t, 0.0, costs.rcuref_lines)
+            heapq.heappush(heap, (end, t, 1, bucket))
+            continue
+        end = serve(("bucket", bucket), now, t, costs.critical_section_ns, costs.lines_per_op)
+        done[t] += 1
+        if done[t] == warmup:
+            t_warm[t] = end
+        t_last[t] = end
+        if done[t] >= ops:
+            break
+        arrival(t, end + z[t] * draw())
+    return [(done[t] - warmup) / (t_last[t] - t_warm[t]) for t in range(T)]
+
+
+def futex_hash(*, mode: str, nodes: int, global_size: int, private_slots: int, private_offset: int,
+               h_global: int, h_private: int, numa: bool, node_word: int, mpol: bool, mpol_node: int,
+               cpu_node: int, private: bool, squash: bool) -> int:
+    """Flat bucket id of ONE futex key, spelled out as ``get_futex_key`` + ``__futex_hash``
+    (spec §2.3, §2.4, §7.2). ``private_offset`` is the id of the process's private bucket 0."""
+    # get_futex_key(): resolve the node
+    node = -1
+    if numa:
+        node = node_word
+    if node == -1 and mpol:
+        node = mpol_node
+    if numa and node == -1:
+        node = cpu_node  # first touch: the local node, written back to the node word
+    # __futex_hash(): the private hash only for PRIVATE keys without a node
+    if mode == "private" and node == -1 and private and private_slots > 0:
+        index = 0 if squash else h_private % private_slots  # slots is a power of two
+        return private_offset + index
+    index = 0 if squash else h_global % global_size
+    if mode == "classic":
+        return index
+    if node == -1:
+        node = (h_global // global_size) % nodes  # hash bits above the index bits
+    return node * global_size + index

@@ -1,0 +1,103 @@
+"""``numalab futex numa|hash|sweep``: the programs' output lines, the figure, bad input."""
+
+import re
+
+import numpy as np
+import pytest
+
+import numalab as nl
+from numalab.cli import main
+
+
+def run(capsys, *argv):
+    rc = main(["futex", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_futex_numa_prints_the_selftest_lines(capsys):
+    rc, out, _ = run(capsys, "numa", "-c10", "-t2", "-n0", "-N1", "--topology", "2s-ivb-40", "--squash",
+                     "--cpu-node", "1")
+    assert rc == 0
+    lines = out.strip().splitlines()
+    assert lines[:2] == ["node: 1", "node: 1"]
+    assert re.fullmatch(r"total: \d+", lines[2]) and re.fullmatch(r"contenders: \d+", lines[3])
+    # the line is the model's 'contenders' count for this run (seed 0)
+    wl = nl.futex.futex_numa("2s-ivb-40", contenders=10, threads=2, nanos=0, numa=True, node=1, cpu_node=1,
+                             squash=True)
+    ds = nl.futex.simulate(wl, seeds=[0])
+    assert int(lines[3].split()[1]) == int(ds.contenders.values[0, 0])
+
+
+def test_futex_numa_seed_pair_shared_vs_separated(capsys):
+    def contenders(peer):
+        rc, out, _ = run(capsys, "numa", "-c10", "-t2", "-n0", "-N0", "--topology", "2s-ivb-40", "--squash",
+                         "--peer", peer)
+        assert rc == 0
+        assert out.count("# process") == 2
+        return [int(x) for x in re.findall(r"^contenders: (\d+)$", out, re.M)]
+
+    shared, separated = contenders("1:0"), contenders("1:1")
+    assert len(shared) == len(separated) == 2
+    assert min(separated) > 2 * max(shared)
+
+
+def test_futex_hash_prints_perf_bench_lines(capsys):
+    rc, out, _ = run(capsys, "hash", "-t", "4", "-f", "16", "-b", "32", "--topology", "2s-ivb-40")
+    assert rc == 0
+    assert "Run summary [PID " in out and "4 threads, each operating on 16 [private] futexes for 10 secs." in out
+    assert len(re.findall(r"^\[thread  \d\] futexes: 0x[0-9a-f]+ \.\.\. 0x[0-9a-f]+ \[ \d+ ops/sec \]$", out, re.M)) == 4
+    m = re.search(r"^Averaged (\d+) operations/sec \(\+- (\d+\.\d\d)%\), total secs = 10$", out, re.M)
+    assert m
+    assert out.strip().splitlines()[-1] == "Futex hashing: 32 hash buckets"
+    rc, out, _ = run(capsys, "hash", "-t", "4", "-f", "16", "-s", "-S", "-b", "0", "--topology", "2s-ivb-40")
+    assert "[thread" not in out and "[shared]" in out and out.strip().endswith("Futex hashing: global hash")
+    rc, out, _ = run(capsys, "hash", "-t", "4", "-f", "16", "-s", "--mode", "numa", "--topology", "2s-ivb-40")
+    assert out.strip().endswith("Futex hashing: global hash")  # 6.16 as shipped: no private hash
+    rc, out, _ = run(capsys, "hash", "-t", "4", "-f", "16", "-s", "--topology", "2s-ivb-40")
+    assert out.strip().endswith("Futex hashing: auto resized to 16 buckets")
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["hash", "-t", "400"], "threads=400 exceeds"),
+    (["hash", "-t", "4", "-b", "12"], "buckets=12 is not a power of two"),
+    (["numa", "-c4", "-N3", "--topology", "2s-ivb-40"], "node=3"),
+    (["numa", "-c4", "-n", "-5"], "nanos=-5"),
+    (["numa", "-c40", "--topology", "2s-ivb-40"], "oversubscribe"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, argv, match):
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2 and err.startswith("numalab futex: error: ") and match in err and "Traceback" not in err
+
+
+def test_oversubscribe_flag(capsys):
+    rc, out, _ = run(capsys, "hash", "-t", "48", "-f", "4", "-s", "--topology", "2s-ivb-40", "--oversubscribe")
+    assert rc == 0 and "48 threads" in out
+
+
+def test_futex_sweep_writes_the_figure(capsys, tmp_path):
+    png = tmp_path / "sweep.png"
+    rc, out, _ = run(capsys, "sweep", "--buckets", "2,16,256,4096", "--mode", "classic,numa,private",
+                     "--threads", "8", "--futexes", "64", "--seeds", "2", "--topology", "2s-ivb-40",
+                     "--plot", str(png))
+    assert rc == 0 and png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {png}" in out
+    rows = [l.split() for l in out.splitlines() if re.match(r"^\s*\d+\s", l)]
+    assert [r[0] for r in rows] == ["2", "16", "256", "4096"]
+    ys = np.array([[float(v) for v in r[1:]] for r in rows])
+    assert np.all(ys[-1] > ys[0])  # more buckets, more throughput, in every mode
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_plot_function_is_pure_and_labels_modes():
+    ds = nl.futex.sweep(buckets=[2, 64], mode=["numa", "private"], threads=[4, 8], seeds=2, topology="2s-ivb-40",
+                        futexes=16)
+    from numalab.futex_plots import plot_futex_sweep
+
+    fig = plot_futex_sweep(ds)
+    ax = fig.axes[0]
+    labels = [l.get_label() for l in ax.get_lines()]
+    assert labels == ["numa 4 threads", "numa 8 threads", "private 4 threads", "private 8 threads"]
+    assert ax.get_xscale() == "log"
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(),
+                               ds.ops_per_s_per_thread.sel(mode="numa", threads=4).mean("seed").values)
