@@ -4,7 +4,9 @@ import subprocess
 import sys
 
 from numalab import __version__
-from numalab.cli import main
+import pytest
+
+from numalab.cli import COMMANDS, main
 
 
 def test_version_and_help(capsys):
@@ -18,3 +20,12 @@ def test_console_script_help_lists_subcommands():
     proc = subprocess.run([sys.executable, "-m", "numalab", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0
     assert "COMMAND" in proc.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_subcommand_has_working_help(command, capsys):
+    # argparse %-formats help strings: a stray "%change" would crash here, not at import
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    assert f"usage: numalab {command}" in capsys.readouterr().out

@@ -8,12 +8,12 @@ ERAS = ("2023", "2024-09", "2024-12", "2026")  # = numalab.stats.ERAS, kept here
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "report",
-        help="print a saved Dataset as an mmtests compare table or an LKP %change block",
+        help="print a saved Dataset as an mmtests compare table or an LKP %%change block",
         description=(
             "Read a Dataset written by `numalab simulate --out FILE.nc` (dims policy, seed; "
             "variables elsp, syst, vmstat counters) and print it as mmtests' compare-kernels "
             "table (with the Duration and vmstat Ops tables) or as the kernel test robot's "
-            "%stddev/%change block."
+            "%%stddev/%%change block."
         ),
     )
     p.add_argument("file", metavar="FILE.nc", help="NetCDF file written by `numalab simulate --out`")

@@ -1,0 +1,55 @@
+"""The calibration check, reduced for CI: the same verdict rules as ``numalab reproduce`` on
+fewer seeds, so a change that breaks a reproduced sign or size fails the suite."""
+
+import csv
+
+import pytest
+
+from numalab import fidelity
+from numalab.cli import main
+from numalab.outputs import FIDELITY_COLUMNS, published_block
+
+
+@pytest.fixture(scope="module")
+def calibration():
+    return fidelity.simulate_calibration(seeds=3)
+
+
+def test_published_blocks_reprint_byte_for_byte():
+    for name in fidelity.calibration_tables():
+        from numalab import data
+
+        assert published_block(name) == (data.data_dir() / f"{name}.lkp.txt").read_text()
+
+
+@pytest.mark.slow
+def test_every_published_number_is_reproduced(calibration):
+    published, sim = calibration
+    rows = [r for name, pub in published.items() for r in fidelity.compare(pub, sim)]
+    assert len(rows) == 14
+    missed = [f"{r['metric']} {r['quantity']}: published {r['published']:+.1f}, simulated "
+              f"{r['simulated_mean']:+.1f} ({r['verdict']})" for r in rows if r["verdict"] != fidelity.REPRODUCED]
+    assert not missed, "\n".join(missed)
+
+
+@pytest.mark.slow
+def test_reproduce_command_writes_every_output(tmp_path, capsys, monkeypatch, calibration):
+    # the command's own simulation is the one the fixture ran (same seeds): reuse it
+    monkeypatch.setattr(fidelity, "simulate_calibration", lambda *a, **k: calibration)
+    assert main(["reproduce", "--out", str(tmp_path), "--seeds", "3", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "published numbers reproduced" in out
+    names = fidelity.calibration_tables()
+    for name in names:
+        text = (tmp_path / f"{name}.txt").read_text()
+        assert text.count("%stddev     %change         %stddev") == 2  # published above simulated
+        assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with open(tmp_path / "fidelity.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == FIDELITY_COLUMNS and len(rows) == 14
+    assert not list(tmp_path.glob(".*tmp*"))  # no temporary file left behind
+
+
+def test_reproduce_rejects_bad_seeds(capsys):
+    assert main(["reproduce", "--seeds", "1", "--out", "/nonexistent/never"]) == 2
+    assert "--seeds" in capsys.readouterr().err
