@@ -1,0 +1,44 @@
+"""Quick fidelity check against the kernel test robot's RFC 2023 results (not a test).
+
+Prints, for numa01, numa01_THREAD_ALLOC and numa02 on "2s-128": the simulated base seconds
+under rfc2023-p4 (published 341 / 187 / 21 s) and the %change of p5 vs p4 (published -4.1,
+-27.1, -33.6) and of p6 vs p5 (published -1.1, -25.1, +1.5), mean over a few seeds.
+
+Run: ``python benchmarks/fidelity_check.py [--seeds 4] [--workloads numa02,...]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numalab as nl
+
+PUBLISHED = {
+    "numa01": (341.49, -4.1, -1.1),
+    "numa01_THREAD_ALLOC": (186.67, -27.1, -25.1),
+    "numa02": (21.17, -33.6, +1.5),
+}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--workloads", default=",".join(PUBLISHED))
+    args = ap.parse_args(argv)
+    topo = nl.Topology.preset("2s-128")
+    print(f"{'workload':<22}{'p4 s (pub)':>18}{'p5 vs p4 % (pub)':>22}{'p6 vs p5 % (pub)':>22}{'cpu s':>8}")
+    for name in args.workloads.split(","):
+        t = time.process_time()
+        ds = nl.simulate(nl.workload(name, topo), ["rfc2023-p4", "rfc2023-p5", "rfc2023-p6"], seeds=args.seeds)
+        m = ds.elsp.mean("seed")
+        p4, p5, p6 = (float(m.sel(policy=p)) for p in ("rfc2023-p4", "rfc2023-p5", "rfc2023-p6"))
+        pub = PUBLISHED.get(name, (float("nan"),) * 3)
+        print(f"{name:<22}{p4:>9.1f} ({pub[0]:>5.1f}){100 * (p5 / p4 - 1):>+12.1f} ({pub[1]:+6.1f})"
+              f"{100 * (p6 / p5 - 1):>+12.1f} ({pub[2]:+6.1f}){time.process_time() - t:>8.1f}")
+        sd = ds.elsp.std("seed")
+        print(f"{'':<22}stddev over seeds: " + ", ".join(f"{p}={float(sd.sel(policy=p)):.1f}s" for p in ds.policy.values))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""``numalab simulate``: run the NUMA-balancing engine and print a per-policy summary.
+
+With no arguments it runs the main job: numa02 on the 2-socket 128-CPU Ice Lake preset under
+the v6.12 kernel and the 2024 "hot + shared VMA" RFC, 4 seeds, and prints mean ± stddev of
+elapsed and system seconds and the /proc/vmstat NUMA counters per policy.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "simulate automatic NUMA balancing for a workload under one or more kernel profiles"
+DEFAULT_PROFILES = ["6.12", "rfc2024-hot-shared"]
+COLUMNS = ["elsp", "syst", "numa_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
+           "numa_pages_migrated", "skip_pid_inactive", "false_skips", "idle_scans"]
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("simulate", help=HELP, description=__doc__.split("\n\n")[1].replace("\n", " "))
+    p.add_argument("--workload", default="numa02",
+                   help="workload name (default: %(default)s; numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT, "
+                        "their _HARD_BIND/_INVERSE_BIND variants)")
+    p.add_argument("--topology", default="2s-128", help="topology preset (default: %(default)s)")
+    p.add_argument("--profile", action="append", default=None,
+                   help="kernel profile; repeat for several (default: 6.12 and rfc2024-hot-shared)")
+    p.add_argument("--history", action="append", type=int, default=None,
+                   help="number of PID windows N; repeat to run every profile with each N")
+    p.add_argument("--seeds", type=int, default=4, help="number of seeds 0..n-1 (default: %(default)s)")
+    p.add_argument("--dt", type=float, default=None, help="step in seconds (default: engine default 0.05)")
+    p.add_argument("--max-time", type=float, default=None, help="give up after this many simulated seconds")
+    p.add_argument("--no-thp", action="store_true", help="4 KiB page semantics instead of 2 MiB THPs")
+    p.add_argument("--fixed-locality", action="store_true",
+                   help="clear numa_faults_locality on the slow-down path too (the e81ee0630837 fix)")
+    p.add_argument("--out", default=None, help="write the Dataset to this NetCDF file (h5netcdf)")
+    p.set_defaults(command="simulate")
+    return p
+
+
+def policies_from_args(profiles, histories):
+    from ..policy import Policy
+
+    profiles = profiles or DEFAULT_PROFILES
+    out = []
+    for name in profiles:
+        if histories:
+            for n in histories:
+                out.append(Policy.profile(name, history=n))
+        else:
+            out.append(Policy.profile(name))
+    return out
+
+
+def summary_table(ds) -> str:
+    """Per policy: mean ± stddev over seeds of the main figures."""
+    import numpy as np
+
+    cols = [c for c in COLUMNS if c in ds]
+    head = f"{'policy':<24}" + "".join(f"{c:>{max(len(c), 17) + 2}}" for c in cols)
+    lines = [f"{ds.attrs.get('workload', '?')} on {ds.attrs.get('topology', '?')}, seeds {ds.sizes['seed']}",
+             head, "-" * len(head)]
+    for p in ds.policy.values:
+        row = f"{str(p):<24}"
+        for c in cols:
+            v = ds[c].sel(policy=p).values.astype(float)
+            m, s = float(np.mean(v)), float(np.std(v, ddof=1)) if v.size > 1 else 0.0
+            txt = f"{m:.2f} ± {s:.2f}" if c in ("elsp", "syst") else f"{m:.4g} ± {s:.1g}"
+            row += " " + f"{txt:>{max(len(c), 17) + 1}}"
+        lines.append(row)
+    if "finished" in ds and int(ds["finished"].min()) == 0:
+        lines.append("note: some runs hit max_time before every thread finished (finished=0)")
+    return "\n".join(lines)
+
+
+def write_netcdf(ds, path: str) -> None:
+    """Write via a temporary name in the same directory, then os.replace (no partial files)."""
+    import os
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".numalab-", suffix=".nc.tmp", dir=directory)
+    os.close(fd)
+    try:
+        ds.to_netcdf(tmp, engine="h5netcdf")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def run(args) -> int:
+    from ..engine import simulate
+    from ..errors import check_int
+    from ..topology import Topology
+    from ..workloads import workload
+
+    seeds = check_int("--seeds", args.seeds, lo=1, hi=10000)
+    topo = Topology.preset(args.topology)
+    wl = workload(args.workload, topo)
+    pols = policies_from_args(args.profile, args.history)
+    opts = {}
+    if args.dt is not None:
+        opts["dt"] = args.dt
+    if args.max_time is not None:
+        opts["max_time"] = args.max_time
+    if args.no_thp:
+        opts["thp"] = False
+    if args.fixed_locality:
+        opts["sticky_locality"] = False
+    ds = simulate(wl, pols, seeds=seeds, **opts)
+    print(summary_table(ds))
+    if args.out:
+        write_netcdf(ds, args.out)
+        print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,176 @@
+"""How memory placement becomes thread progress, and kernel work becomes system time.
+
+Every constant is a field of :class:`Costs` with its source; override any of them with
+``simulate(..., costs={"hint_fault_us": 3.0})`` or ``Costs(**fields)``.
+
+Progress model (``progress_rates``): a thread writes its byte range (``bzero``, write-only,
+sequential). Its speed is limited by (1) what one hardware thread can stream
+(``Topology.thread_bw_GBps``), shared with an SMT sibling when both run, and divided by the
+latency ratio for the remote share of its bytes (a core's outstanding misses are fixed, so
+bandwidth ∝ 1/latency); (2) each node's memory controllers: the write (store + RFO) bandwidth of
+a node is ``write_efficiency × node_bw_GBps`` (STREAM read figures overstate ``bzero``);
+(3) the socket interconnect for the remote shares. A resource loaded above its capacity slows
+every thread using it in proportion (processor-sharing).
+
+Kernel time: per PTE/PMD made PROT_NONE (``change_prot_numa``), per hinting fault
+(``do_numa_page``), per migrated byte (``migrate_misplaced_folio``: copy + unmap/remap), per
+zeroed byte at first touch (``clear_huge_page``), per task migration (``migrate_task_to`` /
+``migrate_swap``: runqueue work and cache refill), per ``task_numa_work`` run (TLB shootdown).
+Kernel time is charged to the thread that does it, which then makes no user progress.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from .errors import NumalabValueError, check_number
+
+__all__ = ["Costs", "progress_rates"]
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Cost constants (units in the names).
+
+    write_efficiency : 0.21
+        Effective ``bzero`` bandwidth of a node as a fraction of its STREAM-read
+        ``node_bw_GBps``. On Ice Lake-SP, non-temporal-free stores need a read-for-ownership and
+        a write-back per line (2 transfers per byte) and DDR4 write-to-read turnarounds cost
+        another ~25%: 150 GB/s × 0.21 ≈ 32 GB/s per socket, ~63 GB/s for two. The published
+        autonuma-benchmark runtimes on lkp-icl-2sp6 imply 40–65 GB/s aggregate: numa02 moves
+        800 GiB in 14 s (RFC 2023 p5, memory spread) = 61 GB/s; numa01 writes 19.6 TiB in
+        323–341 s = 63–66 GB/s (reference/calibration.md).
+    link_write_efficiency : 0.5
+        Fraction of ``link_bw_GBps`` usable for remote writes (the RFO read and the write-back
+        cross the link in opposite directions; UPI protocol overhead).
+    smt_share : 0.6
+        Per-thread streaming rate when the SMT sibling also streams (fill buffers are shared
+        per core; Intel optimisation manual: ~1.2× core throughput with 2 threads).
+    pte_update_ns : 25
+        ``change_pte_range`` per base page made PROT_NONE (ptep_modify_prot_start/commit).
+    pmd_update_ns : 400
+        ``change_huge_pmd`` per THP (one PMD, plus the page-table lock round trip).
+    scan_run_us : 30
+        Fixed cost of one ``task_numa_work`` run that changed something: mmap_lock, VMA walk
+        and the ``flush_tlb_range`` IPI to the mm's CPUs (tens of µs with 64 CPUs).
+    scan_virt_ns_per_mb : 50
+        Walking page tables of unpopulated or already-protected address space.
+    hint_fault_us : 2.5
+        Trap, ``do_numa_page``/``do_huge_pmd_numa_page``, ``task_numa_fault`` (no migration).
+    migrate_GBps : 6.0
+        Kernel ``copy_page``/``folio_copy`` rate for a migration (single core, remote write).
+    migrate_folio_us : 15
+        Per-folio migration overhead: isolation, unmap with TLB flush, remap.
+    zero_GBps : 8.0
+        ``clear_page``/``clear_huge_page`` rate for first-touch zeroing (single core, erms).
+    task_migration_us : 60
+        Moving a task to another node: runqueue locks and the cold caches it finds there.
+    harness_overhead_s : 0.0
+        Added to ``elsp`` (mmtests' compile step is seconds; LKP ``seconds`` exclude it).
+    """
+
+    write_efficiency: float = 0.21
+    link_write_efficiency: float = 0.5
+    smt_share: float = 0.6
+    pte_update_ns: float = 25.0
+    pmd_update_ns: float = 400.0
+    scan_run_us: float = 30.0
+    scan_virt_ns_per_mb: float = 50.0
+    hint_fault_us: float = 2.5
+    migrate_GBps: float = 6.0
+    migrate_folio_us: float = 15.0
+    zero_GBps: float = 8.0
+    task_migration_us: float = 60.0
+    harness_overhead_s: float = 0.0
+
+    def __post_init__(self):
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "harness_overhead_s":
+                check_number(f"costs.{f.name}", v, lo=0.0)
+            elif f.name in ("write_efficiency", "link_write_efficiency", "smt_share"):
+                check_number(f"costs.{f.name}", v, lo=0.0, hi=1.0, lo_open=True)
+            else:
+                check_number(f"costs.{f.name}", v, lo=0.0, lo_open=f.name.endswith("GBps"))
+
+    @classmethod
+    def coerce(cls, costs) -> "Costs":
+        if costs is None:
+            return cls()
+        if isinstance(costs, Costs):
+            return costs
+        if isinstance(costs, dict):
+            known = {f.name for f in fields(cls)}
+            for k in costs:
+                if k not in known:
+                    raise NumalabValueError(f"costs key {k!r} is not known; allowed: {', '.join(sorted(known))}")
+            return cls(**costs)
+        raise NumalabValueError(f"costs={costs!r} must be a Costs or a dict of its fields")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    # ---- kernel time of single events (seconds)
+    def scan_time_s(self, pte_pages, huge_pmds, virt_pages, changed_chunk):
+        """Kernel seconds of one ``task_numa_work`` run."""
+        small = pte_pages - 512 * huge_pmds
+        return (small * self.pte_update_ns + huge_pmds * self.pmd_update_ns) * 1e-9 \
+            + virt_pages * (4096 / 2**20) * self.scan_virt_ns_per_mb * 1e-9 \
+            + changed_chunk * self.scan_run_us * 1e-6
+
+    def migrate_time_s(self, pages, folios):
+        return pages * 4096 / (self.migrate_GBps * 1e9) + folios * self.migrate_folio_us * 1e-6
+
+
+def progress_rates(costs: Costs, topo, node_of_thread, frac, running):
+    """Write speed of every thread, bytes/s.
+
+    Parameters
+    ----------
+    node_of_thread : int (R, T) -- the node each thread runs on.
+    frac : float (R, T, N) -- share of the thread's written bytes on each memory node.
+    running : bool (R, T) -- thread is on a CPU (wants bandwidth).
+
+    Returns (R, T) float, 0 for threads not running. Reductions run over the node axis only,
+    so a replica's result does not depend on the batch.
+    """
+    R, T, N = frac.shape
+    lat = topo.latency_ns                                   # (N, N) cpu node -> mem node
+    rel = topo.local_latency_ns / lat                       # bandwidth ∝ 1/latency
+    # SMT: on a node with k running threads and c cores, 2*(k-c) of them share a core
+    k = np.zeros((R, N))
+    for n in range(N):
+        k[:, n] = ((node_of_thread == n) & running).sum(axis=1)
+    c = topo.cores_per_node
+    sharing = np.clip(2.0 * (k - c), 0.0, k) if topo.smt > 1 else np.zeros_like(k)
+    smt = np.where(k > 0, (k - sharing + sharing * costs.smt_share) / np.maximum(k, 1), 1.0)
+    tbw = topo.thread_bw_GBps * 1e9 * np.take_along_axis(smt, node_of_thread, axis=1)  # (R, T)
+    relt = rel[node_of_thread]                               # (R, T, N)
+    # unconstrained time per byte
+    u = np.zeros((R, T))
+    for n in range(N):
+        u += frac[:, :, n] / (tbw * relt[:, :, n])
+    s = np.where(running, 1.0 / np.maximum(u, 1e-30), 0.0)
+    # node controller saturation
+    cap = topo.node_bw_GBps * 1e9 * costs.write_efficiency
+    sigma = np.ones((R, N))
+    for n in range(N):
+        load = (s * frac[:, :, n]).sum(axis=1)
+        sigma[:, n] = np.maximum(1.0, load / cap)
+    # interconnect saturation per (cpu node a -> mem node b), a != b
+    link = topo.link_bw_GBps * 1e9 * costs.link_write_efficiency
+    u2 = np.zeros((R, T))
+    for n in range(N):
+        remote_load = np.zeros((R, N))
+        for a in range(N):
+            if a == n:
+                continue
+            remote_load[:, a] = (np.where(node_of_thread == a, s, 0.0) * frac[:, :, n]).sum(axis=1)
+        slink = np.maximum(1.0, remote_load / link)           # (R, N) by cpu node a
+        slink_t = np.take_along_axis(slink, node_of_thread, axis=1)
+        slink_t = np.where(node_of_thread == n, 1.0, slink_t)
+        fac = np.maximum(sigma[:, n:n + 1], slink_t)
+        u2 += frac[:, :, n] * fac / (tbw * relt[:, :, n])
+    return np.where(running, 1.0 / np.maximum(u2, 1e-30), 0.0)

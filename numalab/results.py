@@ -1,0 +1,111 @@
+"""The xarray layer over the engine: finished batches -> one Dataset (DESIGN.md contract).
+
+Dims ``("policy", "seed")`` for per-run variables and ``time`` (plus ``process``, ``node``)
+for the series. Every variable carries ``units`` and ``long_name``, and ``kernel_name`` where it
+mirrors a kernel counter. Attrs are netCDF-safe (str/int/float; dicts as JSON).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ._version import __version__
+from .policy import REASONS, SKIP_REASONS
+
+__all__ = ["to_dataset", "VARIABLE_ATTRS"]
+
+VARIABLE_ATTRS = {
+    "elsp": dict(units="s", long_name="elapsed time of the benchmark binary (last thread done)",
+                 kernel_name="autonuma-benchmark.<test>.seconds"),
+    "syst": dict(units="s", long_name="kernel CPU time: zeroing, scanning, hinting faults, migrations, task moves"),
+    "numa_pte_updates": dict(units="pages", long_name="base pages made PROT_NONE", kernel_name="numa_pte_updates"),
+    "numa_huge_pte_updates": dict(units="PMDs", long_name="huge PMDs made PROT_NONE", kernel_name="numa_huge_pte_updates"),
+    "numa_hint_faults": dict(units="faults", long_name="NUMA hinting faults", kernel_name="numa_hint_faults"),
+    "numa_hint_faults_local": dict(units="faults", long_name="NUMA hinting faults on the faulting CPU's node",
+                                   kernel_name="numa_hint_faults_local"),
+    "numa_pages_migrated": dict(units="pages", long_name="base pages migrated by NUMA balancing",
+                                kernel_name="numa_pages_migrated"),
+    "false_skips": dict(units="visits", long_name="VMA skipped as PID-inactive although the scanning thread writes it"),
+    "idle_scans": dict(units="scans", long_name="VMA scanned whose regions took no hinting fault before its next scan"),
+    "scan_runs": dict(units="runs", long_name="task_numa_work runs that won the numa_next_scan race"),
+    "task_migrations": dict(units="moves", long_name="NUMA task moves and swaps between nodes",
+                            kernel_name="numa_task_migrated + numa_task_swapped"),
+    "group_joins": dict(units="joins", long_name="tasks that joined another task's numa_group"),
+    "numa_migrate_fail": dict(units="faults", long_name="hinting faults whose migration failed (target node full)",
+                              kernel_name="TNF_MIGRATE_FAIL (numa_faults_locality[2])"),
+    "finished": dict(units="1", long_name="1 if every thread finished before max_time"),
+}
+
+
+def to_dataset(wl, policies, seeds, batches, o, costs):
+    import xarray as xr
+
+    P, S = len(policies), len(seeds)
+    data = {}
+
+    def per_run(name, getter, dtype):
+        arr = np.stack([np.asarray(getter(b), dtype=dtype) for b in batches])
+        data[name] = (("policy", "seed"), arr, dict(VARIABLE_ATTRS.get(name, {})))
+
+    per_run("elsp", lambda b: b.elsp, float)
+    per_run("syst", lambda b: b.syst, float)
+    for k in ("numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
+              "numa_pages_migrated", "false_skips", "idle_scans", "scan_runs", "task_migrations", "group_joins",
+              "numa_migrate_fail"):
+        per_run(k, lambda b, k=k: b.cnt[k], np.int64)
+    per_run("finished", lambda b: b.finished, np.int8)
+    for i, reason in enumerate(REASONS):
+        skip = reason in SKIP_REASONS
+        name = ("skip_" if skip else "allow_") + reason
+        arr = np.stack([b.reasons[:, i] for b in batches]).astype(np.int64)
+        attrs = dict(units="visits",
+                     long_name=(f"VMAs skipped by task_numa_work, reason {reason}" if skip else
+                                f"VMAs scanned by task_numa_work, allowed by rule {reason}"))
+        if skip or reason == "ignore_pid_inactive":
+            attrs["kernel_name"] = f"sched_skip_vma_numa reason={reason}"
+        data[name] = (("policy", "seed"), arr, attrs)
+
+    # series: pad to the longest run
+    L = max(len(b.series_t) for b in batches)
+    res = o["time_resolution"]
+    time = np.arange(L) * res
+
+    def pad(b, key, shape_tail):
+        arr = np.stack(b.series[key], axis=0).astype(float)                  # (L_b, R, ...)
+        out = np.full((L, *arr.shape[1:]), np.nan)
+        out[: arr.shape[0]] = arr
+        return np.moveaxis(out, 0, 1)                                        # (R, L, ...)
+
+    M, N = wl.nproc, wl.topology.nodes
+    pn = np.stack([pad(b, "pages_node", (M, N)) for b in batches])              # (P, S, L, M, N)
+    data["pages_node"] = (("policy", "seed", "time", "process", "node"), pn,
+                          dict(units="pages", long_name="resident base pages of each process on each node"))
+    lf = np.stack([pad(b, "local_fraction", ()) for b in batches])
+    data["local_fraction"] = (("policy", "seed", "time"), lf,
+                              dict(units="1", long_name="share of written bytes that went to the writer's node"))
+    sp = np.stack([pad(b, "scan_period", (M,)) for b in batches])
+    data["scan_period"] = (("policy", "seed", "time", "process"), sp,
+                           dict(units="ms", long_name="mean numa_scan_period of the process's worker threads",
+                                kernel_name="numa_scan_period"))
+    fa = np.stack([pad(b, "faults", ()) for b in batches]) / res
+    data["faults_per_s"] = (("policy", "seed", "time"), fa,
+                            dict(units="1/s", long_name="NUMA hinting faults per second",
+                                 kernel_name="numa_hint_faults (rate)"))
+    coords = dict(policy=("policy", [p.name for p in policies], dict(long_name="scan-filter policy")),
+                  seed=("seed", np.asarray(seeds, dtype=np.int64), dict(long_name="random seed")),
+                  time=("time", time, dict(units="s", long_name="simulated time")),
+                  process=("process", np.arange(M), dict(long_name="process (mm) index")),
+                  node=("node", np.arange(N), dict(long_name="NUMA node")))
+    params = {k: v for k, v in o.items()}
+    params["costs"] = costs.to_dict()
+    params["policies"] = [p.to_dict() for p in policies]
+    attrs = dict(numalab_version=__version__, workload=wl.name,
+                 workload_params=json.dumps(wl.params, sort_keys=True, default=str),
+                 topology=wl.topology.name,
+                 parameters=json.dumps(params, sort_keys=True, default=str),
+                 title=f"numalab simulation of {wl.name} on {wl.topology.name}")
+    attrs.update({k: (json.dumps(v) if isinstance(v, (bool, dict, list, type(None))) else v)
+                  for k, v in wl.topology.to_attrs().items()})
+    return xr.Dataset(data, coords=coords, attrs=attrs)

@@ -1,0 +1,226 @@
+"""The vectorised engine: Dataset contract, invariants, batch independence, bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+import numalab as nl
+from numalab.engine import DEFAULTS, run_batch, simulate
+from numalab.errors import EngineInvariantError, NumalabValueError
+from numalab.policy import SKIP_REASONS, Policy
+from numalab.topology import Topology
+
+TOPO = Topology.preset("2s-ivb-40")
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def small02():
+    return nl.workload("numa02", TOPO, size_bytes=256 * MiB, loops=300)
+
+
+@pytest.fixture(scope="module")
+def small01():
+    return nl.workload("numa01", TOPO, size_bytes=256 * MiB, loops=4)
+
+
+@pytest.fixture(scope="module")
+def ds01(small01):
+    return simulate(small01, ["6.12", "rfc2023-p4", "pre-6.4"], seeds=3)
+
+
+def test_dataset_contract(ds01):
+    ds = ds01
+    assert ds.elsp.dims == ("policy", "seed")
+    assert ds.policy.values.tolist() == ["6.12", "rfc2023-p4", "pre-6.4"]
+    assert ds.seed.values.tolist() == [0, 1, 2]
+    for v in ("elsp", "syst", "numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults",
+              "numa_hint_faults_local", "numa_pages_migrated", "false_skips", "idle_scans"):
+        assert v in ds
+    for r in SKIP_REASONS:
+        assert f"skip_{r}" in ds
+    for name, var in ds.data_vars.items():
+        assert "units" in var.attrs and "long_name" in var.attrs, name
+    for v in ("numa_pte_updates", "numa_hint_faults", "numa_pages_migrated"):
+        assert ds[v].attrs["kernel_name"] == v
+    assert {"pages_node", "local_fraction", "scan_period", "faults_per_s"} <= set(ds.data_vars)
+    assert "time" in ds.pages_node.dims
+    params = json.loads(ds.attrs["parameters"])
+    assert params["dt"] == DEFAULTS["dt"] and "costs" in params and len(params["policies"]) == 3
+    assert ds.attrs["workload"] == "numa01" and ds.attrs["numalab_version"] == nl.__version__
+
+
+def test_counters_consistent(ds01):
+    ds = ds01
+    assert (ds.numa_hint_faults_local <= ds.numa_hint_faults).all()
+    assert (ds.numa_huge_pte_updates * 512 <= ds.numa_pte_updates).all()
+    assert (ds.elsp > 0).all() and (ds.syst > 0).all() and (ds.finished == 1).all()
+    assert (ds.numa_hint_faults > 0).all() and (ds.numa_pages_migrated > 0).all()
+    # pages are conserved in every sample of every run
+    per_sample = ds.pages_node.sum(("process", "node"), min_count=1).values      # (P, S, time)
+    first = per_sample[:, :, :1]
+    ok = np.isnan(per_sample) | (per_sample == first)
+    assert ok.all() and np.isfinite(first).all()
+    # pre-6.4 has no per-VMA filter: nothing is skipped for PID reasons
+    pre = ds.sel(policy="pre-6.4")
+    assert int(pre.skip_pid_inactive.sum()) == 0 and int(pre.false_skips.sum()) == 0
+    assert int(pre.allow_unfiltered.sum()) > 0
+    # false skips are a subset of PID-filter skips
+    assert (ds.false_skips <= ds.skip_pid_inactive + ds.skip_disjoint_wait).all()
+
+
+def test_batch_independence(small02):
+    pol = Policy.profile("6.12")
+    alone = run_batch(small02, pol, [5])
+    batch = run_batch(small02, pol, list(range(16)))
+    assert alone.elsp[0] == batch.elsp[5]
+    assert alone.syst[0] == batch.syst[5]
+    for k, v in alone.cnt.items():
+        assert v[0] == batch.cnt[k][5], k
+    np.testing.assert_array_equal(alone.reasons[0], batch.reasons[5])
+    np.testing.assert_array_equal(alone.r_node[0], batch.r_node[5])
+
+
+def test_same_seed_same_result_and_seeds_differ(small02):
+    a = simulate(small02, "6.12", seeds=[3, 4])
+    b = simulate(small02, "6.12", seeds=[3])
+    assert a.elsp.sel(seed=3).item() == b.elsp.sel(seed=3).item()
+    assert a.elsp.sel(seed=3).item() != a.elsp.sel(seed=4).item()
+
+
+def test_hard_bind_does_not_balance():
+    wl = nl.workload("numa02_HARD_BIND", TOPO, size_bytes=128 * MiB, loops=800)
+    ds = simulate(wl, "6.12", seeds=1)
+    assert ds.numa_hint_faults.item() == 0 and ds.numa_pages_migrated.item() == 0
+    assert ds.skip_unsuitable.item() > 0
+
+
+def test_balancing_moves_memory_off_the_first_touch_node(small02):
+    ds = simulate(small02, "6.12", seeds=1, init_node=0)
+    pn = ds.pages_node.isel(policy=0, seed=0, process=0).dropna("time")
+    assert pn.isel(time=0, node=1).item() < 0.01 * pn.isel(time=0).sum().item()
+    assert pn.isel(time=-1, node=1).item() > 0.3 * pn.isel(time=-1).sum().item()
+
+
+def test_invariant_violation_raises(small02):
+    from numalab.costs import Costs
+    from numalab.engine import _Batch, _opts
+
+    b = _Batch(small02, Policy.profile("6.12"), [0], _opts({}), Costs())
+    for _ in range(3):
+        b.step()
+    b.region_present = b.region_present.copy()
+    b.total_pages = b.total_pages + 1          # a page went missing
+    with pytest.raises(EngineInvariantError, match="pages not conserved"):
+        b._check()
+    b2 = _Batch(small02, Policy.profile("6.12"), [0], _opts({}), Costs())
+    b2.cnt["numa_hint_faults_local"][0] = 5
+    with pytest.raises(EngineInvariantError, match="numa_hint_faults_local"):
+        b2._check()
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(workload="numa09"), "numa01"),
+    (dict(policies=["6.99"]), "6.12"),
+    (dict(policies=[]), "policies"),
+    (dict(seeds=0), "seeds"),
+    (dict(seeds=-3), "seeds"),
+    (dict(seeds=[1, 1]), "seeds"),
+    (dict(dt=0.0), "dt"),
+    (dict(dt=-1.0), "dt"),
+    (dict(dt=0.5), "dt"),
+    (dict(time_resolution=0), "time_resolution"),
+    (dict(max_time=-1), "max_time"),
+    (dict(frobnicate=1), "frobnicate"),
+    (dict(costs={"nope": 1}), "nope"),
+    (dict(costs={"hint_fault_us": -1.0}), "hint_fault_us"),
+    (dict(scan_size_mb=0), "scan_size_mb"),
+    (dict(topology="3s-7"), "2s-128"),
+])
+def test_bad_input(kwargs, needle):
+    args = dict(workload="numa02", policies=["6.12"], seeds=1, topology="2s-ivb-40")
+    args.update(kwargs)
+    wl = args.pop("workload")
+    pols = args.pop("policies")
+    seeds = args.pop("seeds")
+    with pytest.raises(NumalabValueError, match=needle):
+        simulate(wl, pols, seeds=seeds, max_time=0.2, **args) if "max_time" not in kwargs else \
+            simulate(wl, pols, seeds=seeds, **args)
+
+
+def test_workload_too_big_for_topology():
+    with pytest.raises(NumalabValueError, match="CPUs"):
+        nl.workload("numa02", TOPO, threads=64)
+
+
+def test_cli_simulate(tmp_path, capsys):
+    from numalab.cli import main
+
+    out = tmp_path / "run.nc"
+    rc = main(["simulate", "--workload", "numa02", "--topology", "2s-ivb-40", "--profile", "6.12",
+               "--profile", "rfc2023-p4", "--history", "2", "--seeds", "2", "--max-time", "3", "--out", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "6.12+N=2" in text or "6.12" in text
+    assert "elsp" in text and "numa_hint_faults" in text
+    import xarray as xr
+
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        assert ds.sizes["policy"] == 2 and ds.sizes["seed"] == 2
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    rc = main(["simulate", "--workload", "nosuch"])
+    assert rc == 2
+    assert "numa01" in capsys.readouterr().err
+
+
+def _one_process_batch(profile):
+    from numalab.costs import Costs
+    from numalab.engine import _Batch, _opts
+
+    topo = Topology(nodes=2, cpus_per_node=4, smt=2, name="tiny")
+    wl = nl.workloads.from_access_matrix(np.array([[1.0, 0.0], [0.0, 1.0]]), topology=topo,
+                                         chunk_bytes=4 << 20, loops=1000)
+    b = _Batch(wl, Policy.profile(profile), [0], _opts({}), Costs())
+    b.phase[:] = np.where(wl.thread_main, 3, 2)         # everyone in the loop phase, main done
+    buf = [v for v in range(wl.nvmas) if wl.vma_kind[v] == "buffer"][0]
+    return b, wl, buf
+
+
+def test_false_skip_is_a_pid_skip_of_a_vma_the_scanner_writes():
+    b, wl, buf = _one_process_batch("6.4")
+    scanner = int(np.flatnonzero(~wl.thread_main)[0])
+    # past the early passes, every VMA's state exists, empty windows, no scan delay
+    b.mm_seq[0, 0] = 5
+    b.has_state[0] = True
+    b.v_next_scan[0] = 0.0
+    b.v_reset[0] = 1e9
+    b.v_start_seq[0] = 0
+    b._u_prot, b._slot = np.zeros((1, b.K, 2)), np.zeros(1, dtype=np.int64)
+    b._task_numa_work(np.array([0]), 0, np.array([scanner]), np.array([10.0]))
+    stacks = sum(1 for v in range(wl.nvmas) if wl.vma_kind[v] == "stack")
+    skipped = int(b.reasons[0, list(nl.policy.REASONS).index("pid_inactive")])
+    # every suitable VMA fails the PID test; the scanner writes the buffer, its stack and the
+    # data/libc_data globals -- those skips are false, the other thread's stack and the
+    # main thread's VMAs are not
+    assert skipped > stacks
+    writes = {v for v in range(wl.nvmas) if b.writes_vma[scanner, 2, v]}
+    assert buf in writes
+    assert int(b.cnt["false_skips"][0]) == len(writes)
+    assert int(b.cnt["numa_pte_updates"][0]) == 0
+
+
+def test_idle_scan_counts_a_rescan_without_faults():
+    b, wl, buf = _one_process_batch("pre-6.4")
+    scanner = int(np.flatnonzero(~wl.thread_main)[0])
+    b._u_prot, b._slot = np.zeros((1, b.K, 2)), np.zeros(1, dtype=np.int64)
+    b._task_numa_work(np.array([0]), 0, np.array([scanner]), np.array([1.0]))
+    assert int(b.cnt["numa_huge_pte_updates"][0]) == 4     # the 8 MiB buffer: 4 THPs
+    assert int(b.cnt["idle_scans"][0]) == 0
+    # nothing faulted; unprotect so the next pass finds work again, then rescan
+    b.prot[:] = False
+    b.prot_idx = np.zeros(0, dtype=np.int64)
+    b._slot[:] = 0
+    b._task_numa_work(np.array([0]), 0, np.array([scanner]), np.array([2.0]))
+    scanned_vmas = int(b.v_scanned[0].sum())
+    assert int(b.cnt["idle_scans"][0]) == scanned_vmas > 0
