@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import adaptive as AD
 from . import history as hist
 from .costs import Costs, progress_rates
 from .errors import EngineInvariantError, NumalabValueError, check_int, check_number
@@ -223,6 +224,9 @@ class _Batch:
         self.v_select = np.zeros((R, V), dtype=np.int64)
         self.v_scanned = np.zeros((R, V), dtype=bool)    # idle-scan bookkeeping
         self.v_faulted = np.zeros((R, V), dtype=bool)
+        # adaptive history (numalab.adaptive): per-VMA or per-mm state
+        a = policy.adapt
+        self.ad = None if a is None else AD.init_state(a, (R, M) if a.scope == "mm" else (R, V))
         self.v_code = wl.vma_code
 
         # ---- regions
@@ -588,10 +592,25 @@ class _Batch:
             st["init"] = new
             not_delayed = suit & ~((seq[:, None] != 0) & (now < st["next_scan"]))
             due = not_delayed & (seq[:, None] != 0) & (now > st["reset"])
+            a, wa = pol.adapt, None
+            if a is not None:
+                if a.scope == "mm":   # popcount: choose at a pass boundary, before the VMA loop
+                    mmask = np.zeros(self.mm_seq.shape, dtype=bool)
+                    mmask[rows, m] = True
+                    self.ad = AD.popcount_begin(a, self.ad, mmask, numa_scan_seq=self.mm_seq,
+                                                nr_threads=np.broadcast_to(self.nr_threads, self.mm_seq.shape))
+                    wa = AD.effective_windows(a, self.ad)[rows, m]
+                    st["ad_seen"] = not_delayed & st["has"]
+                else:
+                    sad = AD.reset_state(a, {k: v[rows][:, vm] for k, v in self.ad.items()}, new)
             if pol.rotate_before_access and np.any(due):
                 _rotate(pids, pidx, due, pol.rotation)
                 st["reset"] = np.where(due, st["reset"] + 4 * delay, st["reset"])
                 st["rotated"] = due.astype(np.int64)
+                if a is not None and a.rule == "span":
+                    sad = AD.span_rotate(a, sad, due, now_ms=now * 1000.0, reset_period_ms=4 * o["scan_delay_ms"])
+            if a is not None and a.scope == "vma":
+                wa = AD.effective_windows(a, sad)
             allowed, reason, sel = decide(
                 pol, pids_active=pids, idx=pidx, scanner_tid=tid, numa_scan_seq=seq,
                 start_scan_seq=st["start_seq"], prev_scan_seq=st["prev_seq"], scan_offset=off,
@@ -599,13 +618,23 @@ class _Batch:
                 now=now_v * 1000.0, nr_threads=np.full(n, self.nr_threads[m]),
                 forced=np.full(n, forced), vma_scan_select=st["select"],
                 vm_end=np.broadcast_to(wl.vma_end[vm], (n, vm.size)),
-                unsuitable=unsuitable, shared_ro=shared_ro, inaccessible=inacc)
+                unsuitable=unsuitable, shared_ro=shared_ro, inaccessible=inacc, windows_active=wa)
+            if a is not None and a.rule == "grow-shrink":
+                own, others = AD.visit_events(pids, pidx, tid, wa, rotation=pol.rotation, width=pol.width,
+                                              grow_others=a.grow_others)
+                sad = AD.grow_shrink_visit(a, sad, own_bit=own, others_recent=others,
+                                           tested=AD.reached_pid_test(reason), scanned=allowed)
             if not pol.rotate_before_access:
                 due2 = due & allowed
                 if np.any(due2):
                     _rotate(pids, pidx, due2, pol.rotation)
                     st["reset"] = np.where(due2, st["reset"] + 4 * delay, st["reset"])
                     st["rotated"] = due2.astype(np.int64)
+                    if a is not None and a.rule == "span":
+                        sad = AD.span_rotate(a, sad, due2, now_ms=now * 1000.0,
+                                             reset_period_ms=4 * o["scan_delay_ms"])
+            if a is not None and a.scope == "vma":
+                st["ad"] = sad
             if sel is not None:
                 st["select"] = np.asarray(sel, dtype=np.int64)
         else:
@@ -784,6 +813,14 @@ class _Batch:
         self.v_select[r, v] = st["select"][i, ks]
         self.pids[r, v] = st["pids"][i, ks]
         self.pidx[r, v] = st["pidx"][i, ks]
+        if "ad" in st:                       # adaptive history, per VMA
+            for key, val in st["ad"].items():
+                self.ad[key][r, v] = val[i, ks]
+        elif "ad_seen" in st:                # popcount: OR the visited VMAs' windows into the mm
+            seen = v[st["ad_seen"][i, ks]]
+            if seen.size:
+                m = int(self.wl.vma_mm[v[0]])
+                self.ad["pids_seen"][r, m] |= np.bitwise_or.reduce(self.pids[r, seen].reshape(-1, self.pids.shape[-1]), axis=0)
 
     # ---- 4. faults
     def _faults(self, speed, now):
@@ -838,6 +875,8 @@ class _Batch:
                 hist.set_pid_bits(self.pids, self.pidx, (fr[hs], fv[hs]), self.tid[fr[hs], ft[hs]].astype(np.uint32),
                                   width=pol.width, rotation=pol.rotation)
         self.v_faulted[fr, fv] = True
+        if self.ad is not None and pol.adapt.rule == "grow-shrink" and pol.numab_state and np.any(hs):
+            self.ad = AD.grow_shrink_fault(pol.adapt, self.ad, (fr[hs], fv[hs]))
         inc = self.fault_inc[freg]
         local = fn == cn
         np.add.at(self.cnt["numa_hint_faults"], fr, inc)

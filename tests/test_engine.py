@@ -224,3 +224,24 @@ def test_idle_scan_counts_a_rescan_without_faults():
     b._task_numa_work(np.array([0]), 0, np.array([scanner]), np.array([2.0]))
     scanned_vmas = int(b.v_scanned[0].sum())
     assert int(b.cnt["idle_scans"][0]) == scanned_vmas > 0
+
+
+def test_adaptive_history_runs_in_the_engine_and_reduces_to_fixed_n_when_off():
+    """Every adaptive rule is usable wherever a fixed N is; with adaptation pinned
+    (n_min == n_max == N) the engine's results equal the fixed-N policy's, variable for variable."""
+    import numalab as nl
+
+    wl = nl.workload("numa01_THREAD_ALLOC", nl.Topology.preset("2s-ivb-40"), loops=40)
+    fixed = nl.Policy.profile("rfc2024-hot-shared", history=4)
+    rules = nl.Policy.adaptive_rules()
+    assert len(rules) >= 3
+    pinned = [nl.Policy.profile("rfc2024-hot-shared", history="adaptive", adapt=r, n_min=4, n_max=4, n_init=4)
+              for r in rules]
+    free = [nl.Policy.profile("rfc2024-hot-shared", history="adaptive", adapt=r) for r in rules]
+    ds = nl.simulate(wl, [fixed, *pinned, *free], seeds=2)
+    ref = ds.sel(policy=fixed.name)
+    for p in pinned:
+        got = ds.sel(policy=p.name)
+        for var in ("elsp", "syst", "numa_hint_faults", "numa_pages_migrated", "false_skips", "idle_scans"):
+            np.testing.assert_array_equal(got[var].values, ref[var].values, err_msg=f"{p.name} {var}")
+    assert bool(ds.finished.all())
