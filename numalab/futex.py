@@ -44,6 +44,7 @@ __all__ = [
 
 PROGRAMS = (PERF_BENCH, FUTEX_NUMA)
 METHODS = ("mva", "simulation")
+DISTS = ("exponential", "deterministic")
 
 _VARS = {
     "ops_per_s": ("1/s", "futex operations per second, all counted threads"),
@@ -52,7 +53,7 @@ _VARS = {
     "loops": ("1", "operations completed by the counted threads in the run "
               "(futex_numa: the 'contenders:' sum)"),
     "bucket_utilisation": ("1", "hb-lock utilisation of the bucket an operation visits, "
-                           "averaged over operations"),
+                           "averaged over operations (method mva: the MVA's; simulation: measured)"),
     "collisions": ("1", "futexes sharing a hash bucket with another futex "
                    "(distinct futexes - occupied buckets)"),
 }
@@ -112,21 +113,25 @@ def _solve_chunk(workloads, seeds, costs, method, ops, dist):
     net = network(routings, costs, keep_threads=(method == "simulation"))
     del routings
     P = net.n_points
-    res = mva(net)
-    rho = res["rho"]
     if method == "mva":
+        # fixed service times: residual-service correction (scv = 0), see futex_solver.mva
+        res = mva(net, scv=1.0 if dist == "exponential" else 0.0)
         thr_rate = (res["x"] * 1e9)[net.thr_cls]
+        rho = res["rho"]
+        # visit rate of every station (operations through it per ns)
+        lam_st = np.bincount(net.ent_station, weights=net.cls_n[net.ent_cls] * net.ent_visit *
+                             (res["x"][net.ent_cls]), minlength=net.st_base.size)
     else:
         sim = _des(net, [s for _ in workloads for s in seeds], ops=ops, dist=dist)
         thr_rate = sim["rate"] * 1e9
+        rho, lam_st = sim["rho"], sim["visits"]   # the simulation's own measured utilisation
     thr_point = net.cls_point[net.thr_cls]
     counted = net.cls_counted[net.thr_cls]
     ops_s = np.bincount(thr_point, weights=thr_rate * counted, minlength=P)
     n_counted = np.bincount(thr_point, weights=counted.astype(float), minlength=P)
     runtime = np.repeat([w.runtime_s for w in workloads], len(seeds))
     # op-weighted lock utilisation over bucket stations
-    lam_st = np.bincount(net.ent_station, weights=net.cls_n[net.ent_cls] * net.ent_visit *
-                         (res["x"][net.ent_cls]), minlength=net.st_base.size) * net.st_is_bucket
+    lam_st = lam_st * net.st_is_bucket
     util = np.bincount(net.st_point, weights=lam_st * np.minimum(rho, 1.0), minlength=P) / np.maximum(
         np.bincount(net.st_point, weights=lam_st, minlength=P), 1e-300)
     keys = net.st_keys * net.st_is_bucket
@@ -206,7 +211,10 @@ def simulate(config: FutexWorkload, seeds=8, *, costs=None, method="mva", ops=40
 
     ``costs``: a :class:`FutexCosts` or dict overriding documented constants. ``method``:
     ``"mva"`` (approximate mean-value analysis, fast) or ``"simulation"`` (vectorised
-    discrete-event simulation, ``ops`` operations per thread, ``dist`` of times).
+    discrete-event simulation, ``ops`` operations per thread). ``dist``: ``"exponential"`` or
+    ``"deterministic"`` think/service times; the simulation draws them, the MVA applies a
+    residual-service correction for the deterministic case. ``bucket_utilisation`` is the
+    MVA's for ``"mva"`` and the simulation's measured one for ``"simulation"``.
     """
     if not isinstance(config, FutexWorkload):
         raise NumalabValueError(
@@ -214,6 +222,7 @@ def simulate(config: FutexWorkload, seeds=8, *, costs=None, method="mva", ops=40
             f"perf_bench_hash(), futex_numa() or together()"
         )
     check_choice("method", method, METHODS)
+    check_choice("dist", dist, DISTS)
     seeds = _seeds(seeds)
     costs = coerce_costs(costs)
     out = _solve([config], seeds, costs, method, check_int("ops", ops, lo=10), dist)
@@ -234,6 +243,7 @@ def sweep(buckets=None, mode=MODES, threads=None, *, seeds=8, program=PERF_BENCH
     """
     check_choice("program", program, PROGRAMS)
     check_choice("method", method, METHODS)
+    check_choice("dist", dist, DISTS)
     topology = Topology.coerce(topology)
     seeds = _seeds(seeds)
     costs = coerce_costs(costs)

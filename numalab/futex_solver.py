@@ -6,22 +6,50 @@ to (the hb spinlock: ``futex_q_lock`` ... ``futex_q_unlock`` of ``futex_wait_set
 wrong-value path), and in the 6.16 ``rcuref`` private-hash variant first the per-process
 reference-count line (``futex_private_hash_get/put``). A visit's service time is
 
-    s = base + lines * c(previous holder -> this CPU)
+    s = base + lines * c(previous holder p -> this CPU j, bucket memory home h)
 
-where ``c`` is a cache-line transfer: ``line_self_ns`` if the same thread held the line last,
-else the topology's same-node / cross-node transfer latency (SLIT-interpolated between them).
+where ``c`` is the cost of getting the bucket's cache line (:func:`handoff_matrix`):
+
+* ``line_self_ns`` -- p is this very thread: the line is still in its L1/L2;
+* DRAM -- no previous holder (the first access to the bucket, a cold line): the line comes
+  from the home node's memory at ``Topology.latency_ns[node(j), h]`` (local or remote DRAM).
+  Rule: a line once touched stays cached (in some core's cache) for the rest of the run -- the
+  workloads modelled touch at most a few thousand bucket lines per thread, which fit in L2,
+  so idle-time eviction is not modelled; in steady state the DRAM term only enters through
+  the per-bucket first touch, which the simulations' warm-up discards;
+* cache-to-cache -- p ran on another core: ``L[node(p), node(j)]`` (the topology's
+  same-node / cross-node transfer latency, SLIT-interpolated, :func:`line_matrix`) plus, with
+  ``home_lookup`` (default 1), a trip to the home node's directory when h is neither node(p)
+  nor node(j): ``home_lookup * (latency_ns[node(j), h] - latency_ns[node(j), node(j)])``, the
+  interconnect part of a remote memory access. This is a home-snoop / directory coherence
+  protocol (AMD Zen's probe filter at the home memory controller; Intel Xeon's Home Snoop
+  mode with a directory, the directory protocol of Skylake-SP and later): an ownership request
+  that misses the requester's own caches is resolved by the line's home agent, so a
+  same-node handoff of a line homed on a remote node is a "3-hop" transfer requester -> home
+  -> owner -> requester. A cross-node handoff whose home is the holder's or the requester's
+  node passes the home anyway and pays only ``L``. ``home_lookup=0`` models a source-snoop
+  machine whose inclusive LLC serves same-node handoffs without asking the home (the "Early
+  Snoop" BIOS mode of Ivy Bridge-EP / Haswell-EP); the spec (§3.4) leaves the seed machine's
+  SKU, hence its snoop mode, UNVERIFIED.
 
 Two solutions of the same network:
 
 * :func:`mva` -- approximate (Bard-Schweitzer) mean-value analysis with one class per group of
   interchangeable threads (same process, node and role), exact per-bucket visit weights, and
-  per-thread self-shares so a bucket used by one thread alone costs only self hits;
+  per-thread self-shares so a bucket used by one thread alone costs only self hits; with
+  ``scv`` < 1 a residual-service correction (the job in service has a mean residual
+  ``s (1 + scv) / 2``, not ``s``) for non-exponential service;
 * :func:`simulate` -- a discrete-event simulation vectorised over replicas (one event per
   replica per numpy step, per-thread pre-drawn random streams so a seed's result does not
   depend on the batch).
 
-With exponential think and service times (``dist="exponential"``, the MVA's assumption) the
-two agree within 5% on throughput (tests/test_futex_solver.py).
+Where the two apply alike. MVA rests on the arrival theorem of product-form (BCMP) networks,
+whose FCFS stations need exponential service: ``dist="exponential"`` in the simulation. Even
+then the MVA here is approximate -- Schweitzer's fixed point, and a service time that depends
+on the previous holder (a mean-field mix of handoff costs) is outside product form -- so the
+two agree within 5% on throughput (tests/test_futex_solver.py), not exactly. With fixed
+("deterministic") times the product-form assumption fails; the residual-service correction
+(``mva(..., scv=0.0)``) brings the gap back near the exponential one (see the tests).
 """
 
 from __future__ import annotations
@@ -34,7 +62,7 @@ from .errors import NumalabValueError, check_choice, check_number
 from .futex_workloads import ROLE_LOCK, Routing
 from .topology import Topology
 
-__all__ = ["FutexCosts", "Network", "network", "mva", "simulate", "line_matrix", "COST_NAMES"]
+__all__ = ["FutexCosts", "Network", "network", "mva", "simulate", "line_matrix", "handoff_matrix", "COST_NAMES"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +91,11 @@ class FutexCosts:
         Cache-to-cache transfer within a node / across the interconnect; ``None`` takes the
         Topology's ``line_same_node_ns`` / ``line_remote_ns`` (Intel MLC c2c latencies and
         Molka et al., PACT 2009, give ~40-60 ns on-socket and ~100-170 ns cross-socket).
+    home_lookup : 1
+        Whether (1) or not (0) a cache-to-cache handoff of a bucket line consults the line's
+        home node when that node is neither the holder's nor the requester's (home-snoop /
+        directory protocol; see the module docstring); fractions in between weight the
+        extra trip. The trip itself costs the Topology's remote - local DRAM latency.
     rcuref_lines : 2
         ``rcuref_get`` + ``rcuref_put`` of the 6.16 private hash: two RMWs on one per-process
         line per op (spec §4.4), served as one visit of ``rcuref_lines`` transfers.
@@ -84,6 +117,7 @@ class FutexCosts:
     line_self_ns: float = 2.0
     line_same_node_ns: float | None = None
     line_remote_ns: float | None = None
+    home_lookup: float = 1.0
     rcuref_lines: float = 2.0
     percpu_ref_ns: float = 2.0
     gup_ns: float = 60.0
@@ -93,7 +127,7 @@ class FutexCosts:
         for f in fields(self):
             v = getattr(self, f.name)
             if v is not None:
-                check_number(f.name, v, lo=0.0)
+                check_number(f.name, v, lo=0.0, hi=1.0 if f.name == "home_lookup" else None)
 
     def resolve(self, topology: Topology) -> "FutexCosts":
         """Fill the line latencies from ``topology`` where they are None."""
@@ -134,16 +168,37 @@ def line_matrix(topology: Topology, costs: FutexCosts) -> np.ndarray:
     return c.line_same_node_ns + frac * (c.line_remote_ns - c.line_same_node_ns)
 
 
+def handoff_matrix(topology: Topology, costs: FutexCosts) -> tuple[np.ndarray, np.ndarray]:
+    """Bucket-line fetch costs [ns] of the module docstring's rule.
+
+    Returns ``(C, cold)``: ``C[i, j, h]`` the cache-to-cache handoff from a holder on node i to
+    a CPU on node j of a line homed on node h, ``(nodes, nodes, nodes)``; ``cold[j, h]`` the
+    DRAM fetch of a never-touched line, ``Topology.latency_ns`` ``(nodes, nodes)``."""
+    c = costs.resolve(topology)
+    L = line_matrix(topology, c)
+    lat = topology.latency_ns
+    n = topology.nodes
+    i, j, h = np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij")
+    # the home's directory is on the way unless it sits on the holder's or the requester's node
+    third = (h != i) & (h != j)
+    trip = lat[j, h] - lat[j, j]
+    return L[i, j] + c.home_lookup * third * trip, lat.copy()
+
+
 @dataclass(frozen=True, eq=False)
 class Network:
     """A batch of independent closed networks ("points"), in flat arrays.
 
     Classes (K): ``cls_point``, ``cls_n`` threads, ``cls_think`` Z [ns], ``cls_node``,
-    ``cls_line`` (K, nodes) transfer cost from a holder on each node [ns], ``cls_self`` [ns].
+    ``cls_line`` (K, nodes, nodes) handoff cost from a holder on node i of a line homed on
+    node h [ns], ``cls_cold`` (K, nodes) DRAM fetch of a cold line homed on h [ns],
+    ``cls_self`` [ns].
     Entries (E, one per class x station visited): ``ent_cls``, ``ent_station``, ``ent_visit``
     (visits per op of one thread of the class, averaged), ``ent_self`` (visit-weighted mean of a
     visiting thread's own visits per op: P(previous holder is me) = x * ent_self / arrivals).
-    Stations (U): ``st_base`` [ns], ``st_lines``, ``st_is_bucket``. Threads (T, for the DES):
+    Stations (U): ``st_base`` [ns], ``st_lines``, ``st_is_bucket``, ``st_home`` node holding
+    the station's line (bucket memory; the private hash's node for a refcount line).
+    Threads (T, for the DES):
     ``thr_cls``, ``thr_point``, ``thr_buckets`` (T, fmax), ``thr_nf``, ``thr_ref`` (T, fmax)
     station of the refcount line per key (-1 = none).
     """
@@ -153,6 +208,7 @@ class Network:
     cls_think: np.ndarray
     cls_node: np.ndarray
     cls_line: np.ndarray
+    cls_cold: np.ndarray
     cls_self: np.ndarray
     cls_counted: np.ndarray
     cls_proc: np.ndarray
@@ -163,6 +219,7 @@ class Network:
     st_base: np.ndarray
     st_lines: np.ndarray
     st_is_bucket: np.ndarray
+    st_home: np.ndarray
     st_point: np.ndarray
     thr_cls: np.ndarray
     thr_buckets: np.ndarray
@@ -202,8 +259,9 @@ def _point_arrays(rt: Routing, costs: FutexCosts):
     sleep = 2.0 * (c.syscall_ns + w.sleep_ns + (c.timer_slack_ns if w.sleep_ns > 0 else 0.0))
     think = np.where(lock, think + sleep, think)
     cls_think = np.bincount(thr_cls, weights=think, minlength=K) / cls_n
-    L = line_matrix(topo, c)
-    cls_line = L[:, cls_node].T  # (K, nodes): from holder node i to class node
+    C, cold = handoff_matrix(topo, c)
+    cls_line = np.moveaxis(C[:, cls_node, :], 1, 0)  # (K, i, h): holder node i -> class node, home h
+    cls_cold = cold[cls_node]                          # (K, h)
     nb = rt.n_buckets
     nproc = w.processes
     use_ref = w.mode == "private" and w.refcount == "rcuref"
@@ -211,6 +269,9 @@ def _point_arrays(rt: Routing, costs: FutexCosts):
     st_base = np.concatenate([np.full(nb, c.critical_section_ns), np.zeros(U - nb)])
     st_lines = np.concatenate([np.full(nb, c.lines_per_op), np.full(U - nb, c.rcuref_lines)])
     st_is_bucket = np.arange(U) < nb
+    # the refcount line lives in the private hash, allocated on the process's node
+    proc_home = np.asarray(rt.layout.private_home or (0,) * nproc, dtype=np.int64)
+    st_home = np.concatenate([rt.layout.bucket_home(np.arange(nb)), proc_home[: U - nb]]).astype(np.int64)
     # (thread, station) visit weights: sum of the thread's keys' weights per station
     tb = rt.thread_buckets
     if valid.all():  # the common case: no padding, skip the boolean gathers
@@ -264,10 +325,10 @@ def _point_arrays(rt: Routing, costs: FutexCosts):
     fx_b[w.thread_futexes[valid]] = tb[valid]
     st_keys = np.bincount(fx_b[fx_b >= 0], minlength=U)
     return dict(
-        cls_n=cls_n, cls_think=cls_think, cls_node=cls_node, cls_line=cls_line,
+        cls_n=cls_n, cls_think=cls_think, cls_node=cls_node, cls_line=cls_line, cls_cold=cls_cold,
         cls_self=np.full(K, c.line_self_ns), cls_counted=~cls_lock, cls_proc=cls_proc,
         ent_cls=ent_cls, ent_station=ent_st, ent_visit=W / cls_n[ent_cls], ent_self=A2 / W,
-        st_base=st_base, st_lines=st_lines, st_is_bucket=st_is_bucket, thr_cls=thr_cls,
+        st_base=st_base, st_lines=st_lines, st_is_bucket=st_is_bucket, st_home=st_home, thr_cls=thr_cls,
         thr_buckets=tb, thr_nf=nf, thr_ref=tr, st_keys=st_keys,
     )
 
@@ -298,6 +359,8 @@ def network(routings: list[Routing], costs: FutexCosts | None = None, *, keep_th
                 v = np.where(v >= 0, v + U_off[i], -1)
                 v = np.pad(v, ((0, 0), (0, fmax - v.shape[1])), constant_values=-1)
             elif k == "cls_line":
+                v = np.pad(v, ((0, 0), (0, nmax - v.shape[1]), (0, nmax - v.shape[2])))
+            elif k == "cls_cold":
                 v = np.pad(v, ((0, 0), (0, nmax - v.shape[1])))
             out[k].append(v)
         out["cls_point"].append(np.full(p["cls_n"].size, i))
@@ -308,26 +371,35 @@ def network(routings: list[Routing], costs: FutexCosts | None = None, *, keep_th
     remap = np.full(arrays["st_base"].size, -1, dtype=np.int64)
     remap[used] = np.arange(used.size)
     arrays["ent_station"] = inv.reshape(-1)
-    for k in ("st_base", "st_lines", "st_is_bucket", "st_point", "st_keys"):
+    for k in ("st_base", "st_lines", "st_is_bucket", "st_home", "st_point", "st_keys"):
         arrays[k] = arrays[k][used]
     for k in ("thr_buckets", "thr_ref"):
         arrays[k] = np.where(arrays[k] >= 0, remap[np.maximum(arrays[k], 0)], -1)
     return Network(n_points=len(parts), **arrays)
 
 
-def mva(net: Network, *, tol: float = 1e-6, max_iter: int = 2000, damping: float = 0.0) -> dict:
+def mva(net: Network, *, tol: float = 1e-6, max_iter: int = 2000, damping: float = 0.0,
+        scv: float = 1.0) -> dict:
     """Approximate MVA (Bard-Schweitzer, one customer removed = the arriving thread itself).
 
     Fixed point over per-thread throughput ``x_k`` [ops/ns] of each class k:
     arrivals ``lam_e = n_k x_k v_e``; the arriving thread finds the previous holder was itself
     with probability ``x_k a_e / Lam_u``, else a thread of node i with probability
-    ``(Lam_ui - own) / Lam_u``, giving its mean service ``s_e``; it waits for the work present
-    ``sum_e' lam_e' R_e' s_e'`` minus its own share; ``R_e = s_e + wait``;
-    ``x_k = 1 / (Z_k + sum_e v_e R_e)``.
+    ``(Lam_ui - own) / Lam_u``, giving its mean service ``s_e`` (handoff cost from node i for
+    the station's home node, :func:`handoff_matrix`); it waits for the work present minus its
+    own share; ``R_e = s_e + wait``; ``x_k = 1 / (Z_k + sum_e v_e R_e)``.
+
+    The work present is ``sum_e' lam_e' s_e' ((R_e' - s_e') + s_e' (1 + scv) / 2)``: the queued
+    jobs' full services plus the residual of the one in service, whose mean is
+    ``s (1 + scv) / 2`` for service of squared coefficient of variation ``scv`` (Reiser's
+    residual-service approximation). ``scv=1`` (exponential, the product-form case) gives the
+    plain Schweitzer ``sum lam R s``; ``scv=0`` is for fixed service times.
 
     Returns dict with ``x`` (K,) ops/ns per thread, ``R`` (E,), ``s`` (E,), ``rho`` (U,)
     station utilisation and ``iterations``.
     """
+    check_number("scv", scv, lo=0.0)
+    resid = (1.0 + scv) / 2.0
     U, K = net.st_base.size, net.cls_n.size
     nmax = net.cls_line.shape[1]
     s0_all = net.st_base[net.ent_station] + net.st_lines[net.ent_station] * net.cls_self[net.ent_cls]
@@ -342,7 +414,7 @@ def mva(net: Network, *, tol: float = 1e-6, max_iter: int = 2000, damping: float
     u = u.reshape(-1)
     Ul = used.size
     node_k = net.cls_node[k]
-    line_k = net.cls_line[k]                       # (E, nmax)
+    line_k = net.cls_line[k, :, net.st_home[net.ent_station[live]]]   # (E, nmax): holder node i, this home
     self_k = net.cls_self[k]
     base, lines = net.st_base[used][u], net.st_lines[used][u]
     s0 = base + lines * self_k
@@ -376,8 +448,10 @@ def mva(net: Network, *, tol: float = 1e-6, max_iter: int = 2000, damping: float
         ent_on = active[ent_point]
         s = np.where(ent_on, base + lines * cost, s)
         rho = np.bincount(u, weights=lam * s, minlength=Ul)
-        work = np.bincount(u, weights=lam * R * s, minlength=Ul)
-        R = np.where(ent_on, s + np.maximum(work[u] - own * R * s, 0.0), R)
+        # queued jobs' whole services + the residual service of the one being served
+        per = s * ((R - s) + s * resid)
+        work = np.bincount(u, weights=lam * per, minlength=Ul)
+        R = np.where(ent_on, s + np.maximum(work[u] - own * per, 0.0), R)
         x_new = 1.0 / (think + np.bincount(k, weights=v * R, minlength=K))
         # each point stops on its own, so a point's answer does not depend on its batch
         delta = np.zeros(net.n_points)
@@ -405,8 +479,16 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
     ``dist="exponential"`` scales think and service by Exp(1) draws (the MVA's assumption);
     ``"deterministic"`` uses the means. A point stops when a thread has done ``ops``
     operations; each thread's rate is measured from its ``warmup``-th to its last completion.
+    A line's first visit costs the DRAM fetch ``cls_cold`` from its home node; later visits
+    the handoff ``cls_line`` from the previous holder's node (or ``cls_self``).
 
-    Returns dict with ``rate`` (T,) per-thread ops/ns and ``ops`` (T,) completed.
+    Station utilisation is measured over each point's window, from the first time one of
+    its threads reaches ``warmup`` completions to the stopping completion: busy time clipped
+    to the window / window length (``rho``, (U,)); ``visits`` (U,) counts the services
+    scheduled before the stop that end after the window opened (weights for averaging).
+
+    Returns dict with ``rate`` (T,) per-thread ops/ns, ``ops`` (T,) completed, ``thr_point``,
+    ``rho`` and ``visits``.
     """
     check_choice("dist", dist, ("exponential", "deterministic"))
     seeds = np.atleast_1d(np.asarray(seeds, dtype=np.int64))
@@ -435,7 +517,9 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
     table[thr_point[order], slot] = order
     think = net.cls_think[net.thr_cls]
     node = net.cls_node[net.thr_cls]
-    line = net.cls_line[net.thr_cls]
+    line = net.cls_line[net.thr_cls]   # (T, holder node, home node)
+    cold = net.cls_cold[net.thr_cls]   # (T, home node)
+    home = net.st_home
     selfc = net.cls_self[net.thr_cls]
     nf = net.thr_nf
 
@@ -452,6 +536,10 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
     t_last = np.zeros(T)
     free_at = np.zeros(net.st_base.size)
     holder = np.full(net.st_base.size, -1, dtype=np.int64)
+    busy = np.zeros(net.st_base.size)
+    visits = np.zeros(net.st_base.size)
+    t_start = np.full(P, np.inf)   # utilisation window of each point
+    t_end = np.zeros(P)
     live = np.ones(P, dtype=bool)
     pts = np.arange(P)
     while live.any():
@@ -462,13 +550,18 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
         stg = stage[g]
         st = np.where(stg == 0, ref[g], bucket[g])
         prev = holder[st]
-        cost = np.where(prev == g, selfc[g], line[g, node[np.maximum(prev, 0)]])
-        cost = np.where(prev < 0, selfc[g], cost)
+        hs = home[st]
+        cost = np.where(prev == g, selfc[g], line[g, node[np.maximum(prev, 0)], hs])
+        cost = np.where(prev < 0, cold[g, hs], cost)   # first touch: from the home's DRAM
         n_done = done_ops[g]
         s = (net.st_base[st] + net.st_lines[st] * cost) * Es[g, n_done, stg]
-        c = np.maximum(a, free_at[st]) + s
+        b = np.maximum(a, free_at[st])
+        c = b + s
         free_at[st] = c
         holder[st] = g
+        ts = t_start[pl]
+        busy[st] += np.maximum(c - np.maximum(b, ts), 0.0)
+        visits[st] += c > ts
         fin = stg == 1
         # not finished: go on to the bucket right after the refcount line
         gn = g[~fin]
@@ -479,15 +572,26 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
         n = done_ops[gf]
         t_warm[gf] = np.where(n == warmup, cf, t_warm[gf])
         t_last[gf] = cf
+        opening = (n == warmup) & np.isinf(t_start[pl[fin]])
+        if opening.any():  # open these points' windows; count the work already queued past the start
+            t_start[pl[fin][opening]] = cf[opening]
+            on = np.isin(net.st_point, pl[fin][opening])
+            busy[on] += np.maximum(free_at[on] - t_start[net.st_point[on]], 0.0)
         nb, nr = pick(gf, n)
         bucket[gf], ref[gf] = nb, nr
         stage[gf] = np.where(nr >= 0, 0, 1)
         t_next[pl[fin], jj[fin]] = cf + think[gf] * Et[gf, n]
-        live[pl[fin][n >= ops]] = False
+        stop = pl[fin][n >= ops]
+        t_end[stop] = cf[n >= ops]
+        live[stop] = False
     measured = done_ops - warmup
     if np.any(measured < 2):
         raise NumalabValueError(
             f"ops={ops} leaves a thread with fewer than {warmup + 2} operations; allowed: raise ops"
         )
     rate = measured / (t_last - t_warm)
-    return dict(rate=rate, ops=done_ops, thr_point=thr_point)
+    # close each window: busy time and visits scheduled beyond the stopping completion
+    te = t_end[net.st_point]
+    busy -= np.maximum(free_at - te, 0.0)
+    rho = busy / (te - t_start[net.st_point])
+    return dict(rate=rate, ops=done_ops, thr_point=thr_point, rho=rho, visits=visits)

@@ -43,6 +43,26 @@ def test_simulation_method_close_to_mva():
     assert abs(float(s / m) - 1) < 0.05
 
 
+def test_simulation_reports_its_own_measured_bucket_utilisation():
+    # one thread alone on one bucket, fixed times: the lock is busy s of every Z + s
+    wl = nl.futex.perf_bench_hash("2s-ivb-40", threads=1, futexes=1, buckets=2)
+    sim = nl.futex.simulate(wl, seeds=1, method="simulation", dist="deterministic", ops=200)
+    c = nl.futex.FutexCosts().resolve(wl.topology)
+    s = c.critical_section_ns + c.lines_per_op * c.line_self_ns
+    period = 1e9 / float(sim.ops_per_s[0])          # Z + s, from the simulated throughput
+    assert float(sim.bucket_utilisation[0]) == pytest.approx(s / period, rel=1e-9)
+    # saturated: 40 threads on one bucket (FUTEX_SQUASH) keep its lock busy all the time
+    hot = nl.futex.perf_bench_hash("2s-ivb-40", threads=40, futexes=8, buckets=2, squash=True)
+    u = nl.futex.simulate(hot, seeds=2, method="simulation", ops=300).bucket_utilisation
+    assert np.all(u > 0.98) and np.all(u <= 1.0 + 1e-12)
+    # contended but not saturated: measured, so not the MVA's number, yet close to it
+    mid = nl.futex.perf_bench_hash("2s-ivb-40", threads=12, futexes=64, buckets=8)
+    u_sim = nl.futex.simulate(mid, seeds=2, method="simulation", ops=1500).bucket_utilisation.values
+    u_mva = nl.futex.simulate(mid, seeds=2).bucket_utilisation.values
+    assert not np.array_equal(u_sim, u_mva)
+    np.testing.assert_allclose(u_sim, u_mva, rtol=0.08)
+
+
 def test_futex_numa_dataset_has_per_process_lines():
     a = nl.futex.futex_numa("2s-ivb-40", contenders=4, threads=2, nanos=0, numa=True, node=0, squash=True)
     b = nl.futex.futex_numa("2s-ivb-40", contenders=4, threads=2, nanos=0, numa=True, node=1, cpu_node=1,
@@ -108,6 +128,9 @@ def test_calibrate_recovers_known_constants_from_synthetic_rows():
     (lambda: nl.futex.sweep(buckets=[3], mode="classic", seeds=1), "hashsize=3 is not a power of two"),
     (lambda: nl.futex.sweep(buckets=[4], mode="hashed", seeds=1), "mode='hashed'"),
     (lambda: nl.futex.simulate("perf", seeds=1), "config of type str"),
+    (lambda: nl.futex.simulate(nl.futex.perf_bench_hash("2s-ivb-40", threads=2), seeds=1, dist="normal"),
+     "dist='normal'"),
+    (lambda: nl.futex.FutexCosts(home_lookup=2.0), "home_lookup=2.0"),
 ])
 def test_bad_input_names_the_parameter(call, match):
     with pytest.raises(NumalabValueError, match=match):

@@ -157,6 +157,27 @@ def test_vectorised_mapping_matches_scalar_reference(mode, nodes, log_s, log_p, 
     assert int(got[0]) == want
 
 
+@settings(max_examples=300)
+@given(
+    mode=st.sampled_from(["classic", "numa", "private"]),
+    nodes=st.sampled_from([1, 2, 4, 8]),
+    log_s=st.integers(0, 12),
+    slots=st.lists(st.sampled_from([0, 2, 16, 256]), min_size=1, max_size=3),
+    homes=st.lists(st.integers(0, 7), min_size=3, max_size=3),
+    classic_home=st.sampled_from(["interleave", "node0"]),
+    frac=st.floats(0.0, 1.0, exclude_max=True),
+)
+def test_bucket_home_matches_scalar_reference(mode, nodes, log_s, slots, homes, classic_home, frac):
+    # where each bucket's memory lives (enters the line cost of every handoff)
+    lay = HashLayout(mode, nodes, 2 ** log_s, private_slots=tuple(slots), classic_home=classic_home,
+                     private_home=tuple(h % nodes for h in homes[: len(slots)]))
+    b = int(frac * lay.n_buckets)
+    want = ref.bucket_home(b, mode=mode, nodes=nodes, global_size=2 ** log_s, private_slots=lay.private_slots,
+                           private_home=lay.private_home, classic_home=classic_home)
+    assert int(lay.bucket_home(np.array([b]))[0]) == want
+    assert 0 <= want < nodes
+
+
 def test_jhash2_routing_is_a_function_of_the_seed():
     w = perf_bench_hash("2s-ivb-40", threads=4, futexes=256, buckets=256, hash="jhash2")
     a, b, c = route(w, 0), route(w, 0), route(w, 1)

@@ -8,8 +8,13 @@ The same system as :func:`numalab.futex_solver.simulate`, written event by event
   nanosleeps]), then picks one of its futexes uniformly;
 * in the 6.16 ``rcuref`` private mode it first takes the process's refcount line
   (``rcuref_lines`` transfers, FCFS), then the bucket's hb lock (FCFS): service
-  ``critical_section_ns + lines_per_op * c`` with ``c = line_self_ns`` when this thread held the
-  line last, else the line latency from the last holder's node to this thread's node;
+  ``critical_section_ns + lines_per_op * c`` where, for a line homed on node h
+  (``layout.bucket_home``; a refcount line lives on its process's private-hash node):
+  ``c = line_self_ns`` when this thread held the line last; the home's DRAM latency
+  ``Topology.latency_ns[my node, h]`` when nobody has held it yet (cold line); else the line
+  latency from the last holder's node to this thread's node, plus
+  ``home_lookup * (latency_ns[my node, h] - latency_ns[my node, my node])`` when h is neither
+  of those two nodes (the trip to the home's directory);
 * exponential (``dist="exponential"``) or fixed times.
 
 It draws its random numbers from its own ``random.Random(seed)`` in event order, so it agrees
@@ -24,6 +29,18 @@ import random
 
 from ..futex_solver import FutexCosts, line_matrix
 from ..futex_workloads import ROLE_LOCK, Routing
+
+
+def line_cost(L, lat, costs: FutexCosts, holder_node, my_node: int, home: int) -> float:
+    """Getting a bucket line homed on ``home`` to a CPU of ``my_node`` from another core on
+    ``holder_node`` (None = nobody has held it: a cold line) [ns]. ``L``: line transfer
+    latencies (:func:`numalab.futex_solver.line_matrix`), ``lat``: ``Topology.latency_ns``."""
+    if holder_node is None:
+        return float(lat[my_node][home])                                  # from the home's DRAM
+    c = float(L[holder_node][my_node])                                    # cache-to-cache
+    if home != my_node and home != holder_node:                           # + detour to the home directory
+        c += costs.home_lookup * float(lat[my_node][home] - lat[my_node][my_node])
+    return c
 
 
 def think_ns(rt: Routing, t: int, costs: FutexCosts) -> float:
@@ -74,12 +91,24 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
     for t in range(T):
         arrival(t, z[t] * draw())
 
+    lat = w.topology.latency_ns
+    priv_home = rt.layout.private_home
+
+    def station_cost(station, prev, t):
+        """Cost of getting the station's line to thread t, previous holder prev (or None)."""
+        kind, ident = station
+        lay = rt.layout
+        home = int(priv_home[ident]) if kind == "ref" else bucket_home(
+            ident, mode=lay.mode, nodes=lay.nodes, global_size=lay.global_size,
+            private_slots=lay.private_slots, private_home=lay.private_home, classic_home=lay.classic_home)
+        if prev == t:
+            return costs.line_self_ns                      # still in my L1/L2
+        holder_node = None if prev is None else int(rt.thread_node[prev])
+        return line_cost(L, lat, costs, holder_node, int(rt.thread_node[t]), home)
+
     def serve(station, arrive, t, base, lines):
         prev = holder.get(station)
-        if prev is None or prev == t:
-            c = costs.line_self_ns
-        else:
-            c = L[rt.thread_node[prev], rt.thread_node[t]]
+        c = station_cost(station, prev, t)
         start = max(arrive, free_at.get(station, 0.0))
         end = start + (base + lines * c) * draw()
         free_at[station] = end
@@ -126,3 +155,21 @@ def futex_hash(*, mode: str, nodes: int, global_size: int, private_slots: int, p
     if node == -1:
         node = (h_global // global_size) % nodes  # hash bits above the index bits
     return node * global_size + index
+
+
+def bucket_home(bucket: int, *, mode: str, nodes: int, global_size: int, private_slots, private_home,
+                classic_home: str) -> int:
+    """Node whose memory holds flat bucket id ``bucket`` (spec §1.1, §2.1, §4.1): the classic
+    table's 4 KiB pages (64 one-line buckets each) interleaved over the nodes or all on node 0;
+    per-node table n on node n; a process's private table on its ``private_home`` node."""
+    n_global = global_size if mode == "classic" else nodes * global_size
+    if mode == "private" and bucket >= n_global:
+        first = n_global
+        for proc, slots in enumerate(private_slots):
+            if bucket < first + slots:
+                return int(private_home[proc])
+            first += slots
+        raise ValueError(f"bucket {bucket} beyond the private tables")
+    if mode == "classic":
+        return (bucket // 64) % nodes if classic_home == "interleave" else 0
+    return bucket // global_size
