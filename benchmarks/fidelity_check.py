@@ -4,7 +4,10 @@ Prints, for numa01, numa01_THREAD_ALLOC and numa02 on "2s-128": the simulated ba
 under rfc2023-p4 (published 341 / 187 / 21 s) and the %change of p5 vs p4 (published -4.1,
 -27.1, -33.6) and of p6 vs p5 (published -1.1, -25.1, +1.5), mean over a few seeds.
 
-Run: ``python benchmarks/fidelity_check.py [--seeds 4] [--workloads numa02,...]``
+Also prints, per policy, the load balancer's cross-node moves and the scan-period resets per
+run (the mechanism behind the hot-VMA gain, docs/fidelity.md).
+
+Run: ``python benchmarks/fidelity_check.py [--seeds 4] [--workloads numa02,...] [--lb-migrate-hz X]``
 """
 
 from __future__ import annotations
@@ -25,12 +28,16 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--workloads", default=",".join(PUBLISHED))
+    ap.add_argument("--lb-migrate-hz", type=float, default=None,
+                    help="engine option lb_migrate_hz (default: engine.LB_MIGRATE_HZ)")
     args = ap.parse_args(argv)
     topo = nl.Topology.preset("2s-128")
     print(f"{'workload':<22}{'p4 s (pub)':>18}{'p5 vs p4 % (pub)':>22}{'p6 vs p5 % (pub)':>22}{'cpu s':>8}")
     for name in args.workloads.split(","):
         t = time.process_time()
-        ds = nl.simulate(nl.workload(name, topo), ["rfc2023-p4", "rfc2023-p5", "rfc2023-p6"], seeds=args.seeds)
+        opts = {} if args.lb_migrate_hz is None else {"lb_migrate_hz": args.lb_migrate_hz}
+        ds = nl.simulate(nl.workload(name, topo), ["rfc2023-p4", "rfc2023-p5", "rfc2023-p6"], seeds=args.seeds,
+                         **opts)
         m = ds.elsp.mean("seed")
         p4, p5, p6 = (float(m.sel(policy=p)) for p in ("rfc2023-p4", "rfc2023-p5", "rfc2023-p6"))
         pub = PUBLISHED.get(name, (float("nan"),) * 3)
@@ -38,6 +45,10 @@ def main(argv=None):
               f"{100 * (p6 / p5 - 1):>+12.1f} ({pub[2]:+6.1f}){time.process_time() - t:>8.1f}")
         sd = ds.elsp.std("seed")
         print(f"{'':<22}stddev over seeds: " + ", ".join(f"{p}={float(sd.sel(policy=p)):.1f}s" for p in ds.policy.values))
+        mm = ds.mean("seed")
+        print(f"{'':<22}per run (lb moves / scan-period resets / allow_hot): " + ", ".join(
+            f"{p}={float(mm.lb_migrations.sel(policy=p)):.1f}/{float(mm.scan_period_resets.sel(policy=p)):.1f}/"
+            f"{float(mm.allow_hot.sel(policy=p)):.1f}" for p in ds.policy.values))
 
 
 if __name__ == "__main__":

@@ -4,9 +4,9 @@
 seed) whose state lives in arrays with a leading replica axis ``r``. The step algorithm is
 documented precisely in ``docs/engine.md``; in short, a step of ``dt`` seconds does
 
-1. **draw** this step's random numbers, per replica, fixed shape: ``2K + T`` uniforms from the
+1. **draw** this step's random numbers, per replica, fixed shape: ``2K + 2T`` uniforms from the
    replica's own ``numpy.random.Generator`` -- ``u_prot`` (K, 2), one (threshold, selector)
-   pair per region the step's scans protect, then ``u_task`` (T,);
+   pair per region the step's scans protect, then ``u_task`` (T,), then ``u_lb`` (T,);
 2. **progress**: every running thread writes at the speed :func:`numalab.costs.progress_rates`
    gives for where its bytes live, minus the kernel time it owes; phases end (init -> loop ->
    done), workers waiting for the main thread start;
@@ -23,7 +23,8 @@ documented precisely in ``docs/engine.md``; in short, a step of ``dt`` seconds d
    spec §5;
 5. **task placement**: ``numa_migrate_preferred`` requests are served into free CPUs of the
    preferred node, then by swaps with tasks that gain from the opposite move (``u_task``
-   orders the requests);
+   orders the requests); then the **load balancer**'s rare cross-node pulls (``u_lb``,
+   option ``lb_migrate_hz``), which, like every cross-node move, run ``update_scan_period``;
 6. **invariants** and time series.
 
 All per-replica arithmetic is elementwise or reduces over non-replica axes in a fixed order,
@@ -44,12 +45,26 @@ from .topology import Topology
 from .workloads import (INIT_B, INIT_MAIN, INIT_OWNER, PH_DONE, PH_INIT, PH_LOOP, PH_WAIT, REGION_PAGES,
                         UNSUITABLE, SHARED_RO, INACCESSIBLE, Workload, workload as make_workload)
 
-__all__ = ["simulate", "run_batch", "DEFAULTS"]
+__all__ = ["simulate", "run_batch", "DEFAULTS", "LB_MIGRATE_HZ"]
 
 NO_NODE = -1
 PID_UNSET = 0xFF           # cpupid_pid_unset(): the 8 pid bits all ones
 TICK_S = 1e-3              # HZ=1000 (the LKP rhel-8.3 config)
 DRAW_BLOCK = 32            # steps of random numbers drawn per Generator call (same stream)
+
+#: Cross-node pulls of a task by the scheduler's load balancer, per running task and second
+#: (engine option ``lb_migrate_hz``; 0 disables). The path is load_balance -> detach_task ->
+#: set_task_cpu -> migrate_task_rq_fair -> ``update_scan_period`` (spec §3.5), which resets the
+#: pulled task's ``numa_scan_period`` to ``task_scan_start`` when it leaves its preferred node.
+#: The benchmarks run one thread per CPU, so the balancer only pulls a benchmark thread across
+#: the socket boundary when something else transiently loads a CPU (kworkers, the LKP monitors
+#: and the harness's 1 s ``nmstat`` plotter) and NUMA-aware balancing (migrate_degrades_locality)
+#: gives in; the place it frees is refilled by a pull the other way (a swap). Basis and limits:
+#: the kernel test robot's ``perf-stat.ps.cpu-migrations`` for these RFC jobs is ~222/s on a
+#: 224-CPU machine (~1 per CPU-second, all tasks and distances) -- an upper bound only; this
+#: default (one cross-node pull per task every ~83 min, ~0.03/s machine-wide for 128 threads) is
+#: set from one absolute number, numa01_THREAD_ALLOC's p4 seconds; see docs/fidelity.md.
+LB_MIGRATE_HZ = 0.0002
 
 #: engine options and their defaults (all recorded in the Dataset's ``parameters`` attr)
 DEFAULTS = dict(
@@ -60,6 +75,7 @@ DEFAULTS = dict(
     scan_period_min_ms=1000,    # sysctl_numa_balancing_scan_period_min
     scan_period_max_ms=60000,   # sysctl_numa_balancing_scan_period_max
     scan_size_mb=256,           # sysctl_numa_balancing_scan_size
+    lb_migrate_hz=LB_MIGRATE_HZ,  # cross-node load-balancer pulls per running task per s (LB_MIGRATE_HZ)
     sticky_locality=True,       # the early-return path of update_task_scan_period keeps locality[] (no e81ee0630837)
     thp=True,                   # anonymous 2 MiB regions are THPs
     pid_base=None,              # first pid of the run; None = drawn per seed in [pid_lo, pid_hi)
@@ -80,6 +96,7 @@ def _opts(options: dict) -> dict:
     o["dt"] = check_number("dt", o["dt"], lo=0.0, hi=0.1, lo_open=True)
     o["time_resolution"] = check_number("time_resolution", o["time_resolution"], lo=0.0, lo_open=True)
     o["max_time"] = check_number("max_time", o["max_time"], lo=0.0, lo_open=True)
+    o["lb_migrate_hz"] = check_number("lb_migrate_hz", o["lb_migrate_hz"], lo=0.0, hi=1.0 / o["dt"])
     for k in ("scan_delay_ms", "scan_period_min_ms", "scan_period_max_ms", "scan_size_mb"):
         o[k] = check_int(k, o[k], lo=1)
     if o["scan_period_max_ms"] < o["scan_period_min_ms"]:
@@ -266,7 +283,7 @@ class _Batch:
         self.cnt = {k: np.zeros(R, dtype=np.int64) for k in (
             "numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
             "numa_pages_migrated", "false_skips", "idle_scans", "scan_runs", "task_migrations",
-            "numa_migrate_fail", "group_joins")}
+            "numa_migrate_fail", "group_joins", "lb_migrations", "scan_period_resets")}
         self.reasons = np.zeros((R, len(REASONS)), dtype=np.int64)
         self.syst = np.full(R, wl.zero_bytes_init / (costs.zero_GBps * 1e9))
         self.done = np.zeros(R, dtype=bool)
@@ -426,7 +443,7 @@ class _Batch:
         t1 = t0 + dt
         live = ~self.done
         # 1. draws (fixed order and shapes for every replica, finished or not)
-        u_prot, u_task = self.draws()
+        u_prot, u_task, u_lb = self.draws()
         self._u_prot = u_prot
         self._slot = np.zeros(R, dtype=np.int64)
 
@@ -449,6 +466,8 @@ class _Batch:
 
         # 5. task placement
         self._move_tasks(u_task, t1)
+        # 5b. the load balancer's cross-node moves
+        self._lb_moves(u_lb)
 
         self.now = t1
         self.steps += 1
@@ -468,13 +487,13 @@ class _Batch:
         call), which yields exactly the same stream as one ``random(n)`` call per step: a
         float64 uniform takes one 64-bit output."""
         K, T = self.K, self.T
-        n = 2 * K + T
+        n = 2 * K + 2 * T
         if self._block is None or self._block_pos >= self._block.shape[1]:
             self._block = np.stack([g.random((DRAW_BLOCK, n)) for g in self.rng])   # (R, k, n)
             self._block_pos = 0
         b = self._block[:, self._block_pos]
         self._block_pos += 1
-        return b[:, :2 * K].reshape(self.R, K, 2), b[:, 2 * K:]
+        return b[:, :2 * K].reshape(self.R, K, 2), b[:, 2 * K:2 * K + T], b[:, 2 * K + T:]
 
     # ---- 2. progress
     def _advance(self, speed, work_t, used_k, t0, running):
@@ -1120,7 +1139,47 @@ class _Batch:
                     self._move(r, int(q[j]), a)
                     moved[r, t] = moved[r, q[j]] = True
 
-    def _move(self, r, t, dst):
+    def _lb_moves(self, u_lb):
+        """The load balancer's cross-node pulls (option ``lb_migrate_hz``): a running, not
+        CPU-bound task ``t`` with ``u_lb[t] < p = lb_migrate_hz * dt`` is pulled to another
+        node; ``v = u_lb[t] / p`` (uniform on [0, 1)) picks the node ``k = floor(v (N-1))``
+        among the others and ``w = v (N-1) - k`` the task pulled back when that node has no
+        free CPU (the ``floor(w * n)``-th running unbound task there, in index order). Tasks
+        in increasing index order, per replica. Each move runs ``update_scan_period``."""
+        p = self.o["lb_migrate_hz"] * self.dt
+        if p <= 0 or self.N < 2:
+            return
+        running = self.running() & ~self.done[:, None]
+        free = self.wl.cpu_bind < 0
+        ev = running & (u_lb < p) & free[None, :]
+        if not ev.any():
+            return
+        N, cap = self.N, self.topo.cpus_per_node
+        for r in np.flatnonzero(ev.any(axis=1)).tolist():
+            load = np.bincount(self.node[r][running[r]], minlength=N)
+            for t in np.flatnonzero(ev[r]).tolist():
+                v = float(u_lb[r, t]) / p
+                a = int(self.node[r, t])
+                x = v * (N - 1)
+                k = min(int(x), N - 2)
+                w = x - k
+                dst = k if k < a else k + 1
+                if load[dst] < cap:
+                    self._move(r, t, dst, lb=True)
+                    load[a] -= 1
+                    load[dst] += 1
+                    continue
+                q = np.flatnonzero((self.node[r] == dst) & running[r] & free)
+                if q.size == 0:
+                    continue
+                j = int(q[min(int(w * q.size), q.size - 1)])
+                self._move(r, t, dst, lb=True)
+                self._move(r, j, a, lb=True)
+
+    def _move(self, r, t, dst, lb=False):
+        """Move task ``t`` of replica ``r`` to node ``dst``: ``update_scan_period`` (spec §3.5),
+        then the move's cost; counted in ``task_migrations`` (NUMA placement) or
+        ``lb_migrations`` (load balancer)."""
         src = int(self.node[r, t])
         if src == dst:
             return
@@ -1135,13 +1194,14 @@ class _Batch:
                 gm, gc, gsize = self.group_stats()
                 rr, tt = np.array([r]), np.array([t])
                 self.scan_period[r, t] = int(self.task_scan_start((rr, tt), gm, gsize)[0])
+                self.cnt["scan_period_resets"][r] += 1
         self.node[r, t] = dst
         self.dirty[r] = True
         kt = self.costs.task_migration_us * 1e-6
         self.kdebt[r, t] += kt
         self.ksys[r, t] += kt
         self.syst[r] += kt
-        self.cnt["task_migrations"][r] += 1
+        self.cnt["lb_migrations" if lb else "task_migrations"][r] += 1
 
     # ---- 6. invariants and series
     def _check(self):
@@ -1271,7 +1331,8 @@ def simulate(workload, policies, seeds=8, *, dt=DEFAULTS["dt"], time_resolution=
     max_time : give up after this many simulated seconds (``finished`` = 0).
     costs : :class:`numalab.costs.Costs` or a dict of overrides.
     **options : see :data:`DEFAULTS` (sysctls ``scan_delay_ms``, ``scan_period_min_ms``,
-        ``scan_period_max_ms``, ``scan_size_mb``; ``sticky_locality``; ``thp``; ``pid_base``;
+        ``scan_period_max_ms``, ``scan_size_mb``; ``lb_migrate_hz`` (load-balancer pulls per
+        task and second, :data:`LB_MIGRATE_HZ`); ``sticky_locality``; ``thp``; ``pid_base``;
         ``init_node``; ``check_invariants``).
 
     Returns

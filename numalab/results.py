@@ -32,6 +32,10 @@ VARIABLE_ATTRS = {
     "scan_runs": dict(units="runs", long_name="task_numa_work runs that won the numa_next_scan race"),
     "task_migrations": dict(units="moves", long_name="NUMA task moves and swaps between nodes",
                             kernel_name="numa_task_migrated + numa_task_swapped"),
+    "lb_migrations": dict(units="moves", long_name="cross-node task moves by the scheduler's load balancer "
+                          "(engine option lb_migrate_hz)"),
+    "scan_period_resets": dict(units="resets", long_name="numa_scan_period reset to task_scan_start by a "
+                               "cross-node move (update_scan_period)"),
     "group_joins": dict(units="joins", long_name="tasks that joined another task's numa_group"),
     "numa_migrate_fail": dict(units="faults", long_name="hinting faults whose migration failed (target node full)",
                               kernel_name="TNF_MIGRATE_FAIL (numa_faults_locality[2])"),
@@ -53,7 +57,7 @@ def to_dataset(wl, policies, seeds, batches, o, costs):
     per_run("syst", lambda b: b.syst, float)
     for k in ("numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
               "numa_pages_migrated", "false_skips", "idle_scans", "scan_runs", "task_migrations", "group_joins",
-              "numa_migrate_fail"):
+              "numa_migrate_fail", "lb_migrations", "scan_period_resets"):
         per_run(k, lambda b, k=k: b.cnt[k], np.int64)
     per_run("finished", lambda b: b.finished, np.int8)
     for i, reason in enumerate(REASONS):

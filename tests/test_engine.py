@@ -245,3 +245,82 @@ def test_adaptive_history_runs_in_the_engine_and_reduces_to_fixed_n_when_off():
         for var in ("elsp", "syst", "numa_hint_faults", "numa_pages_migrated", "false_skips", "idle_scans"):
             np.testing.assert_array_equal(got[var].values, ref[var].values, err_msg=f"{p.name} {var}")
     assert bool(ds.finished.all())
+
+
+# ---- the scheduler's load balancer (engine option lb_migrate_hz, docs/engine.md step 5b)
+def test_load_balancer_pulls_at_the_option_rate():
+    """Every running, unbound task is pulled across nodes with probability lb_migrate_hz*dt per
+    step, so the number of pulls is Poisson with mean lb_migrate_hz * (summed running time).
+    Three threads on 8-CPU nodes: a free CPU always waits on the other node, so a pull is one move."""
+    from numalab.workloads import from_access_matrix
+
+    topo = Topology(nodes=2, cpus_per_node=8, smt=2, name="tiny")
+    wl = from_access_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), topology=topo,
+                            chunk_bytes=4 * MiB, loops=20000)
+    hz = 1.0
+    b = run_batch(wl, Policy.profile("6.12"), [0, 1, 2, 3], lb_migrate_hz=hz, max_time=40.0)
+    pulls = int(b.cnt["lb_migrations"].sum())
+    mu = hz * float(b.runtime.sum())
+    assert mu > 100
+    assert abs(pulls - mu) < 5 * np.sqrt(mu), (pulls, mu)
+    off = run_batch(wl, Policy.profile("6.12"), [0, 1, 2, 3], lb_migrate_hz=0.0, max_time=40.0)
+    assert int(off.cnt["lb_migrations"].sum()) == 0
+
+
+def test_load_balancer_pull_onto_a_full_node_is_a_swap():
+    """With no free CPU on the target node the pulled task's place is taken by the
+    floor(w * n)-th running task there (w = the event's uniform rescaled), which moves back."""
+    from numalab.costs import Costs
+    from numalab.engine import _Batch, _opts
+    from numalab.workloads import PH_DONE, from_access_matrix
+
+    topo = Topology(nodes=2, cpus_per_node=2, smt=2, name="tiny")
+    wl = from_access_matrix(np.ones((4, 1)), topology=topo, chunk_bytes=4 * MiB, loops=20000)
+    b = _Batch(wl, Policy.profile("6.12"), [0], _opts(dict(lb_migrate_hz=1.0)), Costs())
+    assert b.running()[0].tolist() == [False, True, True, True, True]   # the main thread waits
+    b.node[0] = [0, 0, 0, 1, 1]
+    p = 1.0 * b.dt
+    u = np.ones((1, 5))
+    u[0, 1] = p * 0.75                      # task 1 is pulled; w = 0.75 -> the 2nd of tasks {3, 4}
+    b._lb_moves(u)
+    assert b.node[0].tolist() == [0, 1, 0, 1, 0]
+    assert b.cnt["lb_migrations"][0] == 2
+    b.node[0] = [0, 0, 0, 1, 1]
+    b.phase[0, 4] = PH_DONE                 # task 4 done: a free CPU on node 1, a single move
+    u[0, 1] = p * 0.25
+    b._lb_moves(u)
+    assert b.node[0].tolist()[1:4] == [1, 0, 1] and b.cnt["lb_migrations"][0] == 3
+
+
+def test_load_balancer_move_resets_the_scan_period_only_away_from_the_preferred_node(small02):
+    """update_scan_period (spec §3.5): a task with faults, past its first sequence, that is moved
+    off its preferred node restarts at task_scan_start; moved onto it, it keeps its period."""
+    from numalab.costs import Costs
+    from numalab.engine import _Batch, _opts
+
+    b = _Batch(small02, Policy.profile("6.12"), [0], _opts({}), Costs())
+    t = 1
+    b.has_faults[0, t] = True
+    b.task_seq[0, t] = 3
+    home = int(b.node[0, t])
+    away = 1 - home
+    b.preferred[0, t] = home
+    b.scan_period[0, t] = 7777
+    gm, gc, gsize = b.group_stats()
+    start = int(b.task_scan_start((np.array([0]), np.array([t])), gm, gsize)[0])
+    assert start != 7777
+    b._move(0, t, away, lb=True)
+    assert b.scan_period[0, t] == start and b.cnt["scan_period_resets"][0] == 1
+    b.scan_period[0, t] = 7777
+    b._move(0, t, home, lb=True)                       # back onto the preferred node: no reset
+    assert b.scan_period[0, t] == 7777 and b.cnt["scan_period_resets"][0] == 1
+    assert b.cnt["lb_migrations"][0] == 2 and b.cnt["task_migrations"][0] == 0
+
+
+def test_load_balancer_keeps_cpu_counts_and_is_recorded(small01):
+    # high rate: many pulls and swaps; the invariant check (no node over its CPUs) runs every 20 steps
+    ds = simulate(small01, "6.12", seeds=2, lb_migrate_hz=2.0)
+    assert int(ds.lb_migrations.sum()) > 0
+    assert json.loads(ds.attrs["parameters"])["lb_migrate_hz"] == 2.0
+    with pytest.raises(NumalabValueError, match="lb_migrate_hz"):
+        simulate(small01, "6.12", seeds=1, lb_migrate_hz=-1.0)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import numalab as nl
 from numalab.costs import Costs
-from numalab.engine import _Batch, _opts
+from numalab.engine import LB_MIGRATE_HZ, _Batch, _opts
 from numalab.policy import REASONS, Policy
 from numalab.reference import engine as ref_engine
 from numalab.topology import Topology
@@ -47,6 +47,9 @@ def cases(draw):
         scan_delay_ms=draw(st.sampled_from([200, 1000])),
         scan_size_mb=draw(st.sampled_from([4, 16, 256])),
         pid_base=draw(st.one_of(st.none(), st.integers(1, 300), st.integers(250, 260))),
+        # the load balancer's cross-node pulls: off, the default, and rates high enough to
+        # fire (and to find full nodes, i.e. swaps) within these short runs
+        lb_migrate_hz=draw(st.sampled_from([0.0, LB_MIGRATE_HZ, 0.5, 4.0])),
     )
     return wl, policy, draw(st.integers(0, 2**31)), opts
 
@@ -68,6 +71,7 @@ def test_engine_matches_reference(case):
     assert batch.group[0].tolist() == ref.group
     assert batch.scan_period[0].tolist() == ref.period
     assert batch.mm_seq[0].tolist() == ref.mm_seq
+    assert batch.node[0].tolist() == ref.node
 
 
 def test_reference_agrees_in_a_batch():
@@ -75,7 +79,7 @@ def test_reference_agrees_in_a_batch():
     topo = Topology(nodes=2, cpus_per_node=4, smt=2, name="tiny")
     wl = from_access_matrix(np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]), topology=topo,
                             chunk_bytes=4 << 20, loops=40000)
-    o = _opts(dict(max_time=6.0))
+    o = _opts(dict(max_time=6.0, lb_migrate_hz=2.0))
     pol = Policy.profile("6.12")
     batch = _Batch(wl, pol, [11, 12, 13, 14], o, Costs()).run()
     ref = ref_engine.Replica(wl, pol, 13, o, Costs()).run()
@@ -83,3 +87,5 @@ def test_reference_agrees_in_a_batch():
     for k, v in ref.cnt.items():
         assert int(batch.cnt[k][2]) == v, k
     assert batch.syst[2] == ref.syst
+    assert ref.cnt["lb_migrations"] > 0
+    assert batch.node[2].tolist() == ref.node

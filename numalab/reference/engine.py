@@ -3,7 +3,7 @@
 One replica, plain Python state (lists of ints and floats), VMA by VMA and fault by fault,
 written from ``docs/engine.md`` and ``spec/kernel-numa-balancing.md`` §3–§5. It consumes the same
 random numbers as the vectorised engine (the replica's ``numpy.random.Generator``: the initial
-draws, then ``random(2K + T)`` per step) and must agree with it on every counter exactly
+draws, then ``random(2K + 2T)`` per step) and must agree with it on every counter exactly
 (tests/test_engine_reference.py). The scan filter comes from the scalar
 :mod:`numalab.reference.policy` and the PID windows from :mod:`numalab.reference.history`.
 
@@ -31,7 +31,7 @@ PID_UNSET = 0xFF
 TICK_S = 1e-3
 COUNTERS = ("numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
             "numa_pages_migrated", "false_skips", "idle_scans", "scan_runs", "task_migrations",
-            "numa_migrate_fail", "group_joins")
+            "numa_migrate_fail", "group_joins", "lb_migrations", "scan_period_resets")
 ALLOWED = {name: (name not in ("unsuitable", "shared_ro", "inaccessible", "scan_delay", "pid_inactive",
                                "seq_completed", "disjoint_wait")) for name in REASONS}
 
@@ -269,9 +269,10 @@ class Replica:
     def step(self):
         T, dt = self.T, self.dt
         t0 = self.now
-        u = self.rng.random(2 * self.K + T)
+        u = self.rng.random(2 * self.K + 2 * T)
         self.u_prot = u[:2 * self.K].reshape(self.K, 2)
-        self.u_task = u[2 * self.K:]
+        self.u_task = u[2 * self.K:2 * self.K + T]
+        self.u_lb = u[2 * self.K + T:]
         self.slot = 0
         live = not self.done
         running = [self.running(t) and live for t in range(T)]
@@ -288,6 +289,7 @@ class Replica:
         self.scan_trigger(t0, running)
         self.faults(t0 + dt)
         self.move_tasks()
+        self.lb_moves()
         self.now = t0 + dt
         if live and not any(self.running(t) for t in range(T)) and all(p == PH_DONE for p in self.phase):
             self.elsp = max(f for f in self.finish if not math.isnan(f)) + self.costs.harness_overhead_s
@@ -742,7 +744,38 @@ class Replica:
                 self.move(bj, a)
                 moved[t] = moved[bj] = True
 
-    def move(self, t, dst):
+    def lb_moves(self):
+        """The load balancer's cross-node pulls (docs/engine.md step 5b), task by task."""
+        p = self.o["lb_migrate_hz"] * self.dt
+        if p <= 0 or self.N < 2:
+            return
+        T, N, cap = self.T, self.N, self.topo.cpus_per_node
+        running = [self.running(t) and not self.done for t in range(T)]
+        free = [int(self.wl.cpu_bind[t]) < 0 for t in range(T)]
+        ev = [t for t in range(T) if running[t] and free[t] and float(self.u_lb[t]) < p]
+        if not ev:
+            return
+        load = [sum(1 for t in range(T) if running[t] and self.node[t] == n) for n in range(N)]
+        for t in ev:
+            v = float(self.u_lb[t]) / p
+            a = self.node[t]
+            x = v * (N - 1)
+            k = min(int(x), N - 2)
+            w = x - k
+            dst = k if k < a else k + 1
+            if load[dst] < cap:
+                self.move(t, dst, lb=True)
+                load[a] -= 1
+                load[dst] += 1
+                continue
+            q = [j for j in range(T) if self.node[j] == dst and running[j] and free[j]]
+            if not q:
+                continue
+            j = q[min(int(w * len(q)), len(q) - 1)]
+            self.move(t, dst, lb=True)
+            self.move(j, a, lb=True)
+
+    def move(self, t, dst, lb=False):
         src = self.node[t]
         if src == dst:
             return
@@ -754,12 +787,13 @@ class Replica:
             if reset:
                 gm, gc, gsize = self.gstats()
                 self.period[t] = self.scan_start(t, gm, gsize)
+                self.cnt["scan_period_resets"] += 1
         self.node[t] = dst
         self.dirty = True
         kt = self.costs.task_migration_us * 1e-6
         self.kdebt[t] = self.kdebt[t] + kt
         self.syst = self.syst + kt
-        self.cnt["task_migrations"] += 1
+        self.cnt["lb_migrations" if lb else "task_migrations"] += 1
 
     def run(self, max_steps=None):
         steps = 0
