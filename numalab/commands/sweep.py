@@ -1,0 +1,180 @@
+"""``numalab sweep``: run a parameter grid (NUMA engine or futex model) and write one NetCDF file.
+
+Example::
+
+    numalab sweep --workload numa01_THREAD_ALLOC,numa02 --history 2,4,6,8 --profile 6.12 \\
+        --seeds 8 --out sweep.nc [--scheduler tcp://HOST:8786] [--cache DIR]
+
+Every list is comma-separated; a parameter given one value is fixed (a scalar coordinate), one
+given several values becomes a dim of the written Dataset, followed by ``seed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import uuid
+import warnings
+from pathlib import Path
+
+_NUMA_OPTS = ("workload", "history", "profile", "policy")
+_FUTEX_OPTS = ("mode", "buckets", "threads")
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "sweep",
+        help="run a parameter grid and write one NetCDF Dataset (cached, resumable, local or dask)",
+        description=(
+            "Run the full factorial grid of the given parameter lists x seeds with the NUMA engine "
+            "(default) or the futex model and write one labelled Dataset (h5netcdf). Points already "
+            "in the cache are not recomputed, so a killed sweep resumes where it stopped."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  numalab sweep --workload numa01_THREAD_ALLOC,numa02 --history 2,4,6,8 --profile 6.12 "
+            "--seeds 8 --out sweep.nc\n"
+            "  numalab sweep --mode classic,numa --buckets 1024,65536 --threads 64,128 "
+            "--out futex.nc\n"
+            "  dask scheduler & dask worker tcp://HOST:8786 &   # on each node\n"
+            "  numalab sweep ... --scheduler tcp://HOST:8786\n"
+            "default cache: $NUMALAB_CACHE, else $XDG_CACHE_HOME/numalab/sweep, else ~/.cache/numalab/sweep"
+        ),
+    )
+    p.add_argument("--kind", default=None,
+                   help="model: numa (default) or futex (inferred from --mode/--buckets/--threads)")
+    g = p.add_argument_group("NUMA engine parameters (comma-separated lists)")
+    g.add_argument("--workload", help="e.g. numa01,numa01_THREAD_ALLOC,numa02,numa02_SMT")
+    g.add_argument("--history", help="access-PID history lengths N, e.g. 2,4,6,8 ('profile' = the profile's own)")
+    g.add_argument("--profile", help="kernel profiles, e.g. 6.12,rfc2024-hot-shared")
+    g.add_argument("--policy", help="policy names instead of --profile/--history, e.g. 6.12,6.12+N=4,rfc2024-hot-shared")
+    g.add_argument("--topology", help="topology presets, e.g. 2s-128 (also for futex)")
+    f = p.add_argument_group("futex model parameters (comma-separated lists)")
+    f.add_argument("--mode", help="futex hash modes: classic, numa, private")
+    f.add_argument("--buckets", help="hash bucket counts, e.g. 16,256,4096")
+    f.add_argument("--threads", help="thread counts, e.g. 110,240")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
+                   help="any other model parameter (engine or futex option); repeatable")
+    p.add_argument("--seeds", default="8", help="a count N (seeds 0..N-1) or a list like 0,5,9 (default 8)")
+    p.add_argument("--out", required=True, help="output NetCDF file (h5netcdf)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler address, e.g. tcp://host:8786")
+    c = p.add_mutually_exclusive_group()
+    c.add_argument("--cache", metavar="DIR", help="cache directory (default: see below)")
+    c.add_argument("--no-cache", action="store_true", help="compute every point, store nothing")
+    p.add_argument("--workers", type=int, default=None, help="local worker processes (default: all CPUs)")
+    p.add_argument("--batch-size", type=int, default=None, help="most points per model call")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _split(text: str) -> list[str]:
+    items = [t.strip() for t in text.split(",")]
+    return [t for t in items if t] if any(items) else []
+
+
+def _coerce(param, token: str):
+    """The first of int, float, str that the parameter's own check accepts."""
+    from numalab.errors import NumalabValueError
+
+    candidates = []
+    try:
+        candidates.append(int(token))
+    except ValueError:
+        pass
+    try:
+        candidates.append(float(token))
+    except ValueError:
+        pass
+    candidates.append(token)
+    err = None
+    for cand in candidates:
+        try:
+            return param.check(param.name, cand)
+        except NumalabValueError as exc:
+            err = exc
+    raise err
+
+
+def _seeds(text: str):
+    from numalab.errors import NumalabValueError
+
+    items = _split(text)
+    try:
+        nums = [int(t) for t in items]
+    except ValueError:
+        raise NumalabValueError(f"--seeds {text!r} must be a count or a comma-separated list of integers") from None
+    if len(nums) == 1 and "," not in text:
+        return nums[0]
+    return nums
+
+
+def build_grid(args) -> tuple[str | None, dict]:
+    """(kind, grid) from parsed arguments; values are typed by each parameter's own check."""
+    from numalab.errors import NumalabValueError
+    from numalab.sweep import get_runner
+
+    raw: dict[str, str] = {}
+    for name in (*_NUMA_OPTS, "topology", *_FUTEX_OPTS):
+        value = getattr(args, name, None)
+        if value is not None:
+            raw[name] = value
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise NumalabValueError(f"--set {item!r} must look like NAME=V1,V2")
+        raw[name.strip()] = value
+    kind = args.kind
+    if kind is None and any(n in raw for n in _FUTEX_OPTS):
+        kind = "futex"
+    runner = get_runner(kind or "numa")
+    params = runner.params()
+    grid = {}
+    for name, text in raw.items():
+        if name not in params:
+            raise NumalabValueError(
+                f"unknown {runner.kind} sweep parameter {name!r}; allowed: {', '.join(params)}"
+            )
+        tokens = _split(text)
+        if not tokens:
+            raise NumalabValueError(f"--{name} {text!r} is an empty list; give at least one value")
+        grid[name] = [_coerce(params[name], t) for t in tokens]
+    return runner.kind, grid
+
+
+def run(args) -> int:
+    from numalab.errors import NumalabValueError
+    from numalab.sweep import StaleCacheWarning, run_sweep
+
+    kind, grid = build_grid(args)
+    out = Path(args.out)
+    if not out.parent.exists():
+        raise NumalabValueError(f"--out {str(out)!r}: directory {str(out.parent)!r} does not exist")
+    cache = False if args.no_cache else (args.cache if args.cache else True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", StaleCacheWarning)
+        res = run_sweep(
+            grid, seeds=_seeds(args.seeds), cache=cache, client=args.scheduler,
+            progress=not args.no_progress, kind=kind, workers=args.workers, batch_size=args.batch_size,
+        )
+    for w in caught:
+        if issubclass(w.category, StaleCacheWarning):
+            print(f"numalab sweep: note: {w.message}", file=sys.stderr)
+        else:  # pragma: no cover - pass other warnings on unchanged
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    ds = res.dataset
+    encoding = {v: {"_FillValue": None} for v in ds.variables if ds[v].dtype.kind in "iufc"}
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        ds.to_netcdf(tmp, engine="h5netcdf", encoding=encoding)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    dims = ", ".join(f"{d}: {n}" for d, n in ds.sizes.items())
+    print(
+        f"wrote {out} ({dims}): {res.points} points, {res.computed} computed "
+        f"({res.executor}, {res.tasks} tasks), {res.cached} from cache, {res.seconds:.1f} s"
+        + (f"; cache {res.cache_dir}" if res.cache_dir else "")
+    )
+    return 0
