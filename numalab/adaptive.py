@@ -13,11 +13,12 @@ or ``struct mm_struct`` -- and O(1) work at the events it consumes.
 Rules (``Policy(history="adaptive", adapt=<rule>)``):
 
 ``"grow-shrink"`` (per VMA; :func:`grow_shrink_visit`, :func:`grow_shrink_fault`)
-    Grow by one window when a visit finds the scanner's bit absent from the newest ``nr_hist``
-    windows while other threads faulted in the VMA lately (the filter is about to refuse a
-    VMA that is in use); shrink by one after ``shrink_after`` consecutive idle scans (the VMA
-    was scanned and took no hinting fault before its next scan: the filter lets through a VMA
-    nobody uses).
+    Double the window count (up to ``n_max``) when a visit finds the scanner's bit absent
+    from the newest ``nr_hist`` windows while other threads faulted in the VMA lately (the
+    filter is about to refuse a VMA that is in use); shrink by one after ``shrink_after``
+    consecutive idle scans (the VMA was scanned and took no hinting fault before its next
+    scan: the filter lets through a VMA nobody uses). Multiplicative grow, additive shrink:
+    a refusal costs a pass, an idle scan only its PTE updates.
 ``"popcount"`` (per mm; :func:`popcount_begin`, :func:`popcount_visit`)
     At each pass boundary pick the length from how many distinct hashed PIDs the scanner saw
     in the last pass (popcount of the OR of the visited VMAs' histories) and the thread count:
@@ -26,7 +27,8 @@ Rules (``Policy(history="adaptive", adapt=<rule>)``):
     stops relying on it to refuse VMAs that many threads use).
 ``"span"`` (per VMA; :func:`span_rotate`)
     Our own: keep as many windows as cover a fixed wall-clock span, measured from how long
-    the VMA's windows really last (an EWMA of the time between rotations).
+    the VMA's windows really last (an EWMA of the time between rotations) -- but never fewer
+    than the profile's N: the rule only lengthens the history of VMAs whose windows are short.
 
 State is a ``dict`` of numpy arrays with the caller's leading batch axes (e.g. ``(replica,
 vma)`` or ``(replica, mm)``), created by :func:`init_state`; every update function is pure
@@ -124,6 +126,7 @@ class Adaptive:
     span_ms : int >= 1 (span)
         The wall-clock span the windows should cover (default 16 s = 4 windows of the
         4 x scan_delay reset period, the RFC's NR_ACCESS_PID_HIST=4 for small processes).
+        The count never drops below ``n_init`` (the profile's N); ``n_min`` is only a bound.
     ewma_shift : int in [0, 8] (span)
         Weight 2**-ewma_shift of the newest window length in the running average (0 = last only).
 
@@ -354,7 +357,7 @@ def grow_shrink_visit(adapt, state, mask=None, *, own_bit, others_recent, tested
 
         /* task_numa_work(), after the rotation and the vma_is_accessed() decision */
         if (tested && !own_bit && others_recent)          /* in use, but not by the scanner */
-                st->nr_hist = min(st->nr_hist + 1, n_max);
+                st->nr_hist = min(st->nr_hist << 1, n_max);  /* double */
         if (scanned) {                                     /* the scanner changes protections */
                 if (st->scanned && !st->faulted)           /* previous scan went unanswered */
                         st->idle_scans = min(st->idle_scans + 1, shrink_after);
@@ -367,6 +370,13 @@ def grow_shrink_visit(adapt, state, mask=None, *, own_bit, others_recent, tested
                 st->scanned = 1; st->faulted = 0;          /* arm the idle detector */
         }
         /* vma_set_access_pid_bit(), fault path: if (!st->faulted) st->faulted = 1; */
+
+    Why the grow doubles (the first version added one window): a VMA is visited about once
+    per scanner pass, so a +1 grow needed one refused pass per missing window, and in a
+    large process (numa01, 2 x 64 threads on 2s-128) the VMAs rarely got there -- its false
+    skips stayed at N = 2's. Doubling reaches ``n_max`` after log2(n_max / n_init) refusals
+    and tracks the best fixed N; the one-window shrink on idle scans undoes an overshoot, and
+    an overshoot is cheap (in the evaluation the idle scans do not rise with N).
 
     Events (all bool, broadcastable to the state's batch shape):
 
@@ -392,7 +402,9 @@ def grow_shrink_visit(adapt, state, mask=None, *, own_bit, others_recent, tested
     tested, scanned = _bools("tested", tested, shape), _bools("scanned", scanned, shape)
     nr, idle = out["nr_hist"], out["idle_scans"]
     grow = m & tested & ~own & others
-    nr[...] = np.where(grow, np.minimum(nr + 1, adapt.n_max), nr)
+    # double, not +1: a VMA is visited about once per pass, so +1 per refusal needed as many
+    # refused passes as windows were missing (numa01: grow-shrink stayed at N=2's false skips)
+    nr[...] = np.where(grow, np.minimum(nr * 2, adapt.n_max), nr)
     scan = m & scanned
     was_idle = out["scanned"] & ~out["faulted"]
     idle[...] = np.where(scan, np.where(was_idle, np.minimum(idle + 1, adapt.shrink_after), 0), idle)
@@ -551,7 +563,7 @@ def span_rotate(adapt, state, mask=None, *, now_ms, reset_period_ms) -> dict:
         len = clamp(len, 1, LEN_MAX);
         st->win_avg = st->win_avg ? st->win_avg + ((len - st->win_avg) >> ewma_shift) : len;
         st->last_rotate = now;
-        st->nr_hist = clamp(DIV_ROUND_CLOSEST(span, st->win_avg), n_min, n_max);
+        st->nr_hist = clamp(DIV_ROUND_CLOSEST(span, st->win_avg), n_init, n_max);
 
     Argument. The question the PID test should answer is "did this thread fault here in the
     last S seconds?", not "in the last N windows". A window lasts max(4 x scan_delay, time
@@ -561,7 +573,14 @@ def span_rotate(adapt, state, mask=None, *, now_ms, reset_period_ms) -> dict:
     the VMA "accessed" (false passes, wasted scans), while small processes may forget a thread
     between its faults. Holding the span constant equalises that trade-off across process
     sizes: with the default 16 s a small process keeps 4 windows (the RFC's
-    NR_ACCESS_PID_HIST), one whose windows last 8 s keeps 2 (mainline), a huge one 1. The
+    NR_ACCESS_PID_HIST), one whose windows last 8 s keeps 2 (mainline). The first version
+    let a huge process drop to 1 window; the evaluation (``docs/adaptive.md``) refuted that
+    half of the argument: on numa01 (2 x 64 threads on 2s-128, windows of a whole pass) the
+    shortened histories had *more* false skips (+38 %) and more idle scans than N = 2, and on
+    every autonuma-benchmark workload the false skips fall with N while the idle scans do not
+    rise. Stale bits of long windows cost little; forgetting a thread costs a refused VMA. So
+    the count is floored at ``n_init`` (the profile's N, a constant of the policy -- still
+    O(1)): the span only *adds* windows where they are short. The
     averaged window length needs only the rotation time stamps the kernel already has. The
     count is rounded to the nearest (``DIV_ROUND_CLOSEST``), not up: the integer EWMA settles
     up to ``2**ewma_shift - 1`` ms below a steady window length, and rounding up would flip a
@@ -584,7 +603,8 @@ def span_rotate(adapt, state, mask=None, *, now_ms, reset_period_ms) -> dict:
     new_avg = np.where(avg > 0, avg + ((length - avg) >> adapt.ewma_shift), length)
     new_avg = np.clip(new_avg, 1, LEN_MAX_MS)
     # nearest, not ceil: the shift-EWMA settles up to 2**ewma_shift - 1 ms below a steady length
-    n = np.clip((adapt.span_ms + new_avg // 2) // new_avg, adapt.n_min, adapt.n_max)
+    # floored at n_init, not n_min: shortening below the profile's N only added false skips
+    n = np.clip((adapt.span_ms + new_avg // 2) // new_avg, adapt.n_init, adapt.n_max)
     out["win_avg_ms"][...] = np.where(m, new_avg, avg)
     out["last_rotate_ms"][...] = np.where(m, now, last)
     out["nr_hist"][...] = np.where(m, n, out["nr_hist"])

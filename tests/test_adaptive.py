@@ -55,6 +55,7 @@ def _assert_bounded(adapt, state):
     if adapt.rule == "span":
         avg = state["win_avg_ms"]
         assert ((avg == 0) | ((avg >= 1) & (avg <= AD.LEN_MAX_MS))).all()
+        assert (nr >= adapt.n_init).all()  # the floor: never shorter than the profile's N
     if not adapt.enabled:
         assert (nr == adapt.n_init).all()
     eff = AD.effective_windows(adapt, state)
@@ -413,7 +414,9 @@ def test_grow_needs_others_and_an_absent_scanner():
     others = np.array([True, True, False, True])
     tested = np.array([True, True, True, False])
     s = AD.grow_shrink_visit(a, s, own_bit=own, others_recent=others, tested=tested, scanned=np.zeros(4, bool))
-    assert s["nr_hist"].tolist() == [3, 2, 2, 2]
+    assert s["nr_hist"].tolist() == [4, 2, 2, 2]  # doubled, only where refused while in use
+    s = AD.grow_shrink_visit(a, s, own_bit=own, others_recent=others, tested=tested, scanned=np.zeros(4, bool))
+    assert s["nr_hist"].tolist() == [a.n_max, 2, 2, 2]  # 8: doubling saturates at n_max
 
 
 def test_visit_events_exclude_the_scanners_own_bit():
@@ -464,11 +467,13 @@ def test_popcount_chooses_at_pass_boundaries_only():
     assert not s["pids_seen"].any() and s["pass_seq"].tolist() == [1, 1]
 
 
-@pytest.mark.parametrize("window_s, want", [(4, 4), (8, 2), (16, 1), (30, 1), (1, 8)])
-def test_span_keeps_a_fixed_wall_clock_span(window_s, want):
-    """16 s span: 4 s windows (small process, spec §2.3) -> 4 windows; 8 s -> 2; a pass of
-    30 s per window -> 1; clamped to n_max when windows are short."""
-    a = AD.Adaptive("span")
+@pytest.mark.parametrize("window_s, n_init, want", [(4, 2, 4), (8, 2, 2), (16, 2, 2), (30, 2, 2), (1, 2, 8),
+                                                    (16, 1, 1), (4, 4, 4), (30, 4, 4), (2, 4, 8)])
+def test_span_keeps_a_fixed_wall_clock_span(window_s, n_init, want):
+    """16 s span: 4 s windows (small process, spec §2.3) -> 4 windows; 8 s -> 2; clamped to
+    n_max when windows are short; never below the profile's N (n_init) when they are long --
+    a 30 s pass per window keeps mainline's 2 (the RFC's 4), not 1."""
+    a = AD.Adaptive("span", n_init=n_init)
     s = AD.init_state(a, (1,))
     for i in range(1, 80):
         s = AD.span_rotate(a, s, now_ms=i * window_s * 1000, reset_period_ms=4000)

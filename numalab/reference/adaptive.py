@@ -36,7 +36,7 @@ def grow_shrink_visit(adapt, s, *, own_bit, others_recent, tested, scanned) -> N
     if not adapt.enabled:
         return
     if tested and not own_bit and others_recent:
-        s["nr_hist"] = min(s["nr_hist"] + 1, adapt.n_max)
+        s["nr_hist"] = min(s["nr_hist"] * 2, adapt.n_max)  # multiplicative grow
     if scanned:
         if s["scanned"] and not s["faulted"]:
             s["idle_scans"] = min(s["idle_scans"] + 1, adapt.shrink_after)
@@ -97,7 +97,7 @@ def span_rotate(adapt, s, *, now_ms: int, reset_period_ms: int) -> None:
     s["win_avg_ms"] = min(max(avg, 1), LEN_MAX_MS)
     s["last_rotate_ms"] = now_ms
     nearest = (adapt.span_ms + s["win_avg_ms"] // 2) // s["win_avg_ms"]  # DIV_ROUND_CLOSEST
-    s["nr_hist"] = min(max(nearest, adapt.n_min), adapt.n_max)
+    s["nr_hist"] = min(max(nearest, adapt.n_init), adapt.n_max)  # floor: the profile's N
 
 
 def visit_events(hist, idx, tid, n, rotation, width, grow_others=1) -> tuple[bool, bool]:
