@@ -5,18 +5,80 @@ Targets (issue 3): one replica of numa01_THREAD_ALLOC on "2s-128" (128 threads, 
 <= 4x the one-replica time; peak memory <= 2 GiB; and how the cost per simulated second grows
 when the threads double and when the memory doubles.
 
-Run: ``python benchmarks/bench_engine.py [--profile 6.12]``. Times are process CPU seconds
-(the machine is shared; CPU time is what one core spends), ratios are measured in one run.
+Run: ``python benchmarks/bench_engine.py [--profile 6.12] [--repeat N] [--breakdown]``. Times
+are process CPU seconds (the machine is shared; CPU time is what one core spends), ratios are
+measured in one run. ``--breakdown`` also prints where the CPU time of the 1- and 16-replica
+runs goes, per engine stage (nested stages are included in their parents), with call counts.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import resource
 import time
 
 import numalab as nl
+from numalab import engine
 from numalab.engine import run_batch
+
+#: engine stages timed by --breakdown: (object, attribute, label); nested ones are indented
+STAGES = [
+    (engine._Batch, "draws", "draws (per-replica Generators)"),
+    (engine._Batch, "refresh", "refresh (speeds, touch rates)"),
+    (engine._Batch, "_advance", "progress"),
+    (engine._Batch, "_record_locality", "locality series"),
+    (engine._Batch, "_scan_trigger", "scan triggering + task_numa_work"),
+    (engine._Batch, "_evaluate", "  per-VMA evaluation"),
+    (engine, "decide", "    policy.decide"),
+    (engine._Batch, "_walk", "  VMA walks"),
+    (engine._Batch, "_faults", "hinting faults"),
+    (engine._Batch, "_handle_faults", "  fault handling"),
+    (engine._Batch, "_placement", "    task_numa_placement"),
+    (engine._Batch, "_move_tasks", "task placement"),
+    (engine._Batch, "_lb_moves", "load balancer"),
+    (engine._Batch, "_check", "invariants"),
+    (engine._Batch, "sample", "time series"),
+]
+
+
+@contextlib.contextmanager
+def stage_timer():
+    """Wrap the engine stages with process-CPU-time accumulators; yields {label: [s, calls]}."""
+    acc = collections.defaultdict(lambda: [0.0, 0])
+    saved = []
+    for obj, name, label in STAGES:
+        f = getattr(obj, name)
+        saved.append((obj, name, f))
+
+        def wrapped(*a, _f=f, _label=label, **k):
+            c0 = time.process_time()
+            try:
+                return _f(*a, **k)
+            finally:
+                acc[_label][0] += time.process_time() - c0
+                acc[_label][1] += 1
+        setattr(obj, name, wrapped)
+    try:
+        yield acc
+    finally:
+        for obj, name, f in saved:
+            setattr(obj, name, f)
+
+
+def breakdown(wl, pol):
+    """Per-stage CPU time of one run with 1 and one with 16 replicas."""
+    rows = {}
+    for n in (1, 16):
+        with stage_timer() as acc:
+            cpu, _, b = timed(wl, pol, list(range(n)))
+        rows[n] = (cpu, b.steps, dict(acc))
+    print(f"breakdown (cpu s, calls; stage timers add overhead): "
+          f"1 replica {rows[1][0]:.2f} s / {rows[1][1]} steps, 16 replicas {rows[16][0]:.2f} s / {rows[16][1]} steps")
+    for _, _, label in STAGES:
+        a1, a16 = rows[1][2].get(label, (0.0, 0)), rows[16][2].get(label, (0.0, 0))
+        print(f"  {label:<36} {a1[0]:6.2f} s {a1[1]:6d}   {a16[0]:6.2f} s {a16[1]:6d}")
 
 
 def timed(wl, pol, seeds):
@@ -29,6 +91,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="6.12")
     ap.add_argument("--repeat", type=int, default=2, help="take the best of N runs (default 2)")
+    ap.add_argument("--breakdown", action="store_true", help="also print CPU time per engine stage")
     args = ap.parse_args(argv)
     pol = nl.Policy.profile(args.profile)
     topo = nl.Topology.preset("2s-128")
@@ -43,6 +106,8 @@ def main(argv=None):
           f"per replica {six[0] / 16:.3f} s")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS  : {peak:7.0f} MiB (target <= 2048 MiB)")
+    if args.breakdown:
+        breakdown(wl, pol)
 
     # cost per simulated second as threads and memory double (one replica each)
     print("scaling (cpu s per simulated s, one replica):")

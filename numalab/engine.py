@@ -34,6 +34,8 @@ are identical in any batch.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from . import adaptive as AD
@@ -122,9 +124,17 @@ def _rotate(pids, pidx, mask, rotation):
     pidx[sel] = subidx
 
 
+def _pages_by(b, key, nkeys) -> np.ndarray:
+    """Resident base pages per (replica, key) for a per-(replica, region) ``key`` in
+    ``[0, nkeys)``, int64 (one bincount; float sums of page counts are exact)."""
+    flat = (np.arange(b.R)[:, None] * nkeys + key).ravel()
+    w = np.broadcast_to(b.region_present, key.shape).ravel()
+    return np.bincount(flat, weights=w, minlength=b.R * nkeys).reshape(b.R, nkeys).astype(np.int64)
+
+
 def pages_by_node(b) -> np.ndarray:
     """Resident base pages per (replica, node), recounted from the regions."""
-    return np.stack([((b.r_node == n) * b.region_present[None, :]).sum(axis=1) for n in range(b.N)], axis=1)
+    return _pages_by(b, b.r_node, b.N)
 
 
 # ====================================================================================== batch
@@ -153,8 +163,27 @@ class _Batch:
         # one hinting fault counts 1 for a THP, else one per base page (4 KiB semantics)
         self.fault_inc = np.where(self.region_huge, 1, present).astype(np.int64)
         self.vma_first = np.searchsorted(wl.region_vma, np.arange(V + 1))
+        self.vma_first_l = self.vma_first.tolist()
         self.mm_vmas = [np.flatnonzero(wl.vma_mm == m) for m in range(M)]
+        # per mm: its VMAs as a (first, end) slice when contiguous (they are: address order per
+        # process), their bounds, and each skip flag of decide with its last position (-1: none)
+        self.mm_vsel = [(int(vm[0]), int(vm[0]) + vm.size)
+                        if vm.size and np.array_equal(vm, np.arange(vm[0], vm[0] + vm.size)) else None
+                        for vm in self.mm_vmas]
+        self.mm_vstart = [wl.vma_start[vm] for vm in self.mm_vmas]
+        self.mm_vend = [wl.vma_end[vm] for vm in self.mm_vmas]
+        self.mm_vstart_l = [x.tolist() for x in self.mm_vstart]
+        self.mm_vend_l = [x.tolist() for x in self.mm_vend]
+        self.mm_flags = []
+        for vm in self.mm_vmas:
+            fl = {}
+            for c in (UNSUITABLE, SHARED_RO, INACCESSIBLE):
+                mask = wl.vma_code[vm] == c
+                fl[c] = (mask, int(np.flatnonzero(mask)[-1]) if mask.any() else -1)
+            self.mm_flags.append(fl)
+        self._nreasons = len(REASONS)
         self.mm_rss = np.array([present[self.region_mm == m].sum() for m in range(M)], dtype=np.int64)
+        self._nrw = np.array([self._nr_scan_windows(m) for m in range(M)], dtype=np.int64)
         self.C = int(wl.region_class.max()) + 1
         # access entries, sorted by class (as built); class -> [start, end) in entry order
         self.E = wl.entry_class.size
@@ -162,6 +191,10 @@ class _Batch:
         self.cls_end = np.searchsorted(wl.entry_class, np.arange(self.C), side="right")
         self.max_class_entries = max(1, int((self.cls_end - self.cls_start).max()))
         self.phase_entries = {ph: np.flatnonzero(wl.entry_phase == ph) for ph in (PH_INIT, PH_LOOP)}
+        # per phase: entries, their thread, share, class, touch/byte and fixed rate (gathered once)
+        self.phase_arrays = {ph: (ent, wl.entry_thread[ent], wl.entry_share[ent], wl.entry_class[ent],
+                                  wl.entry_touch_per_byte[ent], wl.entry_fixed_hz[ent])
+                             for ph, ent in self.phase_entries.items()}
         # most regions one step's scans can protect: per mm, the budget's 2 MiB regions + 1,
         # one (partial) region per VMA, and the forced retry's VMA
         self.K = int(sum((o["scan_size_mb"] << 8) // REGION_PAGES + 2 + len(v) for v in self.mm_vmas))
@@ -171,6 +204,9 @@ class _Batch:
         self.writes_vma[wl.entry_thread, wl.entry_phase, ev] = True
         self.thread_mm = wl.thread_mm
         self.nr_threads = np.bincount(wl.thread_mm, minlength=M)
+        self._in_mm = [wl.thread_mm == m for m in range(M)]
+        self._thread_mm_onehot = np.stack(self._in_mm, axis=1)              # (T, M) bool
+        self._sample_sel = [(wl.thread_mm == m) & ~wl.thread_main for m in range(M)]
 
         # ---- per-seed draws, fixed order: init node, pid base, CPU permutation
         init_node = np.zeros(R, dtype=np.int64)
@@ -188,6 +224,8 @@ class _Batch:
         self.init_node = init_node
         self.tid = (pid_base[:, None] + wl.thread_tid_offset[None, :]).astype(np.int64)
         self.pid8 = self.tid & 0xFF
+        # each task's bit in the access-PID maps (history.bit_masks), fixed for the run
+        self.tid_word, self.tid_mask = hist.bit_masks(self.tid.astype(np.uint32), policy.width)
 
         # ---- threads
         node = np.zeros((R, T), dtype=np.int64)
@@ -266,6 +304,9 @@ class _Batch:
         self.node_pages = np.stack([((self.r_node == n) * present[None, :]).sum(axis=1) for n in range(N)], axis=1)
         self.node_cap = int(topo.mem_per_node_GiB * (1 << 30) // 4096)
         self.prot_idx = np.zeros(0, dtype=np.int64)           # flat r*NR + region, sorted
+        self.prot_lam = np.zeros(0, dtype=np.int64)           # aligned: flat r*C + class of the region
+        self.prot_thresh = np.zeros(0)                        # aligned: r_thresh of the region
+        self._prot_of = self.prot_idx                         # the prot_idx they are aligned with
         self.r_thresh = np.zeros((R, NR))                     # Exp(1) hazard threshold while protected
         self.r_hazard = np.zeros((R, NR))                     # hazard accumulated since protected
         self.r_sel = np.zeros((R, NR))                        # uniform choosing the faulting thread
@@ -299,8 +340,10 @@ class _Batch:
         self._block = None
         self._block_pos = 0
         self._gs = None
+        self._gs_sum = None
         self.dirty = np.ones(R, dtype=bool)
         self.frac = np.zeros((R, T, N))
+        self._rt_base = np.arange(R * T, dtype=np.int64).reshape(R, T) * N   # flat (r, t, 0) of frac
         self.speed = np.zeros((R, T))
         self.cum = np.zeros((R, self.E + 1))
         self.lam_c = np.zeros((R, self.C))
@@ -313,19 +356,17 @@ class _Batch:
         """(n, T, N): share of each thread's written bytes on each node (active phase), for
         the replicas ``rows``. Only entries of phases some thread of these rows is in are
         looked at (after numa01's init, its whole-buffer entries drop out)."""
-        wl = self.wl
         T, N = self.T, self.N
         n_ = rows.size
         phase = self.phase[rows]
         out = np.zeros((n_, T, N))
-        for ph, ent in self.phase_entries.items():
-            if not np.any(phase == ph):
+        for ph, (_, et, e_share, e_class, _, _) in self.phase_arrays.items():
+            if not (phase == ph).any():
                 continue
-            et = wl.entry_thread[ent]
             e_active = phase[:, et] == ph                                               # (n, Ep)
             idx = (np.arange(n_)[:, None] * T + et[None, :]).ravel()
-            share = e_active * wl.entry_share[ent][None, :]
-            cn = self.cls_node[rows][:, wl.entry_class[ent]]                            # (n, Ep, N)
+            share = e_active * e_share[None, :]
+            cn = self.cls_node[rows[:, None], e_class[None, :]]                         # (n, Ep, N)
             for n in range(N):
                 out[:, :, n] += np.bincount(idx, weights=(share * cn[:, :, n]).ravel(),
                                             minlength=n_ * T).reshape(n_, T)
@@ -337,17 +378,14 @@ class _Batch:
     def entry_rates(self, rows, speed):
         """(n, E) touch rate of one region of the entry's class by the entry's thread, 1/s
         (0 unless the thread is running in the entry's phase)."""
-        wl = self.wl
         phase = self.phase[rows]
         live = ~self.done[rows][:, None]
         out = np.zeros((rows.size, self.E))
-        for ph, ent in self.phase_entries.items():
-            if not np.any(phase == ph):
+        for ph, (ent, et, _, _, e_tpb, e_fhz) in self.phase_arrays.items():
+            if not (phase == ph).any():
                 continue
-            et = wl.entry_thread[ent]
             active = (phase[:, et] == ph) & live
-            out[:, ent] = np.where(active, speed[:, et] * wl.entry_touch_per_byte[ent][None, :]
-                                   + wl.entry_fixed_hz[ent][None, :], 0.0)
+            out[:, ent] = np.where(active, speed[:, et] * e_tpb[None, :] + e_fhz[None, :], 0.0)
         return out
 
     def refresh(self):
@@ -383,8 +421,7 @@ class _Batch:
         o = self.o
         windows = 2560 // o["scan_size_mb"] if o["scan_size_mb"] < 2560 else 1
         floor = 1000 // windows
-        nrw = np.array([self._nr_scan_windows(m) for m in range(self.M)], dtype=np.int64)[mm_of_t]
-        return np.maximum(floor, o["scan_period_min_ms"] // nrw)
+        return np.maximum(floor, o["scan_period_min_ms"] // self._nrw[mm_of_t])
 
     def group_stats(self):
         """Group sums of member statistics: (R, T(gid), N, 2) mem and cpu, and sizes (R, T).
@@ -409,6 +446,38 @@ class _Batch:
         size = np.bincount(flat, weights=w, minlength=R * T).reshape(R, T).astype(np.int64)
         return gm.reshape(R, T, N, 2), gc.reshape(R, T, N, 2), size
 
+    def _group_node_sums(self, gm, gc):
+        """``gm.sum(-1)``, ``gc.sum(-1)`` (R, T, N), cached for the current group_stats arrays."""
+        c = self._gs_sum
+        if c is None or c[0] is not gm or c[1] is not gc:
+            c = self._gs_sum = (gm, gc, gm.sum(axis=-1), gc.sum(axis=-1))
+        return c[2], c[3]
+
+    def _group_stats_rows(self, rows):
+        """group_stats after the fault statistics of replicas ``rows`` changed (membership
+        unchanged): those rows are recomputed as :meth:`_group_stats` does (same sums in the same
+        order), into new arrays -- references to the old ones keep their values."""
+        if self._gs is None:
+            return self.group_stats()
+        gm0, gc0, size = self._gs
+        n, T, N = rows.size, self.T, self.N
+        g = self.group[rows]
+        has = g >= 0
+        flat = (np.arange(n)[:, None] * T + np.where(has, g, 0)).ravel()
+        w = has.ravel().astype(float)
+        fm = self.f_mem[rows].reshape(n * T, N * 2)
+        fc = self.f_cpu[rows].reshape(n * T, N * 2)
+        gm_r = np.zeros((n * T, N * 2))
+        gc_r = np.zeros((n * T, N * 2))
+        for j in range(N * 2):
+            gm_r[:, j] = np.bincount(flat, weights=fm[:, j] * w, minlength=n * T)
+            gc_r[:, j] = np.bincount(flat, weights=fc[:, j] * w, minlength=n * T)
+        gm, gc = gm0.copy(), gc0.copy()
+        gm[rows] = gm_r.reshape(n, T, N, 2)
+        gc[rows] = gc_r.reshape(n, T, N, 2)
+        self._gs = (gm, gc, size)
+        return self._gs
+
     def _shared_scale(self, base, gm, size, sel):
         r, t = sel
         g = self.group[r, t]
@@ -428,7 +497,7 @@ class _Batch:
     def task_scan_max(self, sel, gm, size):
         r, t = sel
         smin = self.task_scan_min(self.thread_mm[t])
-        nrw = np.array([self._nr_scan_windows(m) for m in range(self.M)], dtype=np.int64)[self.thread_mm[t]]
+        nrw = self._nrw[self.thread_mm[t]]
         smax = self.o["scan_period_max_ms"] // nrw
         ing = self.group[r, t] >= 0
         if np.any(ing):
@@ -489,7 +558,10 @@ class _Batch:
         K, T = self.K, self.T
         n = 2 * K + 2 * T
         if self._block is None or self._block_pos >= self._block.shape[1]:
-            self._block = np.stack([g.random((DRAW_BLOCK, n)) for g in self.rng])   # (R, k, n)
+            if self._block is None:
+                self._block = np.empty((self.R, DRAW_BLOCK, n))                     # (R, k, n), reused
+            for i, g in enumerate(self.rng):
+                g.random(out=self._block[i])
             self._block_pos = 0
         b = self._block[:, self._block_pos]
         self._block_pos += 1
@@ -526,7 +598,7 @@ class _Batch:
             self.dirty[go.any(axis=1)] = True
 
     def _record_locality(self, speed, frac):
-        loc = np.take_along_axis(frac, self.node[:, :, None], axis=2)[:, :, 0]
+        loc = np.take(frac, self._rt_base + self.node)                # frac[r, t, node[r, t]]
         self._local_acc += (speed * loc).sum(axis=1) * self.dt
         self._local_w += speed.sum(axis=1) * self.dt
 
@@ -535,12 +607,12 @@ class _Batch:
         period_s = self.scan_period / 1000.0
         thresh = self.node_stamp + period_s
         # CPU time grows at 1 s/s while running: the crossing instant within this step
+        trig = running & (self.runtime > thresh)
+        if not trig.any():
+            return
         before = self.runtime - np.where(running, self.dt, 0.0)
         # the tick (jiffy) at which the threshold is passed: ticks make ties, as in the kernel
         cross = np.ceil((t0 + (thresh - before)) / TICK_S - 1e-6)
-        trig = running & (self.runtime > thresh)
-        if not np.any(trig):
-            return
         # node_stamp == 0 (a process's first thread, never triggered): its period becomes
         # task_scan_start before node_stamp advances by it (task_tick_numa)
         first = trig & (self.node_stamp == 0)
@@ -549,10 +621,18 @@ class _Batch:
             self.scan_period[r0, t0_] = self.task_scan_min(self.thread_mm[t0_])
             period_s = self.scan_period / 1000.0
         self.node_stamp = np.where(trig, self.node_stamp + period_s, self.node_stamp)
-        for m in range(self.M):
-            in_mm = self.thread_mm == m
-            nxt = np.round(self.mm_next_scan[:, m:m + 1] / TICK_S)
-            elig = trig & in_mm[None, :] & (cross >= nxt)
+        # eligible triggers of every mm at once (a scan of mm m changes no other mm's
+        # numa_next_scan), then the mms that have any, in index order
+        nxt = np.round(self.mm_next_scan / TICK_S)                       # (R, M) ticks
+        elig_all = trig & (cross >= nxt[:, self.thread_mm])
+        if not elig_all.any():
+            return
+        if self.M == 1:
+            mms = [0]
+        else:
+            mms = np.flatnonzero(elig_all.any(axis=0) @ self._thread_mm_onehot).tolist()
+        for m in mms:
+            elig = elig_all & self._in_mm[m]
             rows = np.flatnonzero(elig.any(axis=1))
             if rows.size == 0:
                 continue
@@ -571,46 +651,66 @@ class _Batch:
             self.syst[rows] += ktime
             self.node_stamp[rows, winner] += 32 * ktime
 
+    def _vgather(self, arr, rows, m, lo):
+        """``arr[rows][:, vmas of mm m from position lo]`` as one gather (a copy)."""
+        sel = self.mm_vsel[m]
+        if sel is not None:
+            return arr[rows, sel[0] + lo:sel[1]]
+        return arr[rows[:, None], self.mm_vmas[m][lo:][None, :]]
+
     def _evaluate(self, rows, m, scanner, now, forced, lo=0):
         """Tentative per-VMA state and decisions for the scanning rows, for the mm's VMAs from
         position ``lo`` on (no walk of these rows starts earlier): shape (n, Vm - lo)."""
         pol, o = self.pol, self.o
         vm = self.mm_vmas[m][lo:]
-        n = rows.size
-        wl = self.wl
-        now_v = np.broadcast_to(np.asarray(now, dtype=float), (n,))
+        n, nv = rows.size, vm.size
+        now_v = np.asarray(now, dtype=float)
+        if now_v.shape != (n,):
+            now_v = np.broadcast_to(now_v, (n,))
         now = now_v[:, None]
         seq = self.mm_seq[rows, m]
         off = self.mm_offset[rows, m]
-        code = np.broadcast_to(self.v_code[vm], (n, vm.size))
-        binds = self.bind_policy()[rows, scanner]
-        unsuitable = (code == UNSUITABLE) | binds[:, None]
-        shared_ro = code == SHARED_RO
-        inacc = code == INACCESSIBLE
-        suit = ~(unsuitable | shared_ro | inacc)
-        has = self.has_state[rows][:, vm]
-        pids = self.pids[rows][:, vm].copy()
-        pidx = self.pidx[rows][:, vm].copy()
+        # VMA flags of decide: None (= all False) when no VMA from lo on has them
+        binds = ((self.phase[rows, scanner] == PH_INIT) & self.wl.init_bind[scanner]) | self.wl.mem_bind[scanner]
+        flags = self.mm_flags[m]
+        unsuitable = shared_ro = inacc = None
+        if flags[UNSUITABLE][1] >= lo or binds.any():
+            unsuitable = flags[UNSUITABLE][0][lo:][None, :] | binds[:, None]
+        if flags[SHARED_RO][1] >= lo:
+            shared_ro = flags[SHARED_RO][0][lo:]
+        if flags[INACCESSIBLE][1] >= lo:
+            inacc = flags[INACCESSIBLE][0][lo:]
+        bad = None
+        for f in (unsuitable, shared_ro, inacc):
+            if f is not None:
+                bad = f if bad is None else bad | f
+        suit = np.True_ if bad is None else ~bad
+        has = self._vgather(self.has_state, rows, m, lo)
+        pids = self._vgather(self.pids, rows, m, lo)
+        pidx = self._vgather(self.pidx, rows, m, lo)
         tid = self.tid[rows, scanner].astype(np.uint32)
-        st = dict(has=has.copy(), next_scan=self.v_next_scan[rows][:, vm].copy(),
-                  reset=self.v_reset[rows][:, vm].copy(), start_seq=self.v_start_seq[rows][:, vm].copy(),
-                  prev_seq=self.v_prev_seq[rows][:, vm].copy(), select=self.v_select[rows][:, vm].copy(),
-                  pids=pids, pidx=pidx, rotated=np.zeros((n, vm.size), dtype=np.int64))
+        st = dict(has=has, next_scan=self._vgather(self.v_next_scan, rows, m, lo),
+                  reset=self._vgather(self.v_reset, rows, m, lo),
+                  start_seq=self._vgather(self.v_start_seq, rows, m, lo),
+                  prev_seq=self._vgather(self.v_prev_seq, rows, m, lo),
+                  select=self._vgather(self.v_select, rows, m, lo), pids=pids, pidx=pidx)
         if pol.numab_state:
             new = suit & ~has
             delay = o["scan_delay_ms"] / 1000.0
-            st["next_scan"] = np.where(new, now + delay, st["next_scan"])
-            st["reset"] = np.where(new, st["next_scan"] + 4 * delay, st["reset"])
-            st["start_seq"] = np.where(new, seq[:, None], st["start_seq"])
-            st["prev_seq"] = np.where(new, seq[:, None] - 1, st["prev_seq"])
-            st["select"] = np.where(new, 0, st["select"])
-            if np.any(new):
+            any_new = bool(new.any())
+            if any_new:
+                st["next_scan"] = np.where(new, now + delay, st["next_scan"])
+                st["reset"] = np.where(new, st["next_scan"] + 4 * delay, st["reset"])
+                st["start_seq"] = np.where(new, seq[:, None], st["start_seq"])
+                st["prev_seq"] = np.where(new, seq[:, None] - 1, st["prev_seq"])
+                st["select"] = np.where(new, 0, st["select"])
                 pids[new] = 0
                 pidx[new] = 0
-            st["has"] = has | new
+                st["has"] = has | new
             st["init"] = new
-            not_delayed = suit & ~((seq[:, None] != 0) & (now < st["next_scan"]))
-            due = not_delayed & (seq[:, None] != 0) & (now > st["reset"])
+            seq_on = (seq != 0)[:, None]
+            not_delayed = suit & ~(seq_on & (now < st["next_scan"]))
+            due = not_delayed & seq_on & (now > st["reset"])
             a, wa = pol.adapt, None
             if a is not None:
                 if a.scope == "mm":   # popcount: choose at a pass boundary, before the VMA loop
@@ -621,11 +721,10 @@ class _Batch:
                     wa = AD.effective_windows(a, self.ad)[rows, m]
                     st["ad_seen"] = not_delayed & st["has"]
                 else:
-                    sad = AD.reset_state(a, {k: v[rows][:, vm] for k, v in self.ad.items()}, new)
-            if pol.rotate_before_access and np.any(due):
+                    sad = AD.reset_state(a, {k: self._vgather(v, rows, m, lo) for k, v in self.ad.items()}, new)
+            if pol.rotate_before_access and due.any():
                 _rotate(pids, pidx, due, pol.rotation)
                 st["reset"] = np.where(due, st["reset"] + 4 * delay, st["reset"])
-                st["rotated"] = due.astype(np.int64)
                 if a is not None and a.rule == "span":
                     sad = AD.span_rotate(a, sad, due, now_ms=now * 1000.0, reset_period_ms=4 * o["scan_delay_ms"])
             if a is not None and a.scope == "vma":
@@ -633,10 +732,10 @@ class _Batch:
             allowed, reason, sel = decide(
                 pol, pids_active=pids, idx=pidx, scanner_tid=tid, numa_scan_seq=seq,
                 start_scan_seq=st["start_seq"], prev_scan_seq=st["prev_seq"], scan_offset=off,
-                vm_start=np.broadcast_to(wl.vma_start[vm], (n, vm.size)), next_scan=st["next_scan"] * 1000.0,
-                now=now_v * 1000.0, nr_threads=np.full(n, self.nr_threads[m]),
-                forced=np.full(n, forced), vma_scan_select=st["select"],
-                vm_end=np.broadcast_to(wl.vma_end[vm], (n, vm.size)),
+                vm_start=self.mm_vstart[m][lo:], next_scan=st["next_scan"] * 1000.0,
+                now=now_v * 1000.0, nr_threads=self.nr_threads[m],
+                forced=bool(forced), vma_scan_select=st["select"],
+                vm_end=self.mm_vend[m][lo:],
                 unsuitable=unsuitable, shared_ro=shared_ro, inaccessible=inacc, windows_active=wa)
             if a is not None and a.rule == "grow-shrink":
                 own, others = AD.visit_events(pids, pidx, tid, wa, rotation=pol.rotation, width=pol.width,
@@ -645,10 +744,9 @@ class _Batch:
                                            tested=AD.reached_pid_test(reason), scanned=allowed)
             if not pol.rotate_before_access:
                 due2 = due & allowed
-                if np.any(due2):
+                if due2.any():
                     _rotate(pids, pidx, due2, pol.rotation)
                     st["reset"] = np.where(due2, st["reset"] + 4 * delay, st["reset"])
-                    st["rotated"] = due2.astype(np.int64)
                     if a is not None and a.rule == "span":
                         sad = AD.span_rotate(a, sad, due2, now_ms=now * 1000.0,
                                              reset_period_ms=4 * o["scan_delay_ms"])
@@ -657,19 +755,22 @@ class _Batch:
             if sel is not None:
                 st["select"] = np.asarray(sel, dtype=np.int64)
         else:
-            reason = np.where(unsuitable, CODE["unsuitable"], np.where(shared_ro, CODE["shared_ro"], np.where(
-                inacc, CODE["inaccessible"], CODE["unfiltered"]))).astype(np.int8)
+            shape = (n, nv)
+            z = np.zeros(shape, dtype=bool)
+            u = z if unsuitable is None else np.broadcast_to(unsuitable, shape)
+            s_ro = z if shared_ro is None else np.broadcast_to(shared_ro, shape)
+            ina = z if inacc is None else np.broadcast_to(inacc, shape)
+            reason = np.where(u, CODE["unsuitable"], np.where(s_ro, CODE["shared_ro"], np.where(
+                ina, CODE["inaccessible"], CODE["unfiltered"]))).astype(np.int8)
             allowed = ALLOWED[reason]
         return allowed, reason, st
 
     def _task_numa_work(self, rows, m, scanner, when):
         """task_numa_work for mm ``m`` in ``rows`` run by thread ``scanner`` (per row) at ``when``.
         Returns the kernel seconds of each run."""
-        pol = self.pol
         vm = self.mm_vmas[m]
-        wl = self.wl
-        vstart = wl.vma_start[vm].tolist()
-        vend = wl.vma_end[vm].tolist()
+        vstart = self.mm_vstart_l[m]
+        vend = self.mm_vend_l[m]
         ktime = np.zeros(rows.size)
         self._new_prot = []
         self.cnt["scan_runs"][rows] += 1
@@ -677,11 +778,11 @@ class _Batch:
         last_end = vend[-1]
         off = self.mm_offset[rows, m]
         wrap = off >= last_end
-        if np.any(wrap):
+        if wrap.any():
             self.mm_seq[rows[wrap], m] += 1
             self.mm_offset[rows[wrap], m] = 0
         now = when
-        vend_a = wl.vma_end[vm]
+        vend_a = self.mm_vend[m]
         lo = int(np.searchsorted(vend_a, self.mm_offset[rows, m].min(), side="right"))
         allowed, reason, st = self._evaluate(rows, m, scanner, now, False, lo)
         budget0 = self.o["scan_size_mb"] << 8
@@ -689,9 +790,9 @@ class _Batch:
         for i, r in enumerate(rows.tolist()):
             out = self._walk(r, m, int(scanner[i]), vm, vstart, vend, allowed[i], reason[i], st, i, float(now[i]),
                              budget0, forced=False, budget=budget0, virt=8 * budget0, lo=lo)
-            ktime[i] += out["ktime"]
-            if out["retry"]:
-                retry.append((i, out["budget"], out["virt"]))
+            ktime[i] += out[0]
+            if out[1]:
+                retry.append((i, out[2], out[3]))
         if retry:
             # v6.7 vma_pids_forced: one more VMA without the PID test, from mm_offset
             ii = np.array([x[0] for x in retry])
@@ -704,71 +805,63 @@ class _Batch:
             for j, (i, b_left, v_left) in enumerate(retry):
                 out2 = self._walk(int(rr[j]), m, int(scanner[i]), vm, vstart, vend, a2[j], rs2[j], st2, j,
                                   float(now[i]), budget0, forced=True, budget=b_left, virt=v_left, lo=lo2)
-                ktime[i] += out2["ktime"]
+                ktime[i] += out2[0]
         if self._new_prot:
-            self.prot_idx = np.sort(np.concatenate([self.prot_idx] + self._new_prot))
+            self._sync_prot()
+            new = np.concatenate(self._new_prot)
+            nr, nq = np.divmod(new, self.NR)
+            allidx = np.concatenate([self.prot_idx, new])
+            order = np.argsort(allidx, kind="stable")          # the sorted flat index (unique)
+            self.prot_idx = self._prot_of = allidx[order]
+            self.prot_lam = np.concatenate([self.prot_lam, nr * self.C + self.region_class[nq]])[order]
+            self.prot_thresh = np.concatenate([self.prot_thresh, np.take(self.r_thresh, new)])[order]
         return ktime
 
     def _walk(self, r, m, scanner, vm, vstart, vend, allowed, reason, st, i, now, budget0, *, forced, budget, virt,
               lo=0):
         """The VMA loop of task_numa_work for one replica (spec §3.2); commits the state of
-        every VMA it visits. Returns the kernel time, the remaining budget and whether the
-        forced retry is due."""
-        wl = self.wl
+        every VMA it visits. Returns (kernel time, whether the forced retry is due, the
+        remaining budget, the remaining virtual cap).
+
+        Skipped VMAs change nothing but counters, so the loop steps over the allowed VMAs
+        only and books the skipped ones of the visited range ``[k0, k_end)`` at once."""
         pol = self.pol
         seq = int(self.mm_seq[r, m])
         start = int(self.mm_offset[r, m])
-        k0 = int(np.searchsorted(np.asarray(vend), start, side="right"))
-        pids_skipped = False
+        nvm = len(vm)
+        k0 = bisect_right(vend, start)
         pte = huge = 0
         virt_walked = 0
         changed_runs = 0
-        stopped = False
+        stopped = broke = False
         newly = []
-        visited = []
         completed_v = []
-        allowed_l = allowed.tolist()
-        reason_l = reason.tolist()
-        k = k0
-        while k < len(vm):
+        k_end = nvm
+        present, is_huge, prot_r = self.region_present, self.region_huge, self.prot[r]
+        j0 = k0 - lo
+        for k in (np.flatnonzero(allowed[j0:]) + k0).tolist():
             v = int(vm[k])
-            visited.append(k)
-            code = reason_l[k - lo]
-            self.reasons[r, code] += 1
-            if not allowed_l[k - lo]:
-                if code == CODE["seq_completed"]:
-                    self.mm_offset[r, m] = vend[k]
-                if code in (CODE["pid_inactive"], CODE["disjoint_wait"]):
-                    pids_skipped = True
-                    # ground truth: the scanner writes this VMA in its current phase
-                    if self.writes_vma[scanner, self.phase[r, scanner], v]:
-                        self.cnt["false_skips"][r] += 1
-                k += 1
-                continue
             # idle-scan bookkeeping: the previous scan of this VMA took no fault since
             if self.v_scanned[r, v] and not self.v_faulted[r, v]:
                 self.cnt["idle_scans"][r] += 1
             self.v_scanned[r, v] = False
             self.v_faulted[r, v] = False
-            s = max(start, vstart[k])
-            ra, rb = int(self.vma_first[v]), int(self.vma_first[v + 1])
-            rstart = wl.region_start
+            vs, ve = vstart[k], vend[k]
+            s = max(start, vs)
+            ra, rb = self.vma_first_l[v], self.vma_first_l[v + 1]
             completed = False
             while True:
-                end = min(-(-(s + budget) // REGION_PAGES) * REGION_PAGES, vend[k])
+                end = min(-(-(s + budget) // REGION_PAGES) * REGION_PAGES, ve)
                 # regions of this chunk: [s, end) is region-aligned (VMAs start on 2 MiB)
-                q0 = ra + (s - vstart[k]) // REGION_PAGES
-                q1 = ra + -(-(end - vstart[k]) // REGION_PAGES)
-                q1 = min(q1, rb)
-                chg = (self.region_present[q0:q1] > 0) & ~self.prot[r, q0:q1]
+                q0 = ra + (s - vs) // REGION_PAGES
+                q1 = min(ra + -(-(end - vs) // REGION_PAGES), rb)
+                chg = (present[q0:q1] > 0) & ~prot_r[q0:q1]
                 if chg.any():
                     idx = np.flatnonzero(chg) + q0
-                    self.prot[r, idx] = True
+                    prot_r[idx] = True
                     newly.append(idx)
-                    pages = int(self.region_present[idx].sum())
-                    nh = int(self.region_huge[idx].sum())
-                    pte += pages
-                    huge += nh
+                    pte += int(present[idx].sum())
+                    huge += int(is_huge[idx].sum())
                     budget -= end - s
                     changed_runs = 1
                     self.v_scanned[r, v] = True
@@ -778,22 +871,39 @@ class _Batch:
                 if budget <= 0 or virt <= 0:
                     stopped = True
                     break
-                if end == vend[k]:
+                if end == ve:
                     completed = True
                     break
             start = s
             if stopped:
+                broke, k_end = True, k + 1
                 break
             if completed and pol.numab_state:
                 completed_v.append(v)
             if forced:
+                broke, k_end = True, k + 1
                 break
-            k += 1
-        if visited and pol.numab_state:
-            self._commit_visits(r, vm, visited, st, i, lo)
-            if completed_v:
-                self.v_prev_seq[r, completed_v] = seq
-        ran_off = (k >= len(vm)) and not stopped
+        pids_skipped = False
+        if k_end > k0:
+            # every visited VMA counts its reason; the skipped ones do their bookkeeping
+            seg = reason[j0:k_end - lo]
+            self.reasons[r] += np.bincount(seg, minlength=self._nreasons)
+            sc = np.flatnonzero(seg == CODE["seq_completed"])
+            if sc.size:
+                self.mm_offset[r, m] = vend[k0 + int(sc[-1])]
+            pid_skip = (seg == CODE["pid_inactive"]) | (seg == CODE["disjoint_wait"])
+            if pid_skip.any():
+                pids_skipped = True
+                # ground truth: the scanner writes this VMA in its current phase
+                vs_ = vm[k0:k_end][pid_skip]
+                nfs = int(np.count_nonzero(self.writes_vma[scanner, self.phase[r, scanner], vs_]))
+                if nfs:
+                    self.cnt["false_skips"][r] += nfs
+            if pol.numab_state:
+                self._commit_visits(r, m, k0, k_end, st, i, lo)
+                if completed_v:
+                    self.v_prev_seq[r, completed_v] = seq
+        ran_off = not broke
         retry = ran_off and not forced and pids_skipped and pol.forced_one
         if not ran_off:
             self.mm_offset[r, m] = start
@@ -801,7 +911,7 @@ class _Batch:
             self.mm_seq[r, m] += 1
             self.mm_offset[r, m] = 0
         if newly:
-            idx = np.concatenate(newly)
+            idx = np.concatenate(newly) if len(newly) > 1 else newly[0]
             k0 = int(self._slot[r])
             k1 = k0 + idx.size
             if k1 > self.K:
@@ -815,20 +925,21 @@ class _Batch:
         self.cnt["numa_pte_updates"][r] += pte
         self.cnt["numa_huge_pte_updates"][r] += huge
         kt = self.costs.scan_time_s(pte, huge, virt_walked, changed_runs)
-        return dict(ktime=kt, retry=retry, budget=budget, virt=virt)
+        return kt, retry, budget, virt
 
-    def _commit_visits(self, r, vm, ks, st, i, lo=0):
-        """Make the tentative numab state of the visited VMAs real (lazy init, rotation,
-        select counter). ``prev_scan_seq`` of completed VMAs is written by the walk itself."""
-        ks = np.asarray(ks)
-        v = vm[ks]
-        ks = ks - lo
-        keep_prev = self.v_prev_seq[r, v].copy()
+    def _commit_visits(self, r, m, k0, k1, st, i, lo=0):
+        """Make the tentative numab state of the visited VMAs (positions ``[k0, k1)`` of mm
+        ``m``) real (lazy init, rotation, select counter). ``prev_scan_seq`` of completed VMAs
+        is written by the walk itself."""
+        sel = self.mm_vsel[m]
+        varr = self.mm_vmas[m][k0:k1]
+        v = slice(sel[0] + k0, sel[0] + k1) if sel is not None else varr
+        ks = slice(k0 - lo, k1 - lo)
+        self.v_prev_seq[r, v] = np.where(st["init"][i, ks], st["prev_seq"][i, ks], self.v_prev_seq[r, v])
         self.has_state[r, v] = st["has"][i, ks]
         self.v_next_scan[r, v] = st["next_scan"][i, ks]
         self.v_reset[r, v] = st["reset"][i, ks]
         self.v_start_seq[r, v] = st["start_seq"][i, ks]
-        self.v_prev_seq[r, v] = np.where(st["init"][i, ks], st["prev_seq"][i, ks], keep_prev)
         self.v_select[r, v] = st["select"][i, ks]
         self.pids[r, v] = st["pids"][i, ks]
         self.pidx[r, v] = st["pidx"][i, ks]
@@ -836,9 +947,8 @@ class _Batch:
             for key, val in st["ad"].items():
                 self.ad[key][r, v] = val[i, ks]
         elif "ad_seen" in st:                # popcount: OR the visited VMAs' windows into the mm
-            seen = v[st["ad_seen"][i, ks]]
+            seen = varr[st["ad_seen"][i, ks]]
             if seen.size:
-                m = int(self.wl.vma_mm[v[0]])
                 self.ad["pids_seen"][r, m] |= np.bitwise_or.reduce(self.pids[r, seen].reshape(-1, self.pids.shape[-1]), axis=0)
 
     # ---- 4. faults
@@ -848,32 +958,43 @@ class _Batch:
         if self.prot_idx.size == 0:
             return
         wl = self.wl
-        R, T, NR, N = self.R, self.T, self.NR, self.N
+        NR = self.NR
         cum, lam_c = self.cum, self.lam_c                                  # rates at the step's start
+        self._sync_prot()
         pi = self.prot_idx
-        pr, preg = np.divmod(pi, NR)
-        c = self.region_class[preg]
-        lam = lam_c.ravel()[pr * self.C + c]
+        # prot_lam (flat (replica, class) index) and prot_thresh are kept aligned with prot_idx
+        lam = np.take(lam_c, self.prot_lam)
         hz = self.r_hazard.ravel()                      # flat views: 1-D takes are cheaper
         h = hz[pi] + lam * self.dt
         hz[pi] = h
-        hit = (h >= self.r_thresh.ravel()[pi]) & (lam > 0)
+        hit = (h >= self.prot_thresh) & (lam > 0)
         if not hit.any():
             return
-        hit &= ~self.done[pr]
-        if not hit.any():
+        hi = np.flatnonzero(hit)
+        hi = hi[~self.done[pi[hi] // NR]]
+        if hi.size == 0:
             return
-        fr, freg, fc = pr[hit], preg[hit], c[hit]
-        target = cum[fr, self.cls_start[fc]] + self.r_sel[fr, freg] * lam[hit]
+        fr, freg = np.divmod(pi[hi], NR)
+        fc = self.region_class[freg]
+        target = cum[fr, self.cls_start[fc]] + self.r_sel[fr, freg] * lam[hi]
         # the entry whose cumulative-rate interval holds the target (searchsorted within the
         # class's segment, written as a count so it is row-wise and batch-independent)
         a, z = self.cls_start[fc], self.cls_end[fc]
-        j = np.arange(self.max_class_entries - 1)
-        pos = np.minimum(a[:, None] + 1 + j[None, :], self.E)
-        le = (cum[fr[:, None], pos] <= target[:, None]) & (j[None, :] < (z - a - 1)[:, None])
-        e = a + le.sum(axis=1)
+        # only as many columns as the widest faulting class needs (the rest are masked anyway)
+        width = int((z - a).max())
+        if width <= 1:
+            e = a
+        else:
+            j = np.arange(width - 1)
+            pos = np.minimum(a[:, None] + 1 + j[None, :], self.E)
+            le = (cum[fr[:, None], pos] <= target[:, None]) & (j[None, :] < (z - a - 1)[:, None])
+            e = a + le.sum(axis=1)
         ft = wl.entry_thread[e]
-        self.prot_idx = self.prot_idx[~hit]
+        keep = np.ones(pi.size, dtype=bool)
+        keep[hi] = False
+        self.prot_idx = self._prot_of = pi[keep]
+        self.prot_lam = self.prot_lam[keep]
+        self.prot_thresh = self.prot_thresh[keep]
         self.prot[fr, freg] = False
         self._handle_faults(fr, freg, ft, now)
 
@@ -883,16 +1004,23 @@ class _Batch:
         wl = self.wl
         R, T, N = self.R, self.T, self.N
         pol = self.pol
+        # flat (replica, thread) and (replica, region) indices: 1-D takes are cheaper
+        rt = fr * T + ft
+        rq = fr * self.NR + freg
         fv = self.region_vma[freg]
-        cn = self.node[fr, ft]
-        fn = self.r_node[fr, freg]
+        cn = np.take(self.node, rt)
+        fn = np.take(self.r_node, rq)
         pages = self.region_present[freg]
-        # PID bit, when the VMA has numab state
+        # PID bit, when the VMA has numab state (history.set_pid_bits without its argument
+        # checks: the indices are the engine's own)
         if pol.numab_state:
-            hs = self.has_state[fr, fv]
-            if np.any(hs):
-                hist.set_pid_bits(self.pids, self.pidx, (fr[hs], fv[hs]), self.tid[fr[hs], ft[hs]].astype(np.uint32),
-                                  width=pol.width, rotation=pol.rotation)
+            hs = np.take(self.has_state, fr * self.V + fv)
+            if hs.any():
+                hr, hv = fr[hs], fv[hs]
+                rth = rt[hs]
+                word, mask = np.take(self.tid_word, rth), np.take(self.tid_mask, rth)
+                window = self._pid_window(hr, hv)
+                np.bitwise_or.at(self.pids, (hr, hv, window, word), mask)
         self.v_faulted[fr, fv] = True
         if self.ad is not None and pol.adapt.rule == "grow-shrink" and pol.numab_state and np.any(hs):
             self.ad = AD.grow_shrink_fault(pol.adapt, self.ad, (fr[hs], fv[hs]))
@@ -902,27 +1030,29 @@ class _Batch:
         np.add.at(self.cnt["numa_hint_faults_local"], fr, np.where(local, inc, 0))
         kt = self.costs.hint_fault_us * 1e-6 * inc
         # last_cpupid as read before the filter
-        last8 = self.last_pid8[fr, freg]
-        lset = self.last_set[fr, freg]
-        lnode = self.last_node[fr, freg]
-        ltask = self.last_task[fr, freg]
-        my8 = self.pid8[fr, ft]
+        last8 = np.take(self.last_pid8, rq)
+        lset = np.take(self.last_set, rq)
+        lnode = np.take(self.last_node, rq)
+        ltask = np.take(self.last_task, rq)
+        my8 = np.take(self.pid8, rt)
         gm, gc, gsize = self.group_stats()
         # mpol_misplaced: bind task policy -> no; local -> not misplaced (no cpupid refresh)
-        bindp = self.bind_policy()[fr, ft]
+        bindp = ((np.take(self.phase, rt) == PH_INIT) & wl.init_bind[ft]) | wl.mem_bind[ft]
         check = ~bindp & ~local
         # two-stage filter (should_numa_migrate_memory)
         unset = last8 == PID_UNSET
         mine = last8 == my8
-        early = ((self.preferred[fr, ft] == NO_NODE) | (self.task_seq[fr, ft] <= 4)) & (unset | mine)
+        early = ((np.take(self.preferred, rt) == NO_NODE) | (np.take(self.task_seq, rt) <= 4)) & (unset | mine)
         second_stage_fail = ~unset & (lnode != cn)
-        g = self.group[fr, ft]
+        g = np.take(self.group, rt)
         ing = g >= 0
         gg = np.where(ing, g, 0)
-        gcpu_dst = gc[fr, gg, cn, :].sum(axis=-1)
-        gcpu_src = gc[fr, gg, fn, :].sum(axis=-1)
-        gmem_dst = gm[fr, gg, cn, :].sum(axis=-1)
-        gmem_src = gm[fr, gg, fn, :].sum(axis=-1)
+        gm_n, gc_n = self._group_node_sums(gm, gc)                  # (R, T, N): private + shared
+        rg = (fr * T + gg) * N
+        gcpu_dst = np.take(gc_n, rg + cn)
+        gcpu_src = np.take(gc_n, rg + fn)
+        gmem_dst = np.take(gm_n, rg + cn)
+        gmem_src = np.take(gm_n, rg + fn)
         grp_ok = (gcpu_dst > 3 * gcpu_src) | (3 * gcpu_dst * gmem_src > 4 * gcpu_src * gmem_dst)
         want_mig = check & (early | (~second_stage_fail & (mine | ~ing | grp_ok)))
         # migrate_balanced_pgdat: the target node must have room; candidates take room in
@@ -993,8 +1123,9 @@ class _Batch:
             gm, gc, gsize = self.group_stats()
         # placement (task_numa_placement + numa_migrate_preferred) before this step's faults
         # are added, once per task per step, when its retry time has passed
-        key = fr * T + ft
-        uk, first = np.unique(key, return_index=True)
+        seen = np.zeros(R * T, dtype=bool)
+        seen[rt] = True
+        uk = np.flatnonzero(seen)                                   # np.unique(fr * T + ft)
         pr_, pt_ = np.divmod(uk, T)
         due = now > self.migrate_retry[pr_, pt_]
         if np.any(due):
@@ -1047,8 +1178,7 @@ class _Batch:
             self.f_cpu[r2, t2] += fdiff
             self.b_mem[r2, t2] = 0
             self.b_cpu[r2, t2] = 0
-            self._gs = None
-            gm, gc, gsize = self.group_stats()
+            gm, gc, gsize = self._group_stats_rows(np.unique(r2))
             g = self.group[r2, t2]
             ing = g >= 0
             own = self.f_mem[r2, t2].sum(axis=-1)                              # (n, N)
@@ -1067,6 +1197,20 @@ class _Batch:
         if self._want is None:
             self._want = np.zeros((self.R, self.T), dtype=bool)
         self._want[r[want], t[want]] = True
+
+    def _sync_prot(self):
+        """Rebuild prot_lam / prot_thresh if prot_idx was replaced from outside the engine."""
+        if self._prot_of is not self.prot_idx:
+            pr, preg = np.divmod(self.prot_idx, self.NR)
+            self.prot_lam = pr * self.C + self.region_class[preg]
+            self.prot_thresh = np.take(self.r_thresh, self.prot_idx)
+            self._prot_of = self.prot_idx
+
+    def _pid_window(self, r, v):
+        """The window hinting faults of VMAs (r, v) write to (history.current_window_index)."""
+        if self.pol.rotation == "shift":
+            return np.full(r.shape, self.pol.windows - 1, dtype=np.int64)
+        return np.mod(self.pidx[r, v], self.pol.windows).astype(np.int64)
 
     def _update_scan_period(self, r, t, shared, private, gm, gsize):
         loc = self.locality[r, t]
@@ -1205,12 +1349,13 @@ class _Batch:
 
     # ---- 6. invariants and series
     def _check(self):
-        pages_on = np.zeros(self.R, dtype=np.int64)
-        for n in range(self.N):
-            pages_on += ((self.r_node == n) * self.region_present[None, :]).sum(axis=1)
-        if np.any(pages_on != self.total_pages) or np.any(self.r_node < 0) or np.any(self.r_node >= self.N):
+        if np.any(self.r_node < 0) or np.any(self.r_node >= self.N):
+            raise EngineInvariantError(f"pages not conserved at t={self.now:.3f}s: a region on no node")
+        by_node = pages_by_node(self)
+        pages_on = by_node.sum(axis=1)
+        if np.any(pages_on != self.total_pages):
             raise EngineInvariantError(f"pages not conserved at t={self.now:.3f}s: {pages_on} != {self.total_pages}")
-        if np.any(self.node_pages != pages_by_node(self)):
+        if np.any(self.node_pages != by_node):
             raise EngineInvariantError(f"resident pages per node out of sync at t={self.now:.3f}s")
         if np.any(self.cls_node < 0):
             raise EngineInvariantError(f"negative class node count at t={self.now:.3f}s")
@@ -1223,18 +1368,20 @@ class _Batch:
             raise EngineInvariantError(f"negative fault statistics at t={self.now:.3f}s")
         if self.prot_idx.size and np.count_nonzero(self.prot) != self.prot_idx.size:
             raise EngineInvariantError("protected-region index out of sync")
-        load = np.stack([((self.node == n) & self.running()).sum(axis=1) for n in range(self.N)], axis=1)
+        if self._prot_of is self.prot_idx:
+            pr, preg = np.divmod(self.prot_idx, self.NR)
+            if not (np.array_equal(self.prot_lam, pr * self.C + self.region_class[preg])
+                    and np.array_equal(self.prot_thresh, np.take(self.r_thresh, self.prot_idx))):
+                raise EngineInvariantError("protected-region rate/threshold index out of sync")
+        running = self.running()
+        load = np.stack([((self.node == n) & running).sum(axis=1) for n in range(self.N)], axis=1)
         if np.any(load > self.topo.cpus_per_node):
             raise EngineInvariantError(f"a node runs more threads than it has CPUs at t={self.now:.3f}s")
 
     def sample(self):
         """Append one time-series sample (per replica)."""
         R, M, N = self.R, self.M, self.N
-        pn = np.zeros((R, M, N))
-        for m in range(M):
-            sel = self.region_mm == m
-            for n in range(N):
-                pn[:, m, n] = ((self.r_node[:, sel] == n) * self.region_present[sel][None, :]).sum(axis=1)
+        pn = _pages_by(self, self.region_mm[None, :] * N + self.r_node, M * N).reshape(R, M, N).astype(float)
         self.series["pages_node"].append(pn)
         lf = np.where(self._local_w > 0, self._local_acc / np.maximum(self._local_w, 1e-30), np.nan)
         self.series["local_fraction"].append(lf)
@@ -1242,7 +1389,7 @@ class _Batch:
         self._local_w[:] = 0
         sp = np.zeros((R, M))
         for m in range(M):
-            sel = (self.thread_mm == m) & ~self.wl.thread_main
+            sel = self._sample_sel[m]
             sp[:, m] = self.scan_period[:, sel].mean(axis=1) if sel.any() else np.nan
         self.series["scan_period"].append(sp)
         f = self.cnt["numa_hint_faults"].copy()
