@@ -329,7 +329,8 @@ class _Batch:
         self.syst = np.full(R, wl.zero_bytes_init / (costs.zero_GBps * 1e9))
         self.done = np.zeros(R, dtype=bool)
         self.elsp = np.full(R, np.nan)
-        self.series = {k: [] for k in ("pages_node", "local_fraction", "scan_period", "faults")}
+        self.series = {k: [] for k in ("pages_node", "local_fraction", "scan_period", "faults",
+                                        "converged_fraction")}
         self.series_t = []
         self._fault_acc = np.zeros(R, dtype=np.int64)
         self._local_acc = np.zeros(R)
@@ -1392,10 +1393,37 @@ class _Batch:
             sel = self._sample_sel[m]
             sp[:, m] = self.scan_period[:, sel].mean(axis=1) if sel.any() else np.nan
         self.series["scan_period"].append(sp)
+        self.series["converged_fraction"].append(self._converged_fraction())
         f = self.cnt["numa_hint_faults"].copy()
         self.series["faults"].append(f - self._fault_acc)
         self._fault_acc = f
         self.series_t.append(self.now)
+
+    def _converged_fraction(self):
+        """(R, M): share of each process's accessed pages that sit on the node most of their
+        current accesses come from (ground truth the kernel cannot see; issue 9's convergence).
+        Regions nobody touches in the current phase are left out; NaN when a process has none."""
+        R, N, M, C = self.R, self.N, self.M, self.C
+        wl = self.wl
+        rows = np.arange(R)
+        rate = self.entry_rates(rows, self.speed)                                 # (R, E)
+        tnode = np.take(self.node, rows[:, None] * self.T + wl.entry_thread[None, :])  # (R, E)
+        key = (rows[:, None] * C + wl.entry_class[None, :]) * N + tnode
+        acc = np.bincount(key.ravel(), weights=rate.ravel(), minlength=R * C * N).reshape(R, C, N)
+        best = acc.argmax(axis=2)                                                 # (R, C)
+        touched = acc.sum(axis=2) > 0                                             # (R, C)
+        rc = self.region_class[None, :]
+        on_best = np.take_along_axis(best, np.broadcast_to(rc, self.r_node.shape), axis=1) == self.r_node
+        live = np.take_along_axis(touched, np.broadcast_to(rc, self.r_node.shape), axis=1)
+        w = self.region_present[None, :] * live
+        mm = np.broadcast_to(self.region_mm[None, :], self.r_node.shape)
+        flat = (rows[:, None] * M + mm).ravel()
+        tot = np.bincount(flat, weights=w.ravel(), minlength=R * M).reshape(R, M)
+        good = np.bincount(flat, weights=(w * on_best).ravel(), minlength=R * M).reshape(R, M)
+        # only while every worker of the process still runs: the last stragglers' pages say
+        # little about placement, and an idle process has nothing to converge
+        finished = np.stack([(self.phase[:, sel] == PH_DONE).any(axis=1) for sel in self._sample_sel], axis=1)
+        return np.where((tot > 0) & ~finished, good / np.where(tot > 0, tot, 1.0), np.nan)
 
     def run(self):
         res = self.o["time_resolution"]

@@ -43,6 +43,28 @@ VARIABLE_ATTRS = {
 }
 
 
+CONVERGED = 0.9   # issue 9: "until 90 % of each process's pages sit on the node ..."
+
+
+def convergence_time(converged_fraction, resolution):
+    """Seconds until the run converged: the first sample from which every later sample (of the
+    processes still running in full, i.e. finite values) has every process at >= ``CONVERGED``.
+
+    ``converged_fraction`` has dims (..., time, process); returns (...), NaN where the last
+    running sample is not converged."""
+    cf = np.asarray(converged_fraction, dtype=float)
+    bad = (cf < CONVERGED).any(axis=-1)                       # NaN compares False: not bad
+    seen = np.isfinite(cf).any(axis=-1)
+    L = cf.shape[-2]
+    idx = np.arange(L)
+    last_bad = np.where(bad, idx, -1).max(axis=-1)            # (...)
+    any_seen = seen.any(axis=-1)
+    start = last_bad + 1                                      # first sample after the last miss
+    first_seen_after = np.where(seen & (idx >= start[..., None]), idx, L).min(axis=-1)
+    ok = any_seen & (first_seen_after < L)
+    return np.where(ok, first_seen_after * resolution, np.nan)
+
+
 def to_dataset(wl, policies, seeds, batches, o, costs):
     import xarray as xr
 
@@ -93,6 +115,12 @@ def to_dataset(wl, policies, seeds, batches, o, costs):
     data["scan_period"] = (("policy", "seed", "time", "process"), sp,
                            dict(units="ms", long_name="mean numa_scan_period of the process's worker threads",
                                 kernel_name="numa_scan_period"))
+    cf = np.stack([pad(b, "converged_fraction", (M,)) for b in batches])
+    data["converged_fraction"] = (("policy", "seed", "time", "process"), cf, dict(
+        units="1", long_name="share of the process's accessed pages on the node most of their accesses come from"))
+    data["convergence_time"] = (("policy", "seed"), convergence_time(cf, res), dict(
+        units="s", long_name=f"time from which {CONVERGED:.0%} of each process's accessed pages stay on the node "
+                             "most of their accesses come from, while all its threads run (NaN: never)"))
     fa = np.stack([pad(b, "faults", ()) for b in batches]) / res
     data["faults_per_s"] = (("policy", "seed", "time"), fa,
                             dict(units="1/s", long_name="NUMA hinting faults per second",

@@ -324,3 +324,30 @@ def test_load_balancer_keeps_cpu_counts_and_is_recorded(small01):
     assert json.loads(ds.attrs["parameters"])["lb_migrate_hz"] == 2.0
     with pytest.raises(NumalabValueError, match="lb_migrate_hz"):
         simulate(small01, "6.12", seeds=1, lb_migrate_hz=-1.0)
+
+
+def test_convergence_time_picks_the_first_sample_after_the_last_miss():
+    from numalab.results import convergence_time
+
+    nan = np.nan
+    cf = np.array([
+        [[1.0], [0.5], [0.95], [0.6], [0.92], [0.99], [nan]],   # converges at sample 4 for good
+        [[1.0], [0.5], [0.95], [0.96], [0.5], [nan], [nan]],    # last running sample missed
+        [[0.95], [0.91], [0.93], [nan], [nan], [nan], [nan]],   # converged from the start
+    ])
+    np.testing.assert_array_equal(convergence_time(cf, 2.0), [8.0, nan, 0.0])
+    two = np.stack([cf[0], cf[2]], axis=-1)[..., 0, :]          # (time, process): both must hold
+    assert convergence_time(two[None], 1.0)[0] == 4.0
+
+
+def test_bound_memory_converges_at_once_and_inverse_bound_never():
+    import numalab as nl
+
+    topo = nl.Topology.preset("2s-ivb-40")
+    good = nl.simulate(nl.workload("numa02_HARD_BIND", topo, loops=100), "6.12", seeds=2)
+    bad = nl.simulate(nl.workload("numa02_INVERSE_BIND", topo, loops=100), "6.12", seeds=2)
+    cf = good.converged_fraction.where(np.isfinite(good.converged_fraction))
+    assert float(cf.min()) >= 0.9 and bool((good.convergence_time <= 2.0).all())
+    assert bool(np.isnan(bad.convergence_time).all())
+    # after the main thread's first touch (sample 0) every worker writes remote memory it may not move
+    assert float(bad.converged_fraction.isel(time=slice(1, None)).max()) <= 0.5
