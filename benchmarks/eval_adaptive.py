@@ -314,7 +314,8 @@ def main(argv=None) -> int:
         md += [f"## {topo}", ""]
         for prof in profiles:
             sub = ds.sel(profile=prof)
-            for metrics, mon in ((["elsp", "syst"], True), (["false_skips", "idle_scans"], False)):
+            for metrics, mon in ((["elsp", "syst"], True),
+                                 (["false_skips", "idle_scans", "convergence_time"], False)):
                 title = f"autonumabench {topo} {prof}: {', '.join(metrics)} ({seeds} seeds, baseline N=2)"
                 text = nl.report.mmtests(sub, metric=metrics, along="policy", baseline="N=2",
                                          monitors=mon, title=title)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +15,8 @@ def atomic_write(path, write: Callable[[Path], object]) -> Path:
     """Call ``write(tmp_path)`` and move the result to ``path`` only if it succeeded."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}{path.suffix}")
+    # unique per process and call: concurrent writers of one name never share a temporary
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp{path.suffix}")
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -29,7 +31,7 @@ def write_text(path, text: str) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def write_netcdf(ds, path) -> Path:
+def write_netcdf(ds, path, **to_netcdf_kwargs) -> Path:
     """Write an xarray Dataset as NetCDF-4 with the h5netcdf engine (which, unlike scipy's,
-    holds uint64), atomically."""
-    return atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf"))
+    holds uint64), atomically; extra keywords (e.g. ``encoding``) go to ``Dataset.to_netcdf``."""
+    return atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="h5netcdf", **to_netcdf_kwargs))

@@ -85,6 +85,7 @@ import numpy as np
 
 from ._version import __version__
 from .errors import NumalabError, NumalabValueError, check_choice, check_int
+from .storage import write_netcdf
 
 __all__ = [
     "sweep",
@@ -508,14 +509,7 @@ class _Cache:
         out.attrs = {"sweep_version": self.version, "sweep_kind": self.kind, "title": "numalab sweep cache batch"}
         encoding = {v: {"_FillValue": None} for v in out.variables if out[v].dtype.kind in "iufc"}
         name = f"{uuid.uuid4().hex}.nc"
-        final = self.batches / name
-        tmp = self.batches / f".{name}.{os.getpid()}.tmp"
-        try:
-            out.to_netcdf(tmp, engine="h5netcdf", encoding=encoding)
-            os.replace(tmp, final)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        write_netcdf(out, self.batches / name, encoding=encoding)
         for key in keys:
             link = self.path(key)
             tmp_link = self.dir / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"

@@ -75,19 +75,9 @@ def summary_table(ds) -> str:
 
 def write_netcdf(ds, path: str) -> None:
     """Write via a temporary name in the same directory, then os.replace (no partial files)."""
-    import os
-    import tempfile
+    from ..storage import write_netcdf as _write
 
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".numalab-", suffix=".nc.tmp", dir=directory)
-    os.close(fd)
-    try:
-        ds.to_netcdf(tmp, engine="h5netcdf")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    _write(ds, path)
 
 
 def run(args) -> int:

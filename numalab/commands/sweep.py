@@ -12,9 +12,7 @@ given several values becomes a dim of the written Dataset, followed by ``seed``.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import uuid
 import warnings
 from pathlib import Path
 
@@ -144,6 +142,7 @@ def build_grid(args) -> tuple[str | None, dict]:
 
 def run(args) -> int:
     from numalab.errors import NumalabValueError
+    from numalab.storage import write_netcdf
     from numalab.sweep import StaleCacheWarning, run_sweep
 
     kind, grid = build_grid(args)
@@ -164,13 +163,7 @@ def run(args) -> int:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     ds = res.dataset
     encoding = {v: {"_FillValue": None} for v in ds.variables if ds[v].dtype.kind in "iufc"}
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        ds.to_netcdf(tmp, engine="h5netcdf", encoding=encoding)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_netcdf(ds, out, encoding=encoding)
     dims = ", ".join(f"{d}: {n}" for d, n in ds.sizes.items())
     print(
         f"wrote {out} ({dims}): {res.points} points, {res.computed} computed "
