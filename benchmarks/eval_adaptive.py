@@ -361,7 +361,7 @@ def main(argv=None) -> int:
         ttopo = args.tradeoff_topology or topologies[-1]
         tradeoff(profiles[:1], ttopo, workloads, tseeds, png, log)
         md += ["## Trade-off figure", "",
-               f"![false skips vs idle scans](adaptive-tradeoff.png)", "",
+               "![false skips vs idle scans](adaptive-tradeoff.png)", "",
                f"`adaptive-tradeoff.png`: {ttopo}, N = 1..16 and each rule on "
                f"{profiles[0]}, mean of only {tseeds} seeds per point (fewer than the tables' {seeds}).", ""]
     t_trade = time.perf_counter() - t0

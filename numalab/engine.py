@@ -507,7 +507,7 @@ class _Batch:
 
     # ------------------------------------------------------------------ one step
     def step(self):
-        R, T, NR = self.R, self.T, self.NR
+        R = self.R
         dt = self.dt
         t0 = self.now
         t1 = t0 + dt

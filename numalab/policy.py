@@ -685,7 +685,6 @@ def decide(policy: Policy, *, pids_active, idx, scanner_tid, numa_scan_seq, star
     # Task x VMA matrix. A task enters the decision only through pid_bit(tid), so every task
     # sharing a bit decides alike: build the (bit, VMA) table once -- 64 or 128 rows, whatever
     # T is -- then copy one row per task. The only (T, V) work is that row gather.
-    nbits = policy.width
     le = np.ascontiguousarray(union_all, dtype="<u8")  # little-endian bytes: bit i at index i
     has_bit = np.unpackbits(le.view(np.uint8), axis=-1, bitorder="little").view(bool)  # (*B, V, nbits)
     reason_tab = np.where(has_bit, code_own[..., None], code_not_own[..., None])

@@ -688,7 +688,6 @@ def read_lkp(text: str):
         return float(tok)
 
     def plusminus():
-        nonlocal pos
         if pos < len(tokens) and tokens[pos][0].startswith("±"):
             tok, ln = take("±")
             rest = tok[1:]

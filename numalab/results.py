@@ -68,7 +68,6 @@ def convergence_time(converged_fraction, resolution):
 def to_dataset(wl, policies, seeds, batches, o, costs):
     import xarray as xr
 
-    P, S = len(policies), len(seeds)
     data = {}
 
     def per_run(name, getter, dtype):

@@ -5,7 +5,6 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import numalab as nl
 from numalab.costs import Costs
 from numalab.engine import LB_MIGRATE_HZ, _Batch, _opts
 from numalab.policy import REASONS, Policy

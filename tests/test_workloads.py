@@ -7,7 +7,7 @@ import pytest
 import numalab as nl
 from numalab.errors import NumalabValueError
 from numalab.topology import Topology
-from numalab.workloads import (PH_INIT, PH_LOOP, REGION_BYTES, REGION_PAGES, SHARED_RO, from_access_matrix,
+from numalab.workloads import (PH_LOOP, REGION_BYTES, REGION_PAGES, SHARED_RO, from_access_matrix,
                                perf_bench_numa_mem)
 
 GiB = 1 << 30
