@@ -57,7 +57,7 @@ def test_known_misses_are_documented():
 def test_reproduce_command_writes_every_output(tmp_path, capsys, monkeypatch, calibration):
     # the command's own simulation is the one the fixture ran (same seeds): reuse it
     monkeypatch.setattr(fidelity, "simulate_calibration", lambda *a, **k: calibration)
-    assert main(["reproduce", "--out", str(tmp_path), "--seeds", "3", "--no-progress"]) == 0
+    assert main(["reproduce", "--out", str(tmp_path), "--seeds", "3", "--no-progress", "--no-notebooks"]) == 0
     out = capsys.readouterr().out
     assert "published numbers reproduced" in out
     names = fidelity.calibration_tables()
@@ -74,3 +74,22 @@ def test_reproduce_command_writes_every_output(tmp_path, capsys, monkeypatch, ca
 def test_reproduce_rejects_bad_seeds(capsys):
     assert main(["reproduce", "--seeds", "1", "--out", "/nonexistent/never"]) == 2
     assert "--seeds" in capsys.readouterr().err
+
+
+def test_notebook_figures_are_exported_as_png(tmp_path):
+    from numalab.notebook_figures import export_figures, notebooks
+
+    names = [p.stem for p in notebooks()]
+    assert names[:2] == ["01-quickstart", "02-pid-history-sweep"] and len(names) >= 6
+    stored = export_figures(tmp_path / "stored", execute=False)
+    assert stored and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in stored)
+    assert {p.name.split("-fig")[0] for p in stored} >= {"01-quickstart", "04-futex-buckets"}
+
+
+@pytest.mark.slow
+def test_notebook_figures_come_from_a_fresh_execution(tmp_path):
+    from numalab.notebook_figures import export_figures
+
+    fresh = export_figures(tmp_path, only="01-")
+    assert fresh and all(p.name.startswith("01-quickstart-fig") for p in fresh)
+    assert not list(tmp_path.glob(".*tmp*"))

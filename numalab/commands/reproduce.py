@@ -23,6 +23,8 @@ def add_parser(sub) -> None:
     p.add_argument("--table", action="append", dest="tables", metavar="NAME",
                    help="only this published table (repeatable; default: all calibration tables)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-notebooks", action="store_true",
+                   help="do not execute the notebooks to write their figures as PNG")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,4 +37,9 @@ def run(args: argparse.Namespace) -> int:
         args.tables, seeds=args.seeds, topology=args.topology, progress=not args.no_progress)
     written = write_reproduction(args.out, published, sim)
     print(written["summary"])
+    if not args.no_notebooks:
+        from ..notebook_figures import export_figures
+
+        figs = export_figures(args.out, progress=not args.no_progress)
+        print(f"{len(figs)} notebook figures written to {args.out}/ (<notebook>-fig<k>.png)")
     return 0
