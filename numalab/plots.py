@@ -1,0 +1,808 @@
+"""Figures for numalab results: pure functions, ``ax=None`` in, :class:`~matplotlib.figure.Figure` out.
+
+Every plotter takes labelled data (an :class:`xarray.Dataset` / ``DataArray`` with the names of
+``notes/CONTRACTS.md``) and an optional ``ax``; with ``ax=None`` it makes a new Figure that is
+*not* registered with pyplot (no global figure list, nothing to close, nothing shown behind the
+caller's back), draws, and returns it. Nothing here calls ``plt.show()``.
+
+The package style (``numalab.mplstyle``: bundled DejaVu Sans, fixed size and DPI, colour-blind
+safe colours) is applied with :func:`style`, a context manager, so a user's global
+``rcParams`` are never touched. Use :func:`save` to write a PNG with the same style.
+
+matplotlib is imported lazily (inside the functions), so ``import numalab`` stays cheap.
+
+Plotters
+--------
+decision_matrix        task x VMA heatmap of the scan-filter decision, coloured by reason
+pid_bitmap             distinct bits / collisions of hashed TIDs vs thread count (64, 128 bits)
+pid_windows            the pids_active windows of each VMA, newest first, bit by bit
+convergence            pages per node per process over time, and the local fraction
+skip_reasons           mean count of each ``skip_<reason>`` per policy
+history_sweep          elsp / syst vs history length N, one panel per workload
+tradeoff               false skips vs idle scans along N, one line per profile
+fidelity               published vs simulated %change per row, with the acceptance band
+futex_buckets          futex ops/s per thread vs number of hash buckets, one line per mode
+samples                mmtests-style box + strip plot of the per-seed samples per policy
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .errors import NumalabValueError, check_choice, check_int
+
+__all__ = [
+    "STYLE",
+    "style",
+    "save",
+    "REASON_COLOURS",
+    "pid_bit_occupancy",
+    "decision_matrix",
+    "pid_bitmap",
+    "pid_windows",
+    "convergence",
+    "skip_reasons",
+    "history_sweep",
+    "tradeoff",
+    "fidelity",
+    "futex_buckets",
+    "samples",
+]
+
+#: The package style sheet (shipped as package data).
+STYLE = Path(__file__).with_name("numalab.mplstyle")
+
+#: Fixed colour per scan-filter decision (policy.REASONS names), so a reason keeps its colour
+#: whichever subset a matrix shows. Skips are warm/grey, scans (allowed) are blue/green.
+REASON_COLOURS = {
+    # skipped (the kernel's sched_skip_vma_numa reasons)
+    "unsuitable": "#8c8c8c",
+    "shared_ro": "#bdbdbd",
+    "inaccessible": "#5a5a5a",
+    "scan_delay": "#E69F00",
+    "pid_inactive": "#D55E00",
+    "seq_completed": "#CC79A7",
+    "disjoint_wait": "#F0C47A",
+    # scanned: the rule that let the VMA through
+    "early_passes": "#56B4E9",
+    "own_pid": "#0072B2",
+    "hot": "#009E73",
+    "shared": "#7fd3b4",
+    "ignore_pid_inactive": "#1f3f8f",
+    "starvation": "#9e9ac8",
+    "disjoint_select": "#3d9970",
+    "forced": "#000000",
+    "unfiltered": "#a6cee3",
+}
+_SPARE = ("#b15928", "#6a3d9a", "#ff7f00", "#33a02c", "#e31a1c", "#1f78b4", "#fb9a99", "#cab2d6")
+
+
+@contextlib.contextmanager
+def style():
+    """Apply numalab's style for the duration of a ``with`` block; rcParams are restored after."""
+    import matplotlib as mpl
+
+    with mpl.rc_context(fname=str(STYLE)):
+        yield
+
+
+def save(fig, path, **kwargs) -> Path:
+    """Write ``fig`` (PNG unless the suffix says otherwise) under the package style, through a
+    temporary name then ``os.replace`` so no half-written image is left behind."""
+    from .storage import atomic_write
+
+    path = Path(path)
+    fmt = kwargs.pop("format", path.suffix.lstrip(".") or "png")
+
+    def write(tmp):
+        with style():
+            fig.savefig(tmp, format=fmt, **kwargs)
+
+    return atomic_write(path, write)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _figure(ax, nrows=1, ncols=1, *, figsize=None, **subplot_kw):
+    """``(fig, axes)``: the caller's axes (any array shape ``nrows x ncols``) or a fresh
+    pyplot-free Figure with that grid."""
+    from matplotlib.figure import Figure
+
+    if ax is None:
+        fig = Figure(figsize=figsize)
+        axes = fig.subplots(nrows, ncols, squeeze=False, **subplot_kw)
+        return fig, axes
+    axes = np.asarray(ax, dtype=object)
+    if axes.size != nrows * ncols:
+        raise NumalabValueError(
+            f"ax holds {axes.size} Axes; allowed: None or {nrows * ncols} Axes "
+            f"({nrows} row(s) x {ncols} column(s))"
+        )
+    axes = axes.reshape(nrows, ncols)
+    return axes.flat[0].figure, axes
+
+
+def _as_dataarray(data, var, name="data"):
+    if isinstance(data, xr.Dataset):
+        if var not in data.data_vars:
+            check_choice(f"{name} variable", var, list(map(str, data.data_vars)))
+        return data[var]
+    if isinstance(data, xr.DataArray):
+        return data
+    raise NumalabValueError(f"{name} is a {type(data).__name__}; allowed: an xarray Dataset or DataArray")
+
+
+def _check_dims(da, required, optional=("seed",), what="data"):
+    missing = [d for d in required if d not in da.dims]
+    extra = [d for d in da.dims if d not in required and d not in optional]
+    if missing or extra:
+        raise NumalabValueError(
+            f"{what} has dims {tuple(da.dims)}; allowed: {tuple(required)} plus optionally "
+            f"{tuple(optional)}" + (f" -- select {extra} first, e.g. .sel({extra[0]}=...)" if extra else "")
+        )
+
+
+def _mean_std(da, dim="seed"):
+    """Mean and sample standard deviation (mmtests ``Stddev``, ddof=1) over ``dim``; a single
+    sample has no spread (0)."""
+    if dim not in da.dims:
+        return da.astype(float), xr.zeros_like(da, dtype=float)
+    n = da.sizes[dim]
+    mean = da.mean(dim)
+    std = da.std(dim, ddof=1) if n > 1 else xr.zeros_like(mean)
+    return mean, std
+
+
+def _label(da, fallback):
+    name = str(da.attrs.get("long_name") or da.name or fallback)
+    if len(name) > 40:  # an axis label, not a docstring: drop the parenthetical, else use the name
+        name = name.split(" (")[0]
+        name = name if len(name) <= 40 else str(da.name or fallback).replace("_per_s", "/s").replace("_", " ")
+    units = da.attrs.get("units")
+    return f"{name} [{units}]" if units and units != "1" else str(name)
+
+
+def _ticklabels(values):
+    return [str(v.item() if hasattr(v, "item") else v) for v in np.asarray(values, dtype=object)]
+
+
+def _reason_names(da):
+    """Reason names of a decision matrix: string values as they are, or int codes mapped
+    through ``attrs['reasons']`` (or numalab.policy.REASONS)."""
+    values = np.asarray(da.values)
+    if values.dtype.kind in "US" or values.dtype == object:
+        return values.astype(str)
+    if values.dtype.kind not in "iu":
+        raise NumalabValueError(
+            f"decision matrix has dtype {values.dtype}; allowed: reason names (str) or int codes"
+        )
+    reasons = da.attrs.get("reasons")
+    if reasons is None:
+        from .policy import REASONS as reasons
+    if isinstance(reasons, str):  # e.g. read back from netCDF as JSON or CF flag_meanings
+        import json
+        import re
+
+        reasons = json.loads(reasons) if reasons.startswith("[") else re.split(r"[,\s]+", reasons.strip())
+    reasons = np.asarray(list(reasons), dtype=str)
+    if values.size and (values.min() < 0 or values.max() >= len(reasons)):
+        raise NumalabValueError(
+            f"decision matrix holds codes {int(values.min())}..{int(values.max())}; allowed: 0..{len(reasons) - 1}"
+        )
+    return reasons[values]
+
+
+def _skip_reasons():
+    from .policy import SKIP_REASONS
+
+    return tuple(SKIP_REASONS)
+
+
+# ---------------------------------------------------------------------------------------------
+# decision matrix
+
+
+def decision_matrix(matrix, ax=None, *, title=None):
+    """Heatmap of the scan-filter decision for every (task, VMA) pair, coloured by reason.
+
+    Parameters
+    ----------
+    matrix : xarray.DataArray, dims ("task", "vma")
+        Reason names (str) or int codes (names in ``attrs['reasons']``), as returned by
+        ``numalab.policy.decision_matrix`` -- which mirrors ``vma_is_accessed()`` /
+        ``task_numa_work()`` (kernel/sched/fair.c) evaluated for each task as the scanner.
+        Select one replica first if there is a ``replica`` dim.
+    ax : matplotlib Axes, optional
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    if not isinstance(matrix, xr.DataArray):
+        raise NumalabValueError(f"matrix is a {type(matrix).__name__}; allowed: an xarray DataArray")
+    _check_dims(matrix, ("task", "vma"), optional=(), what="matrix")
+    matrix = matrix.transpose("task", "vma")
+    names = _reason_names(matrix)
+    skips = set(_skip_reasons())
+    order = list(REASON_COLOURS) + sorted(set(names.ravel()) - set(REASON_COLOURS))
+    present = [r for r in order if r in set(names.ravel())]
+    spare = iter(_SPARE * 4)
+    colours = [REASON_COLOURS.get(r) or next(spare) for r in present]
+    codes = np.vectorize({r: i for i, r in enumerate(present)}.__getitem__, otypes=[int])(names) if names.size else names
+    with style():
+        fig, axes = _figure(ax)
+        a = axes[0, 0]
+        a.grid(False)
+        a.imshow(codes, cmap=ListedColormap(colours or ["white"]), vmin=-0.5, vmax=max(len(present), 1) - 0.5,
+                 aspect="auto", interpolation="nearest")
+        ntask, nvma = codes.shape
+        a.set_xticks(np.arange(nvma), _ticklabels(matrix["vma"].values) if "vma" in matrix.coords else None)
+        ylabels = matrix["tid"] if "tid" in matrix.coords and matrix["tid"].dims == ("task",) else (
+            matrix["task"] if "task" in matrix.coords else None)
+        a.set_yticks(np.arange(ntask), _ticklabels(ylabels.values) if ylabels is not None else None)
+        if nvma > 24:
+            a.xaxis.set_major_locator(_max_n_locator(12))
+        if ntask > 32:
+            a.yaxis.set_major_locator(_max_n_locator(16))
+        a.tick_params(axis="x", labelrotation=90 if nvma > 8 else 0)
+        a.set_xlabel("VMA")
+        a.set_ylabel("scanning task (tid)" if ylabels is not None and ylabels.name == "tid" else "scanning task")
+        a.set_xticks(np.arange(nvma + 1) - 0.5, minor=True)
+        a.set_yticks(np.arange(ntask + 1) - 0.5, minor=True)
+        if ntask * nvma <= 4096:
+            a.grid(which="minor", color="white", linewidth=0.5)
+        a.tick_params(which="minor", length=0)
+        handles = [Patch(facecolor=c, edgecolor="none",
+                         label=("skip: " if r in skips else "scan: ") + r) for r, c in zip(present, colours)]
+        a.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="decision")
+        if title is None:
+            policy = matrix.attrs.get("policy")
+            title = f"scan-filter decision ({policy})" if policy else "scan-filter decision"
+        a.set_title(title)
+    return fig
+
+
+def _max_n_locator(n):
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(n, integer=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# PID bitmap occupancy
+
+
+def pid_bit_occupancy(threads, *, widths=(64, 128), draws: int = 64, seed: int = 0,
+                      pid_max: int = 4194304) -> xr.Dataset:
+    """Distinct bits set when T threads each set their bit in an access-PID map.
+
+    Each thread sets ``hash_32(tid, log2(width))`` (``vma_set_access_pid_bit()``,
+    include/linux/mm.h; kernel-numa-balancing.md §2.1). Two TID layouts:
+    ``"consecutive"`` -- T TIDs ``t0 .. t0+T-1`` as a freshly started multi-threaded process
+    gets them, with ``t0`` drawn uniformly; ``"random"`` -- T TIDs drawn uniformly from
+    ``[300, pid_max)`` (a long-running box; duplicates have probability < T**2 / pid_max and are
+    kept, their effect on the count is negligible).
+
+    Parameters
+    ----------
+    threads : sequence of int >= 1
+    widths : sequence of 64 / 128 [bits]
+    draws : int, number of random starting TIDs / TID sets per point
+    seed : int, numpy Generator seed (draw order: per width, per layout, per T)
+    pid_max : int, ``/proc/sys/kernel/pid_max`` (4194304 on 64-bit distributions)
+
+    Returns
+    -------
+    xarray.Dataset with dims ("width", "tids", "threads", "draw") holding ``distinct_bits``
+    (int), plus ``collisions = threads - distinct_bits`` and ``occupancy = distinct_bits/width``
+    -- the probability that a thread that never touched the VMA still passes the PID test.
+    """
+    from .hashing import pid_bit
+
+    threads = [check_int("threads", t, lo=1, hi=65536) for t in np.atleast_1d(threads).tolist()]
+    widths = [int(w) for w in np.atleast_1d(widths).tolist()]
+    draws = check_int("draws", draws, lo=1, hi=100000)
+    seed = check_int("seed", seed, lo=0)
+    pid_max = check_int("pid_max", pid_max, lo=max(threads) + 301, hi=2**32 - 1)
+    rng = np.random.default_rng(seed)
+    layouts = ("consecutive", "random")
+    out = np.zeros((len(widths), 2, len(threads), draws), dtype=np.int64)
+    for wi, width in enumerate(widths):
+        for li, layout in enumerate(layouts):
+            for ti, t in enumerate(threads):
+                if layout == "consecutive":
+                    t0 = rng.integers(300, pid_max - t, size=(draws, 1))
+                    tids = t0 + np.arange(t)
+                else:
+                    tids = rng.integers(300, pid_max, size=(draws, t))
+                bits = pid_bit(tids.astype(np.uint32), width=width)
+                seen = np.zeros((draws, width), dtype=bool)
+                seen[np.arange(draws)[:, None], bits] = True
+                out[wi, li, ti] = seen.sum(axis=1)
+    coords = {"width": widths, "tids": list(layouts), "threads": threads, "draw": np.arange(draws)}
+    distinct = xr.DataArray(out, dims=("width", "tids", "threads", "draw"), coords=coords, attrs={
+        "units": "1", "long_name": "distinct bits set in pids_active", "kernel_name": "pids_active"})
+    ds = xr.Dataset({"distinct_bits": distinct})
+    ds["collisions"] = (ds["threads"] - distinct).assign_attrs(
+        units="1", long_name="threads sharing a bit with an earlier thread")
+    ds["occupancy"] = (distinct / ds["width"]).assign_attrs(
+        units="1", long_name="fraction of the map set (P[an outsider passes the PID test])")
+    ds.attrs.update(hash="hash_32(tid, log2(width))", pid_max=pid_max, seed=seed)
+    return ds
+
+
+def pid_bitmap(occupancy=None, ax=None, *, kind: str = "distinct_bits", threads=None):
+    """Distinct hashed-TID bits (or collisions) vs thread count, for 64- and 128-bit maps.
+
+    Parameters
+    ----------
+    occupancy : xarray.Dataset from :func:`pid_bit_occupancy`, optional
+        Computed with defaults (T = 1..256) if omitted.
+    kind : "distinct_bits" | "collisions" | "occupancy"
+    threads : thread counts to compute when ``occupancy`` is omitted.
+
+    Lines are the mean over draws; the shaded band is min..max.
+    """
+    kind = check_choice("kind", kind, ("distinct_bits", "collisions", "occupancy"))
+    if occupancy is None:
+        if threads is None:
+            threads = [1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256]
+        occupancy = pid_bit_occupancy(threads)
+    da = _as_dataarray(occupancy, kind, "occupancy")
+    _check_dims(da, ("width", "tids", "threads"), optional=("draw",), what=kind)
+    with style():
+        fig, axes = _figure(ax)
+        a = axes[0, 0]
+        t = da["threads"].values
+        styles = {"consecutive": "-", "random": "--"}
+        colours = {64: "#0072B2", 128: "#D55E00"}
+        for width in da["width"].values.tolist():
+            for layout in da["tids"].values.tolist():
+                sub = da.sel(width=width, tids=layout)
+                mean = sub.mean("draw") if "draw" in sub.dims else sub
+                c = colours.get(width)
+                a.plot(t, mean, styles.get(layout, ":"), color=c, label=f"{width}-bit map, {layout} TIDs")
+                if "draw" in sub.dims:
+                    a.fill_between(t, sub.min("draw"), sub.max("draw"), color=c, alpha=0.15, linewidth=0)
+        if kind == "distinct_bits":
+            for i, width in enumerate(da["width"].values.tolist()):
+                a.plot(t, np.minimum(t, width), ":", color="#888888",
+                       label="no collision: min(T, map bits)" if i == 0 else None)
+                a.axhline(width, color=colours.get(width, "#888888"), linewidth=0.8, alpha=0.6)
+        _log2_axis(a)
+        a.set_xlabel("threads T touching the VMA")
+        a.set_ylabel({"distinct_bits": "distinct bits set", "collisions": "threads colliding (T - distinct bits)",
+                      "occupancy": "P[outsider passes the PID test]"}[kind])
+        a.set_title("access-PID map: hash_32(tid, 6 | 7) with T threads")
+        a.legend(loc="upper left")
+    return fig
+
+
+def pid_windows(bits, ax=None, *, highlight=None, title=None):
+    """The access-PID history of each VMA: one row per window (newest first), one column per
+    bit of ``pids_active`` (``hash_32(tid, 6|7)``); a set bit is a dark cell.
+
+    Parameters
+    ----------
+    bits : xarray.DataArray of bool, dims ("vma", "window", "bit"); window 0 = the newest
+        (the one ``vma_set_access_pid_bit()`` writes to).
+    highlight : int or sequence of int, optional -- bit numbers to outline (e.g. the scanner's).
+    """
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Rectangle
+
+    if not isinstance(bits, xr.DataArray):
+        raise NumalabValueError(f"bits is a {type(bits).__name__}; allowed: an xarray DataArray")
+    _check_dims(bits, ("vma", "window", "bit"), optional=(), what="bits")
+    bits = bits.transpose("vma", "window", "bit")
+    nvma, nwin, nbit = bits.shape
+    # age shades: newest window darkest; 0 = clear
+    shade = np.where(bits.values, (nwin - np.arange(nwin))[None, :, None], 0).reshape(nvma * nwin, nbit)
+    colours = ["#ffffff"] + [mpl_colour for mpl_colour in _blues(nwin)]
+    with style():
+        fig, axes = _figure(ax, figsize=(6.4, 0.9 + 0.16 * nvma * nwin))
+        a = axes[0, 0]
+        a.grid(False)
+        a.imshow(shade, cmap=ListedColormap(colours), vmin=-0.5, vmax=nwin + 0.5, aspect="auto",
+                 interpolation="nearest")
+        for v in range(1, nvma):
+            a.axhline(v * nwin - 0.5, color="#444444", linewidth=0.8)
+        a.set_yticks(np.arange(nvma) * nwin + (nwin - 1) / 2, _ticklabels(bits["vma"].values))
+        a.set_xticks(np.arange(0, nbit + 1, 8 if nbit <= 64 else 16) - 0.5,
+                     [str(b) for b in range(0, nbit + 1, 8 if nbit <= 64 else 16)])
+        a.set_xlabel(f"bit of pids_active (hash_32(tid, {int(np.log2(nbit))}))")
+        a.set_ylabel(f"VMA ({nwin} window(s) each, newest on top)")
+        for b in np.atleast_1d(highlight if highlight is not None else []).tolist():
+            a.add_patch(Rectangle((b - 0.5, -0.5), 1, nvma * nwin, fill=False, edgecolor="#D55E00", linewidth=1.2))
+        a.set_title(title or "access-PID windows per VMA")
+    return fig
+
+
+def _blues(n):
+    import matplotlib as mpl
+
+    cmap = mpl.colormaps["Blues"]
+    return [mpl.colors.to_hex(cmap(0.35 + 0.6 * (i + 1) / n)) for i in range(n)]
+
+
+# ---------------------------------------------------------------------------------------------
+# convergence
+
+
+def convergence(series, ax=None, *, pages: str = "pages_node", local: str = "local_fraction",
+                process_dim: str = "process", node_dim: str = "node"):
+    """Pages per node per process over time (top) and the local fraction (bottom).
+
+    Parameters
+    ----------
+    series : xarray.Dataset with ``pages`` (dims time, process, node [pages]) and ``local``
+        (dims time[, process], fraction of hinting faults or pages local); a ``seed`` dim is
+        averaged. Select one policy first.
+    ax : two Axes (top, bottom), optional
+    """
+    if not isinstance(series, xr.Dataset):
+        raise NumalabValueError(f"series is a {type(series).__name__}; allowed: an xarray Dataset")
+    p = _as_dataarray(series, pages, "series")
+    _check_dims(p, ("time", process_dim, node_dim), what=pages)
+    loc = _as_dataarray(series, local, "series")
+    _check_dims(loc, ("time",), optional=("seed", process_dim), what=local)
+    if "seed" in p.dims:
+        p = p.mean("seed")
+    if "seed" in loc.dims:
+        loc = loc.mean("seed")
+    with style():
+        fig, axes = _figure(ax, 2, 1, figsize=(6.4, 5.2), sharex=True, height_ratios=[2, 1])
+        top, bottom = axes[0, 0], axes[1, 0]
+        time = p["time"].values
+        dashes = ["-", "--", ":", "-."]
+        cycle = [c["color"] for c in _prop_cycle()]
+        procs = p[process_dim].values.tolist()
+        for i, proc in enumerate(procs):
+            for j, node in enumerate(p[node_dim].values.tolist()):
+                top.plot(time, p.sel({process_dim: proc, node_dim: node}), dashes[j % 4],
+                         color=cycle[i % len(cycle)], label=f"{process_dim} {proc}, node {node}")
+        top.set_ylabel(_label(p, "pages on node"))
+        top.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), ncols=1)
+        top.set_title("convergence: where each process's memory sits")
+        if process_dim in loc.dims:
+            for i, proc in enumerate(loc[process_dim].values.tolist()):
+                bottom.plot(time, loc.sel({process_dim: proc}), color=cycle[i % len(cycle)])
+        else:
+            bottom.plot(time, loc, color="#000000")
+        bottom.axhline(0.9, color="#888888", linewidth=0.8, linestyle=":")
+        bottom.set_ylim(0, 1.02)
+        bottom.set_ylabel("local fraction")
+        units = p["time"].attrs.get("units", "s")
+        bottom.set_xlabel(f"simulated time [{units}]")
+    return fig
+
+
+def _log2_axis(a):
+    """A log2 x axis labelled with plain integers (1, 2, 4 ... rather than 2^k)."""
+    from matplotlib.ticker import FuncFormatter
+
+    a.set_xscale("log", base=2)
+    a.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+
+
+def _si_axis(axis):
+    """Tick labels like 250k, 4M instead of an offset text (1e6) far from the numbers."""
+    from matplotlib.ticker import EngFormatter
+
+    axis.set_major_formatter(EngFormatter(sep=""))
+
+
+def _prop_cycle():
+    import matplotlib as mpl
+
+    return list(mpl.rcParams["axes.prop_cycle"])
+
+
+# ---------------------------------------------------------------------------------------------
+# skip reasons
+
+
+def skip_reasons(ds, ax=None, *, by: str = "policy", normalise: bool = False):
+    """Mean count of each ``skip_<reason>`` variable (``sched_skip_vma_numa`` events by reason)
+    per ``by`` value, as grouped horizontal bars with stddev over seeds.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset with ``skip_<reason>`` variables, dims (by, seed)
+    normalise : divide each policy's counts by its total (share of skips)
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise NumalabValueError(f"ds is a {type(ds).__name__}; allowed: an xarray Dataset")
+    names = [v for v in ds.data_vars if str(v).startswith("skip_")]
+    if not names:
+        raise NumalabValueError("ds has no skip_<reason> variables; allowed: a numalab.simulate() Dataset")
+    stacked = xr.concat([ds[v].astype(float) for v in names], dim=xr.DataArray(
+        [str(v).removeprefix("skip_") for v in names], dims="reason", name="reason"))
+    _check_dims(stacked, ("reason", by), what="skip_<reason>")
+    if normalise:
+        stacked = stacked / stacked.sum("reason").where(lambda t: t > 0)
+    mean, std = _mean_std(stacked)
+    reasons = mean["reason"].values.tolist()
+    groups = mean[by].values.tolist()
+    with style():
+        fig, axes = _figure(ax, figsize=(6.4, 1.2 + 0.35 * len(reasons) * max(1, len(groups)) ** 0.5))
+        a = axes[0, 0]
+        height = 0.8 / max(len(groups), 1)
+        y = np.arange(len(reasons))
+        for gi, g in enumerate(groups):
+            a.barh(y + (gi - (len(groups) - 1) / 2) * height, mean.sel({by: g}).values, height,
+                   xerr=std.sel({by: g}).values, label=str(g))
+        a.set_yticks(y, reasons)
+        a.invert_yaxis()
+        a.set_xlabel("share of skipped VMA visits" if normalise else "skipped VMA visits per run (mean ± stddev)")
+        a.set_title("why the scanner skipped VMAs (sched_skip_vma_numa)")
+        a.legend(title=by, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        a.grid(axis="y", visible=False)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# history-length sweep
+
+
+def _numeric(values) -> np.ndarray:
+    """bool per entry: a number (a history length N) rather than a word ("adaptive", "profile")."""
+    return np.array([isinstance(v, numbers.Number) or str(v).lstrip("-").isdigit()
+                     for v in np.asarray(values, dtype=object).tolist()], dtype=bool)
+
+
+def _positions(values):
+    """Categorical x positions; a gap before non-numeric entries (e.g. "adaptive")."""
+    labels = _ticklabels(values)
+    x, pos = [], 0.0
+    numeric = _numeric(values)
+    for i, is_num in enumerate(numeric):
+        if i and numeric[i - 1] and not is_num:
+            pos += 0.5
+        x.append(pos)
+        pos += 1
+    return np.asarray(x), labels
+
+
+def history_sweep(ds, ax=None, *, variables=("elsp", "syst"), history_dim: str = "history"):
+    """elsp / syst vs access-PID history length N (``NR_ACCESS_PID_HIST``), mean ± stddev over
+    seeds, one column per workload and one row per variable.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset with dims (workload, history, seed); ``history`` holds N values and
+        may hold "adaptive" (drawn after a gap).
+    ax : array of len(variables) x n_workloads Axes, optional
+    """
+    if isinstance(variables, str):
+        variables = (variables,)
+    das = [_as_dataarray(ds, v, "ds") for v in variables]
+    for v, da in zip(variables, das):
+        _check_dims(da, ("workload", history_dim), what=v)
+    workloads = das[0]["workload"].values.tolist()
+    x, labels = _positions(das[0][history_dim].values)
+    with style():
+        fig, axes = _figure(ax, len(variables), len(workloads),
+                            figsize=(min(2.6 * len(workloads) + 0.6, 12), 2.4 * len(variables) + 0.5),
+                            sharex=True)
+        for r, (v, da) in enumerate(zip(variables, das)):
+            mean, std = _mean_std(da)
+            for c, w in enumerate(workloads):
+                a = axes[r, c]
+                m, s = mean.sel(workload=w).values, std.sel(workload=w).values
+                colour = _prop_cycle()[r % 8]["color"]
+                num = _numeric(da[history_dim].values)
+                # fixed N as a connected line; "adaptive" & co. as separate points (not an N)
+                a.errorbar(x[num], m[num], yerr=s[num], marker="o", color=colour)
+                if (~num).any():
+                    a.errorbar(x[~num], m[~num], yerr=s[~num], marker="s", linestyle="none", color=colour)
+                best = int(np.nanargmin(m)) if np.isfinite(m).any() else None
+                if best is not None:
+                    a.plot(x[best], m[best], "*", color="#000000", markersize=9, zorder=5)
+                if r == 0:
+                    a.set_title(str(w))
+                if c == 0:
+                    label = _label(da, v)
+                    a.set_ylabel(label if len(label) <= 24 else f"{v} [{da.attrs.get('units', '')}]".replace(" []", ""))
+                if r == len(variables) - 1:
+                    a.set_xticks(x, labels)
+                    a.set_xlabel("history length N")
+        fig.suptitle("PID-history length sweep (mean ± stddev over seeds; ★ best)")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# false skips vs idle scans
+
+
+def tradeoff(ds, ax=None, *, x: str = "idle_scans", y: str = "false_skips", along: str = "history",
+             hue: str = "profile"):
+    """The scan filter's trade-off: false skips (skipped as pid_inactive though the scanner had
+    touched the VMA) against idle scans (scanned, then no hinting fault), one line per ``hue``
+    value through the numeric ``along`` values (N = 1..16), mean over seeds, one panel per
+    workload; non-numeric values (``"adaptive"``) are drawn as stars off the line.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset with ``x`` and ``y`` variables, dims (along[, hue][, workload][, seed])
+    """
+    dx, dy = _as_dataarray(ds, x, "ds"), _as_dataarray(ds, y, "ds")
+    optional = ("seed", hue, "workload")
+    _check_dims(dx, (along,), optional=optional, what=x)
+    _check_dims(dy, (along,), optional=optional, what=y)
+    mx, my = _mean_std(dx)[0], _mean_std(dy)[0]
+    workloads = mx["workload"].values.tolist() if "workload" in mx.dims else [None]
+    hues = mx[hue].values.tolist() if hue in mx.dims else [None]
+    with style():
+        fig, axes = _figure(ax, 1, len(workloads), figsize=(min(3.6 * len(workloads) + 0.8, 12), 3.8))
+        for c, w in enumerate(workloads):
+            a = axes[0, c]
+            for h in hues:
+                sel = {k: v for k, v in (("workload", w), (hue, h)) if v is not None}
+                px, py = mx.sel(sel), my.sel(sel)
+                num = _numeric(px[along].values)
+                labels = _ticklabels(px[along].values)
+                line, = a.plot(px.values[num], py.values[num], marker="o", label=str(h) if h is not None else None)
+                idx = np.flatnonzero(num)
+                marks = ({int(idx[0]), int(idx[-1])} if idx.size else set()) | set(np.flatnonzero(~num).tolist())
+                for i in np.flatnonzero(~num):  # "adaptive" is not a point on the N curve
+                    a.plot(px.values[i], py.values[i], "*", markersize=10, color=line.get_color())
+                for i in sorted(marks):
+                    a.annotate(f"N={labels[i]}" if num[i] else labels[i], (px.values[i], py.values[i]),
+                               textcoords="offset points", xytext=(4, 3), fontsize=7, color=line.get_color())
+            a.set_xlabel(_label(dx, x))
+            if c == 0:
+                a.set_ylabel(_label(dy, y))
+            a.set_title(str(w) if w is not None else "false skips vs idle scans")
+            if hues != [None] and c == 0:
+                a.legend(title=hue)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# published vs simulated
+
+
+def acceptance_band(published_pct):
+    """The calibration rule (reference/calibration.md): |%change| >= 5 must keep its sign and
+    lie within a factor of 2 -> [p/2, 2p]; smaller changes must stay within +-7 %."""
+    p = np.asarray(published_pct, dtype=float)
+    lo = np.where(np.abs(p) >= 5, np.minimum(p / 2, 2 * p), -7.0)
+    hi = np.where(np.abs(p) >= 5, np.maximum(p / 2, 2 * p), 7.0)
+    return lo, hi
+
+
+def fidelity(published, simulated, ax=None, *, error=None, band: bool = True, title=None):
+    """Published vs simulated %change per row (e.g. per workload and commit pair).
+
+    Parameters
+    ----------
+    published : xarray.DataArray, 1-D [%]: the kernel test robot's %change per row
+    simulated : xarray.DataArray [%], same row dim; if it has a ``seed`` dim the mean is drawn
+        with the stddev over seeds as error bar, otherwise pass ``error``.
+    band : shade the acceptance interval of :func:`acceptance_band`.
+    """
+    if not isinstance(published, xr.DataArray) or published.ndim != 1:
+        raise NumalabValueError("published must be a 1-D xarray DataArray of %change per row")
+    row = published.dims[0]
+    if not isinstance(simulated, xr.DataArray) or row not in simulated.dims:
+        raise NumalabValueError(f"simulated must be an xarray DataArray with the row dim {row!r}")
+    _check_dims(simulated, (row,), what="simulated")
+    mean, std = _mean_std(simulated.sel({row: published[row]}))
+    if error is not None:
+        std = xr.DataArray(np.broadcast_to(np.asarray(error, float), mean.shape), dims=mean.dims)
+    labels = _ticklabels(published[row].values)
+    y = np.arange(len(labels))
+    with style():
+        fig, axes = _figure(ax, figsize=(6.4, 1.0 + 0.45 * len(labels)))
+        a = axes[0, 0]
+        if band:
+            lo, hi = acceptance_band(published.values)
+            for i in range(len(labels)):
+                a.fill_betweenx([i - 0.35, i + 0.35], lo[i], hi[i], color="#009E73", alpha=0.15, linewidth=0,
+                                label="acceptance band" if i == 0 else None)
+        a.axvline(0, color="#444444", linewidth=0.8)
+        a.plot(published.values, y, "D", color="#000000", label="published (LKP)")
+        a.errorbar(mean.values, y, xerr=std.values, fmt="o", color="#D55E00",
+                   label="simulated (mean ± stddev)")
+        a.set_yticks(y, labels)
+        a.invert_yaxis()
+        a.grid(axis="y", visible=False)
+        a.set_xlabel("%change of elapsed time (negative = faster)")
+        a.set_title(title or "published vs simulated")
+        fig.legend(loc="outside lower center", ncols=3)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# futex
+
+
+def futex_buckets(ds, ax=None, *, var: str = "ops_per_s_per_thread", buckets_dim: str = "buckets",
+                  mode_dim: str = "mode", threads_dim: str = "threads"):
+    """Futex throughput per thread vs number of hash buckets (log2 axis), one colour per kernel
+    mode (global / FUTEX2_NUMA per-node / private hash) and one line style per thread count
+    when there is a ``threads`` dim; mean ± stddev over seeds.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset with ``var`` over dims (buckets, mode[, threads][, seed]), as
+        :func:`numalab.futex.sweep` returns it.
+    """
+    da = _as_dataarray(ds, var, "ds")
+    _check_dims(da, (buckets_dim, mode_dim), optional=("seed", threads_dim), what=var)
+    mean, std = _mean_std(da)
+    b = np.asarray(da[buckets_dim].values, dtype=float)
+    threads = mean[threads_dim].values.tolist() if threads_dim in mean.dims else [None]
+    dashes = ["-", "--", ":", "-."]
+    with style():
+        fig, axes = _figure(ax)
+        a = axes[0, 0]
+        cycle = [c["color"] for c in _prop_cycle()]
+        for i, m in enumerate(mean[mode_dim].values.tolist()):
+            for j, t in enumerate(threads):
+                sel = {mode_dim: m, **({threads_dim: t} if t is not None else {})}
+                a.errorbar(b, mean.sel(sel), yerr=std.sel(sel), marker="o", color=cycle[i % len(cycle)],
+                           linestyle=dashes[j % 4], label=str(m) if t is None else f"{m}, {t} threads")
+        _log2_axis(a)
+        _si_axis(a.yaxis)
+        a.set_xlabel("hash buckets")
+        a.set_ylabel(_label(da, var))
+        a.set_title("futex hash: throughput per thread vs buckets")
+        a.legend(title=mode_dim if threads == [None] else f"{mode_dim}, {threads_dim}")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# mmtests-style samples
+
+
+def samples(ds, ax=None, *, var: str = "elsp", by: str = "policy"):
+    """Box plot of the per-seed samples of ``var`` per ``by`` value with every sample drawn as a
+    point (deterministic jitter) and the Amean as a diamond -- the distribution behind an mmtests
+    ``Min / Amean / Max`` row. One panel per workload if there is a ``workload`` dim.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset or DataArray, dims (by, seed[, workload])
+    """
+    da = _as_dataarray(ds, var, "ds")
+    _check_dims(da, (by, "seed"), optional=("workload",), what=var)
+    workloads = da["workload"].values.tolist() if "workload" in da.dims else [None]
+    groups = da[by].values.tolist()
+    jitter = (np.random.default_rng(0).random(da.sizes["seed"]) - 0.5) * 0.3
+    with style():
+        fig, axes = _figure(ax, 1, len(workloads), figsize=(min(1.0 + 0.9 * len(groups) * len(workloads) + 1.5, 12), 3.8))
+        cycle = [c["color"] for c in _prop_cycle()]
+        for c, w in enumerate(workloads):
+            a = axes[0, c]
+            sub = da.sel(workload=w) if w is not None else da
+            data = [sub.sel({by: g}).values.astype(float) for g in groups]
+            data = [d[np.isfinite(d)] for d in data]
+            x = np.arange(1, len(groups) + 1)
+            a.boxplot(data, positions=x, widths=0.55, whis=(0, 100), showfliers=False,
+                      medianprops={"color": "#444444"}, boxprops={"color": "#444444"},
+                      whiskerprops={"color": "#444444"}, capprops={"color": "#444444"})
+            for i, d in enumerate(data):
+                a.plot(x[i] + jitter[: d.size], d, "o", color=cycle[i % len(cycle)], alpha=0.7, markersize=3.5)
+                if d.size:
+                    a.plot(x[i], d.mean(), "D", color="#000000", markersize=5, zorder=5)
+            a.set_xticks(x, [str(g) for g in groups])
+            a.tick_params(axis="x", labelrotation=30 if len(groups) > 3 else 0)
+            a.set_title(str(w) if w is not None else f"{var} samples per {by}")
+            if c == 0:
+                a.set_ylabel(f"{var} [{da.attrs.get('units', 's')}], lower is better" if var in ("elsp", "syst")
+                             else _label(da, var))
+            a.grid(axis="x", visible=False)
+    return fig

@@ -1,0 +1,234 @@
+"""The explorers' callbacks, driven from Python as the browser would (no browser needed).
+
+Each explorer binds controls to pure functions of numalab.widgets; these tests move the
+controls and check that (a) what the explorer shows is what the pure function computes for the
+new values, (b) only what changed is recomputed (``explorer.runs`` counts cache misses), and
+(c) the pure functions agree with the kernel mechanism they replay.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from numalab import widgets as W
+from numalab.policy import ALLOWED, CODE, REASONS
+
+
+def _shown(explorer, key, col=""):
+    m = re.search(rf'data-key="{re.escape(key)}" data-col="{re.escape(col)}"[^>]*>([^<]*)<', explorer.summary.value)
+    assert m, f"{key!r} not in the summary"
+    return m.group(1)
+
+
+# --- PID hash ----------------------------------------------------------------------------------
+
+@settings(max_examples=300)
+@given(threads=st.integers(1, 300), width=st.sampled_from([64, 128]), first=st.integers(1, 2**32 - 400))
+def test_pid_hash_summary_matches_the_formula(threads, width, first):
+    bits = {((t * 0x61C88647) & 0xFFFFFFFF) >> (32 - (6 if width == 64 else 7)) for t in range(first, first + threads)}
+    got = W.pid_hash_summary(threads, width, first)
+    assert got["distinct_bits"] == len(bits)
+    assert got["collisions"] == threads - len(bits)
+    assert got["p_outsider"] == round(len(bits) / width, 4)
+
+
+def test_pid_hash_explorer_shows_the_pure_function_and_caches():
+    ex = W.PidHashExplorer(threads=16)
+    assert ex.runs == 1 and ex.result == W.pid_hash_summary(16, 64, 4100)
+    png0 = ex.figure.value
+    ex.controls["threads"].value = 64
+    want = W.pid_hash_summary(64, 64, 4100)
+    assert ex.result == want and ex.runs == 2
+    assert _shown(ex, "distinct_bits") == str(want["distinct_bits"])
+    assert ex.figure.value != png0
+    ex.controls["threads"].value = 16  # back to a point already computed
+    assert ex.runs == 2 and ex.result == W.pid_hash_summary(16, 64, 4100)
+    ex.set(threads=100, width=128)  # two controls, one recomputation
+    assert ex.runs == 3 and ex.result == W.pid_hash_summary(100, 128, 4100)
+
+
+# --- decision matrix over passes ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def replay():
+    return W.decision_passes("6.12", threads=4, passes=10, rotate_every=4, pattern="phase-change", seed=1)
+
+
+def test_decision_passes_scanner_row_is_what_was_scanned(replay):
+    for p in range(replay.sizes["pass"]):
+        task = int(np.nonzero(replay["tid"].values == int(replay["scanner"][p]))[0][0])
+        row = replay["decision"].values[p, task]
+        assert np.array_equal(ALLOWED[row], replay["scanned"].values[p])
+
+
+def test_decision_passes_early_passes_then_filter(replay):
+    names = np.asarray(REASONS)[replay["decision"].values]
+    assert (names[:2] == "early_passes").all()  # v6.8+: seq - start_scan_seq < 2
+    assert (names[2:] != "early_passes").all()
+    # a thread's own stack passes on its own bit once it has faulted there
+    for t in range(4):
+        assert names[2, t, 1 + t] == "own_pid"
+
+
+def test_decision_passes_bits_come_only_from_faults_in_scanned_vmas():
+    ds = W.decision_passes("6.12", threads=4, passes=8, rotate_every=64, seed=3)  # no rotation
+    from numalab.hashing import pid_bit
+
+    bits = ds["bits"].values.any(axis=2)  # (pass, vma, bit): union of windows
+    tid_bit = pid_bit(ds["tid"].values.astype(np.uint32), width=64)
+    for p in range(ds.sizes["pass"] - 1):
+        faulted = ds["touched"].values[p] & ds["scanned"].values[p][None, :]  # (task, vma)
+        expect = bits[p].copy()
+        for t, v in zip(*np.nonzero(faulted)):
+            expect[v, tid_bit[t]] = True
+        assert np.array_equal(bits[p + 1], expect), p
+
+
+def test_decision_passes_windows_rotate():
+    ds = W.decision_passes("6.12", threads=2, passes=9, rotate_every=2, seed=0)
+    b = ds["bits"].values  # (pass, vma, window, bit), window 0 newest
+    # 6.12 rotates before the access test: at a rotation pass the newest window starts empty
+    # and the previous newest becomes window 1
+    for p in (2, 4, 6, 8):
+        assert not b[p, :, 0].any()
+        assert np.array_equal(b[p, :, 1], b[p - 1, :, 0] | _faults_newest(ds, p - 1))
+
+
+def _faults_newest(ds, p):
+    from numalab.hashing import pid_bit
+
+    out = np.zeros((ds.sizes["vma"], ds.sizes["bit"]), bool)
+    bit = pid_bit(ds["tid"].values.astype(np.uint32), width=ds.sizes["bit"])
+    for t, v in zip(*np.nonzero(ds["touched"].values[p] & ds["scanned"].values[p][None, :])):
+        out[v, bit[t]] = True
+    return out
+
+
+def test_pre_64_scans_everything():
+    ds = W.decision_passes("pre-6.4", threads=3, passes=5)
+    assert (ds["decision"].values == CODE["unfiltered"]).all()
+    assert ds["scanned"].values.all()
+    assert W.decision_summary(ds, 4)["false skips so far"] == 0
+
+
+def test_decision_summary_counts_false_skips_by_hand(replay):
+    p = replay.sizes["pass"] - 1
+    n = 0
+    for q in range(p + 1):
+        task = int(np.nonzero(replay["tid"].values == int(replay["scanner"][q]))[0][0])
+        for v in range(replay.sizes["vma"]):
+            n += replay["decision"].values[q, task, v] == CODE["pid_inactive"] and replay["touched"].values[q, task, v]
+    assert W.decision_summary(replay, p)["false skips so far"] == n
+
+
+def test_decision_explorer_steps_passes_without_recomputing():
+    ex = W.DecisionMatrixExplorer(threads=3, passes=6)
+    assert ex.runs == 1
+    png0 = ex.figure.value
+    ex.controls["pass"].value = 4
+    assert ex.runs == 1 and ex.figure.value != png0
+    want = W.decision_summary(W.decision_passes("6.12", threads=3, passes=6), 4)
+    assert _shown(ex, "scanner tid") == str(want["scanner tid"])
+    assert _shown(ex, "VMAs scanned") == str(want["VMAs scanned"])
+    ex.controls["profile"].value = "rfc2023-p6"
+    assert ex.runs == 2
+    ex.controls["profile"].value = "6.12"
+    assert ex.runs == 2
+
+
+# --- futex --------------------------------------------------------------------------------------
+
+def test_futex_explorer_matches_pure_function_and_reruns_only_new_points():
+    ex = W.FutexExplorer(mode="private", buckets=256, threads=8, nodes=2, seeds=1)
+    n0 = ex.runs
+    assert n0 == len(W.FUTEX_BUCKETS)
+    curve = W.futex_run("private", list(W.FUTEX_BUCKETS), 8, 2, seeds=[0])
+    want = W.futex_summary(curve, 256)
+    assert _shown(ex, "ops/s per thread") == W._fmt(want["ops/s per thread"])
+    ex.controls["buckets"].value = 4096  # same curve, another point: nothing to compute
+    assert ex.runs == n0
+    want = W.futex_summary(curve, 4096)
+    assert _shown(ex, "ops/s per thread") == W._fmt(want["ops/s per thread"])
+    ex.controls["seeds"].value = 2  # one more seed of every point
+    assert ex.runs == 2 * n0
+    # the explorer solved seed 0 and seed 1 in two calls over the whole bucket curve; the same
+    # calls here give the same numbers (the MVA's fixed point differs in the 10th digit when
+    # the batch differs, so compare like with like)
+    per_seed = [W.futex_run("private", list(W.FUTEX_BUCKETS), 8, 2, seeds=[s]) for s in (0, 1)]
+    want = np.mean([float(d["ops_per_s_per_thread"].sel(buckets=4096).item()) for d in per_seed])
+    assert float(ex.result["ops_per_s_per_thread"].sel(buckets=4096).mean()) == want
+
+
+def test_futex_explorer_reports_a_refused_combination():
+    ex = W.FutexExplorer(mode="numa", buckets=256, threads=8, nodes=2, seeds=1)
+    shown = ex.summary.value
+    ex.set(nodes=1, threads=100)  # one node of 64 CPUs cannot run 100 threads
+    assert ex.error and "threads" in ex.error
+    assert "threads" in ex.status.value and ex.summary.value == shown  # old result stays
+
+
+# --- history (numalab.simulate) -----------------------------------------------------------------
+
+SMALL = {"size_bytes": 128 << 20, "loops": 100}
+
+
+def test_history_explorer_runs_only_the_new_policy():
+    ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", history=4, threads=2, seeds=2,
+                           workload_options=SMALL)
+    assert ex.runs == 4  # (profile, N=4) x 2 seeds
+    assert list(ex.result) == ["profile", 4]
+    ex.controls["history"].value = 8
+    assert ex.runs == 6  # only N=8's two seeds
+    ex.controls["seeds"].value = 3
+    assert ex.runs == 8  # one more seed of each shown policy
+    ex.controls["history"].value = 2  # 6.12's own N: shown once, nothing new to run
+    assert list(ex.result) == ["profile"] and ex.runs == 8
+    ex.controls["history"].value = 8
+    want = [W.history_run("numa02", "2s-ivb-40", "6.12", 8, 2, s, workload_options=SMALL) for s in range(3)]
+    elsp = np.array([float(d["elsp"].values.ravel()[0]) for d in want])
+    assert W.history_summary(ex.result[8])["elsp Amean [s]"] == elsp.mean()
+    assert _shown(ex, "elsp Amean [s]", "6.12+N=8") == W._fmt(elsp.mean())
+
+
+def test_history_policy_names():
+    assert W.history_policy("6.12", "profile").windows == 2
+    assert W.history_policy("rfc2023-p6", 8).windows == 8
+
+
+def test_summary_html_escapes_and_labels_cells():
+    out = W.summary_html({"a<b": 1234567.0, "n": 3}, title="x&y")
+    assert "a&lt;b" in out and "x&amp;y" in out and ">1,234,567<" in out
+    assert 'data-key="n" data-col=""' in out
+
+
+def test_history_explorer_shows_progress_while_it_runs():
+    ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", history=4, threads=2, seeds=1,
+                           workload_options=SMALL)
+    seen = []
+    ex.status.observe(lambda ch: seen.append(ch["new"]), names="value")
+    bars = []
+    ex.progress.observe(lambda ch: bars.append((ch["new"], ex.progress.max, ex.progress.layout.visibility)), names="value")
+    ex.controls["seeds"].value = 3  # 2 policies x 2 new seeds
+    running = [s for s in seen if s.startswith("running")]
+    assert running == [f"running N={h} seed {s}: {i + 1}/4 ..." for i, (h, s) in
+                       enumerate([("profile", 1), ("profile", 2), (4, 1), (4, 2)])]
+    assert (1, 4, "visible") in bars  # the bar moved while runs were pending
+    assert ex.status.value == "" and ex.progress.layout.visibility == "hidden"  # and is gone after
+    assert ex.runs == 6
+
+
+def test_history_explorer_offers_and_runs_the_adaptive_rules():
+    assert W.adaptive_available()
+    ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", history=4, threads=2, seeds=1,
+                           workload_options=SMALL)
+    options = list(ex.controls["history"].options)
+    assert [o for o in options if str(o).startswith("adaptive")] == [f"adaptive:{r}" for r in W.adaptive_rules()]
+    ex.controls["history"].value = "adaptive:popcount"
+    assert ex.error is None, ex.error
+    assert list(ex.result) == ["profile", "adaptive:popcount"]
+    assert str(ex.result["adaptive:popcount"]["policy"].values[0]) == W.history_policy("6.12", "adaptive:popcount").name
