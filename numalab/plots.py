@@ -753,7 +753,7 @@ def futex_buckets(ds, ax=None, *, var: str = "ops_per_s_per_thread", buckets_dim
         for i, m in enumerate(mean[mode_dim].values.tolist()):
             for j, t in enumerate(threads):
                 sel = {mode_dim: m, **({threads_dim: t} if t is not None else {})}
-                a.errorbar(b, mean.sel(sel), yerr=std.sel(sel), marker="o", color=cycle[i % len(cycle)],
+                a.errorbar(b, mean.sel(sel).values, yerr=std.sel(sel).values, marker="o", color=cycle[i % len(cycle)],
                            linestyle=dashes[j % 4], label=str(m) if t is None else f"{m}, {t} threads")
         _log2_axis(a)
         _si_axis(a.yaxis)

@@ -92,12 +92,12 @@ def test_futex_sweep_writes_the_figure(capsys, tmp_path):
 def test_plot_function_is_pure_and_labels_modes():
     ds = nl.futex.sweep(buckets=[2, 64], mode=["numa", "private"], threads=[4, 8], seeds=2, topology="2s-ivb-40",
                         futexes=16)
-    from numalab.futex_plots import plot_futex_sweep
+    from numalab.plots import futex_buckets
 
-    fig = plot_futex_sweep(ds)
+    fig = futex_buckets(ds)
     ax = fig.axes[0]
-    labels = [l.get_label() for l in ax.get_lines()]
-    assert labels == ["numa 4 threads", "numa 8 threads", "private 4 threads", "private 8 threads"]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["numa, 4 threads", "numa, 8 threads", "private, 4 threads", "private, 8 threads"]
     assert ax.get_xscale() == "log"
-    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(),
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_ydata(),
                                ds.ops_per_s_per_thread.sel(mode="numa", threads=4).mean("seed").values)

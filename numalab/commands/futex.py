@@ -190,29 +190,13 @@ def _run_sweep(args) -> int:
     return 0
 
 
-def _tmp_name(path):
-    d, base = os.path.split(os.path.abspath(path))
-    return os.path.join(d, f".{base}.{os.getpid()}.tmp")
-
-
 def _write_png(ds, path):
-    from ..futex_plots import plot_futex_sweep
+    from ..plots import futex_buckets, save
 
-    fig = plot_futex_sweep(ds)
-    tmp = _tmp_name(path)
-    try:
-        fig.savefig(tmp, format="png", dpi=120)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    save(futex_buckets(ds), path, dpi=120)
 
 
 def _write_nc(ds, path):
-    tmp = _tmp_name(path)
-    try:
-        ds.to_netcdf(tmp, engine="h5netcdf")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    from ..storage import write_netcdf
+
+    write_netcdf(ds, path)
