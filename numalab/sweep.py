@@ -614,8 +614,9 @@ def _run_local(run, batches, points, workers, on_done) -> str:
         if not ok:
             # an error or Ctrl-C: finished points are cached already; do not wait for the
             # batches still running (they may take minutes), stop our worker processes
+            procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() drops the map
             pool.shutdown(wait=False, cancel_futures=True)
-            for proc in list(getattr(pool, "_processes", {}).values()):
+            for proc in procs:
                 proc.terminate()
         pool.shutdown(wait=True)
 
