@@ -80,7 +80,12 @@ def _expected(params: dict) -> str:
 def jupyter_lab(tmp_path):
     """(base_url, token) of a JupyterLab serving a temp copy of the test notebook."""
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)")
+        # CI installs Chromium and sets NUMALAB_REQUIRE_BROWSER=1, so there a missing browser fails;
+        # on a researcher's machine without it the README's test command skips this one test
+        msg = f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)"
+        if os.environ.get("NUMALAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(msg)
+        pytest.skip(msg)
     root = tmp_path / "root"
     root.mkdir()
     (root / "explorer.ipynb").write_text(json.dumps(_notebook()))
