@@ -486,16 +486,20 @@ def _validate(v: dict) -> dict:
 # ------------------------------------------------------------------------------ decide
 
 
-def _as_num(name: str, value, shape: tuple, what: str) -> np.ndarray:
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "iuf" or arr.dtype.kind == "b":
-        raise NumalabValueError(f"{name} must be numeric; got dtype {arr.dtype}")
+def _broadcast(name: str, arr: np.ndarray, shape: tuple, what: str) -> np.ndarray:
     try:
         return np.broadcast_to(arr, shape)
     except ValueError:
         raise NumalabValueError(
             f"{name} has shape {arr.shape}; allowed: {what} shape {shape} (or broadcastable to it)"
         ) from None
+
+
+def _as_num(name: str, value, shape: tuple, what: str) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf" or arr.dtype.kind == "b":
+        raise NumalabValueError(f"{name} must be numeric; got dtype {arr.dtype}")
+    return _broadcast(name, arr, shape, what)
 
 
 def _as_bool(name: str, value, shape: tuple, what: str) -> np.ndarray:
@@ -504,12 +508,7 @@ def _as_bool(name: str, value, shape: tuple, what: str) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype != bool:
         raise NumalabValueError(f"{name} must be a bool array; got dtype {arr.dtype}")
-    try:
-        return np.broadcast_to(arr, shape)
-    except ValueError:
-        raise NumalabValueError(
-            f"{name} has shape {arr.shape}; allowed: {what} shape {shape} (or broadcastable to it)"
-        ) from None
+    return _broadcast(name, arr, shape, what)
 
 
 def _first_true(conditions: list, codes: list, default) -> np.ndarray:
