@@ -335,6 +335,16 @@ def _copy(state: dict) -> dict:
     return {k: np.array(v, copy=True) for k, v in state.items()}
 
 
+def _update_start(adapt, state, rule: str, fn: str) -> tuple:
+    """Common preamble of the rule-specific updates: validate ``adapt`` and ``state``, refuse
+    another rule's state, and return ``(adapt, batch shape, a copy of state to update)``."""
+    adapt = _check_adapt(adapt)
+    shape = _check_state(adapt, state)
+    if adapt.rule != rule:
+        raise NumalabValueError(f"{fn}() needs adapt={rule!r}; got {adapt.rule!r}")
+    return adapt, shape, _copy(state)
+
+
 def effective_windows(adapt, state) -> np.ndarray:
     """The window count each entry's PID test ORs now: ``decide(..., windows_active=...)``.
 
@@ -390,11 +400,7 @@ def grow_shrink_visit(adapt, state, mask=None, *, own_bit, others_recent, tested
 
     :func:`visit_events` computes ``own_bit`` and ``others_recent`` from the history.
     """
-    adapt = _check_adapt(adapt)
-    shape = _check_state(adapt, state)
-    if adapt.rule != "grow-shrink":
-        raise NumalabValueError(f"grow_shrink_visit() needs adapt='grow-shrink'; got {adapt.rule!r}")
-    out = _copy(state)
+    adapt, shape, out = _update_start(adapt, state, "grow-shrink", "grow_shrink_visit")
     if not adapt.enabled:
         return out
     m = _mask(mask, shape)
@@ -423,11 +429,7 @@ def grow_shrink_fault(adapt, state, where) -> dict:
     on a normal folio of a VMA with state); ``where`` is a tuple of index arrays into the
     batch shape, one entry per fault, duplicates allowed -- the same ``where`` the engine
     gives :func:`numalab.history.set_pid_bits`. Kernel: ``if (!st->faulted) st->faulted = 1``."""
-    adapt = _check_adapt(adapt)
-    shape = _check_state(adapt, state)
-    if adapt.rule != "grow-shrink":
-        raise NumalabValueError(f"grow_shrink_fault() needs adapt='grow-shrink'; got {adapt.rule!r}")
-    out = _copy(state)
+    adapt, shape, out = _update_start(adapt, state, "grow-shrink", "grow_shrink_fault")
     if not adapt.enabled:
         return out
     if not isinstance(where, tuple) or len(where) != len(shape):
@@ -490,11 +492,7 @@ def popcount_begin(adapt, state, mask=None, *, numa_scan_seq, nr_threads) -> dic
     Lazy like the window rotation (no hook in ``reset_ptenuma_scan``): the choice made from
     pass ``s`` is used from the first run of a later pass on. Events: ``numa_scan_seq`` and
     ``nr_threads`` (per mm, ints broadcastable to the batch shape)."""
-    adapt = _check_adapt(adapt)
-    shape = _check_state(adapt, state)
-    if adapt.rule != "popcount":
-        raise NumalabValueError(f"popcount_begin() needs adapt='popcount'; got {adapt.rule!r}")
-    out = _copy(state)
+    adapt, shape, out = _update_start(adapt, state, "popcount", "popcount_begin")
     if not adapt.enabled:
         return out
     m = _mask(mask, shape)
@@ -519,11 +517,7 @@ def popcount_visit(adapt, state, mask=None, *, pids_union) -> dict:
     Every allocated window is ORed (not only the newest ``nr_hist``), so what is observed does
     not depend on the choice it feeds. ``pids_union``: uint64 ``(*batch, words)`` -- per mm,
     the OR over this run's visited VMAs (:func:`visited_union` builds it from per-VMA arrays)."""
-    adapt = _check_adapt(adapt)
-    shape = _check_state(adapt, state)
-    if adapt.rule != "popcount":
-        raise NumalabValueError(f"popcount_visit() needs adapt='popcount'; got {adapt.rule!r}")
-    out = _copy(state)
+    adapt, shape, out = _update_start(adapt, state, "popcount", "popcount_visit")
     if not adapt.enabled:
         return out
     m = _mask(mask, shape)
@@ -588,11 +582,7 @@ def span_rotate(adapt, state, mask=None, *, now_ms, reset_period_ms) -> dict:
 
     Events: the rotation (``mask``) and its time ``now_ms`` (ms, ints or floats, floored);
     ``reset_period_ms`` = 4 x scan_delay (the length assumed for the first window)."""
-    adapt = _check_adapt(adapt)
-    shape = _check_state(adapt, state)
-    if adapt.rule != "span":
-        raise NumalabValueError(f"span_rotate() needs adapt='span'; got {adapt.rule!r}")
-    out = _copy(state)
+    adapt, shape, out = _update_start(adapt, state, "span", "span_rotate")
     if not adapt.enabled:
         return out
     m = _mask(mask, shape)
