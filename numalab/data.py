@@ -18,6 +18,7 @@ import numpy as np
 import xarray as xr
 
 from .errors import check_choice
+from .resources import shipped_dir
 
 __all__ = ["names", "load", "data_dir", "WORKLOAD_OF_METRIC"]
 
@@ -27,12 +28,7 @@ _PREFIX = "autonuma-benchmark."
 def data_dir() -> Path:
     """The folder holding the CSV files: ``data/`` of a source checkout, or the copy installed
     inside the package."""
-    # installed: data/ is shipped as the resource package numalab.published (pyproject.toml)
-    for candidate in (Path(__file__).resolve().parent.parent / "data",
-                      Path(__file__).resolve().parent / "published"):
-        if candidate.is_dir() and any(candidate.glob("*.csv")):
-            return candidate
-    raise FileNotFoundError("numalab's data/ folder is missing from this installation")
+    return shipped_dir("data", "published", "*.csv")
 
 
 def names() -> list[str]:

@@ -10,6 +10,7 @@ import base64
 import copy
 from pathlib import Path
 
+from .resources import shipped_dir
 from .storage import atomic_write
 
 __all__ = ["notebook_dir", "notebooks", "export_figures"]
@@ -17,11 +18,7 @@ __all__ = ["notebook_dir", "notebooks", "export_figures"]
 
 def notebook_dir() -> Path:
     """``notebooks/`` of a source checkout, or the copy installed inside the package."""
-    for candidate in (Path(__file__).resolve().parent.parent / "notebooks",
-                      Path(__file__).resolve().parent / "notebooks"):
-        if candidate.is_dir() and any(candidate.glob("*.ipynb")):
-            return candidate
-    raise FileNotFoundError("numalab's notebooks/ folder is missing from this installation")
+    return shipped_dir("notebooks", "notebooks", "*.ipynb")
 
 
 def notebooks() -> list[Path]:
