@@ -29,7 +29,6 @@ import datetime
 import os
 import shlex
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -38,6 +37,8 @@ import xarray as xr
 import numalab as nl
 from numalab import stats
 from numalab.adaptive import ADAPT_RULES
+from numalab.results import per_run
+from numalab.storage import atomic_write, write_text
 
 WORKLOADS = ("numa01", "numa01_THREAD_ALLOC", "numa02", "numa02_SMT")
 FIXED = (2, 4, 6, 8)
@@ -54,9 +55,7 @@ def policies(profile: str, fixed=FIXED):
 
 def scalars(ds: xr.Dataset) -> xr.Dataset:
     """The per-run (policy, seed) variables of a simulate Dataset, without time series."""
-    keep = [v for v in ds.data_vars if set(ds[v].dims) <= {"policy", "seed"}]
-    out = ds[keep]
-    out = out.drop_vars([c for c in out.coords if c not in ("policy", "seed")])
+    out = per_run(ds)
     out.attrs = {}
     return out
 
@@ -232,25 +231,7 @@ def tradeoff(profiles, topology, workloads, seeds, path, log):
 
 
 def _save_fig(fig, path):
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=d)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def _write_text(path, text):
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(suffix=".md", dir=d)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)  # mkstemp makes 0600
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
 
 
 # ------------------------------------------------------------------------------ main
@@ -371,7 +352,7 @@ def main(argv=None) -> int:
               f"{cpu:.0f} s CPU (single process; the wall time depends on what else runs on the "
               f"{os.cpu_count()} CPUs).")
     md += ["## Run time", "", timing, ""]
-    _write_text(os.path.join(out_dir, "adaptive-results.md"), "\n".join(md))
+    write_text(os.path.join(out_dir, "adaptive-results.md"), "\n".join(md))
     print(timing, flush=True)
     return 0
 

@@ -134,6 +134,7 @@ def simulate_calibration(tables=None, *, seeds=8, topology="2s-128", progress=Fa
     ``elsp``/``syst``/counters on dims ``("workload", "policy", "seed")``."""
     from . import data
     from .engine import simulate
+    from .results import per_run
 
     tables = calibration_tables() if tables is None else list(tables)
     published = {name: data.load(name) for name in tables}
@@ -145,10 +146,7 @@ def simulate_calibration(tables=None, *, seeds=8, topology="2s-128", progress=Fa
     bar = _progress(workloads, progress, "simulating calibration workloads")
     for wl in bar:
         ds = simulate(wl, profiles, seeds=seeds, topology=topology, **engine_options)
-        # keep the per-run results: series and per-process variables differ in shape by workload
-        per_run = [v for v in ds.data_vars if set(ds[v].dims) <= {"policy", "seed"}]
-        runs.append(ds[per_run].drop_vars([c for c in ds[per_run].coords if c not in ("policy", "seed")])
-                    .expand_dims(workload=[wl]))
+        runs.append(per_run(ds).expand_dims(workload=[wl]))
     sim = xr.concat(runs, dim="workload", combine_attrs="drop_conflicts")
     sim.attrs["workload"] = ",".join(workloads)
     return published, sim

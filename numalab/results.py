@@ -140,3 +140,12 @@ def to_dataset(wl, policies, seeds, batches, o, costs):
     attrs.update({k: (json.dumps(v) if isinstance(v, (bool, dict, list, type(None))) else v)
                   for k, v in wl.topology.to_attrs().items()})
     return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def per_run(ds):
+    """The per-run variables of a :func:`numalab.simulate` Dataset: those on ``("policy",
+    "seed")`` only, without the time series and per-process variables (whose shapes differ
+    between workloads), and without the coordinates only those used."""
+    keep = [v for v in ds.data_vars if set(ds[v].dims) <= {"policy", "seed"}]
+    out = ds[keep]
+    return out.drop_vars([c for c in out.coords if c not in ("policy", "seed")])
