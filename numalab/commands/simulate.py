@@ -73,13 +73,6 @@ def summary_table(ds) -> str:
     return "\n".join(lines)
 
 
-def write_netcdf(ds, path: str) -> None:
-    """Write via a temporary name in the same directory, then os.replace (no partial files)."""
-    from ..storage import write_netcdf as _write
-
-    _write(ds, path)
-
-
 def run(args) -> int:
     from ..engine import simulate
     from ..errors import check_int
@@ -102,6 +95,8 @@ def run(args) -> int:
     ds = simulate(wl, pols, seeds=seeds, **opts)
     print(summary_table(ds))
     if args.out:
+        from ..storage import write_netcdf
+
         write_netcdf(ds, args.out)
         print(f"wrote {args.out}")
     return 0
