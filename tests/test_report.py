@@ -15,6 +15,17 @@ from numalab import report, stats
 from numalab.cli import main
 
 DATA = Path(__file__).parent / "data"
+
+
+def _file(name: str) -> Path:
+    """A test input: the two calibration blocks are the published ones shipped in data/."""
+    published = {"lkp_calibration_patch5.txt": "lkp-rfc2023-p5-vs-p4.lkp.txt",
+                 "lkp_calibration_patch6.txt": "lkp-rfc2023-p6-vs-p5.lkp.txt"}
+    if name in published:
+        from numalab import data
+
+        return data.data_dir() / published[name]
+    return DATA / name
 WORKLOADS = ["numa01", "numa01_THREAD_ALLOC", "numa02", "numa02_SMT"]
 KERNELS = ["6.1.0-vanilla", "6.1.0-numab-v1r1"]
 COUNTERS = ["numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
@@ -242,13 +253,13 @@ def test_read_mmtests_quoted_and_wrapped_rows():
 
 @pytest.mark.parametrize("name", ["lkp_calibration_patch5.txt", "lkp_calibration_patch6.txt", "lkp_email_icl.txt"])
 def test_lkp_tables_round_trip_byte_for_byte(name):
-    text = (DATA / name).read_text()
+    text = _file(name).read_text()
     ds = report.read_lkp(text)
     assert report.lkp(ds) == text
 
 
 def test_read_lkp_dataset_representation():
-    ds = report.read_lkp((DATA / "lkp_calibration_patch5.txt").read_text())
+    ds = report.read_lkp(_file("lkp_calibration_patch5.txt").read_text())
     assert list(ds.kernel.values) == ["167773d1ddb5ffdd", "af46f3c9ca2d16485912f8b9c89"]
     assert list(ds.workload.values) == ["numa01", "numa01_THREAD_ALLOC", "numa02"]
     assert ds.elsp.sel(kernel="167773d1ddb5ffdd", workload="numa01_THREAD_ALLOC") == 186.67
@@ -266,7 +277,7 @@ def test_lkp_from_runs_matches_the_email_line():
     ds = runs(elsp={(0, "numa01_THREAD_ALLOC"): base, (1, "numa01_THREAD_ALLOC"): new},
               workloads=["numa01_THREAD_ALLOC"], nseed=2, kernels=["167773d1ddb5ffdd", "af46f3c9ca2d16485912f8b9c89"])
     text = report.lkp(ds, metric="elsp")
-    assert text.splitlines()[:4] == (DATA / "lkp_calibration_patch5.txt").read_text().splitlines()[:4]
+    assert text.splitlines()[:4] == _file("lkp_calibration_patch5.txt").read_text().splitlines()[:4]
     assert text.splitlines()[4] == (
         "    186.67 ±  6%     -27.1%     136.12 ±  7%  autonuma-benchmark.numa01_THREAD_ALLOC.seconds")
 
@@ -312,7 +323,7 @@ def test_lkp_group_header_for_runs():
 
 
 def test_read_lkp_from_a_quoted_wrapped_email():
-    text = (DATA / "lkp_email_icl.txt").read_text()
+    text = _file("lkp_email_icl.txt").read_text()
     wrapped = text.replace("  autonuma-benchmark.numa01_THREAD_ALLOC.seconds",
                            "\nautonuma-benchmark.numa01_THREAD_ALLOC.seconds")
     wrapped = wrapped.replace("  2.204e+10", "\n  2.204e+10")
@@ -322,7 +333,7 @@ def test_read_lkp_from_a_quoted_wrapped_email():
 
 
 def test_lkp_rebaselined_summary_recomputes_change():
-    ds = report.read_lkp((DATA / "lkp_calibration_patch5.txt").read_text())
+    ds = report.read_lkp(_file("lkp_calibration_patch5.txt").read_text())
     text = report.lkp(ds, baseline="af46f3c9ca2d16485912f8b9c89")
     assert "    327.42 ±  2%      +4.3%     341.49        autonuma-benchmark.numa01.seconds" in text
 
@@ -332,7 +343,7 @@ def test_lkp_rebaselined_summary_recomputes_change():
 
 
 def lines_of(name):
-    return (DATA / name).read_text().split("\n")
+    return _file(name).read_text().split("\n")
 
 
 @pytest.mark.parametrize(
@@ -415,7 +426,7 @@ def test_shape_errors_are_explained():
     with pytest.raises(ValueError, match="baseline='nope'"):
         report.lkp(runs(workloads=["numa01"]), baseline="nope")
     with pytest.raises(ValueError, match="ingested lkp summary; it holds no runs"):
-        report.mmtests(report.read_lkp((DATA / "lkp_calibration_patch5.txt").read_text()))
+        report.mmtests(report.read_lkp(_file("lkp_calibration_patch5.txt").read_text()))
     with pytest.raises(ValueError, match="ingested mmtests summary"):
         report.lkp(report.read_mmtests(report.mmtests(runs(workloads=["numa01"]))))
     with pytest.raises(ValueError, match="metric='user'"):
@@ -521,7 +532,7 @@ def test_mmtests_higher_is_better_rows():
 
 
 def test_ingested_summaries_survive_h5netcdf(tmp_path):
-    lkp_text = (DATA / "lkp_email_icl.txt").read_text()
+    lkp_text = _file("lkp_email_icl.txt").read_text()
     mm_text = report.mmtests(significant_smt())
     for name, ds, fmt, text in (("l.nc", report.read_lkp(lkp_text), report.lkp, lkp_text),
                                 ("m.nc", report.read_mmtests(mm_text), report.mmtests, mm_text)):
