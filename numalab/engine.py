@@ -13,7 +13,8 @@ documented precisely in ``docs/engine.md``; in short, a step of ``dt`` seconds d
 3. **scan triggering** (``task_tick_numa``): threads whose CPU time passes ``node_stamp +
    numa_scan_period`` trigger; per mm the earliest trigger at or after ``numa_next_scan``
    wins (ties: lowest ``u_task``) and runs ``task_numa_work`` (spec §3.2) -- walk VMAs from
-   ``numa_scan_offset``, decide each with :func:`numalab.policy.decide`, protect regions within
+   ``numa_scan_offset``, decide each with :func:`numalab.policy.decide` (its unchecked entry
+   point, the same code), protect regions within
    the 256 MB budget and the 8x virtual cap, advance offset and sequence;
 4. **hinting faults** on PROT_NONE regions: a protected region of access class ``c`` adds
    ``lambda_c dt`` to its hazard and faults when the hazard reaches its Exp(1) threshold; the
@@ -42,7 +43,7 @@ from . import adaptive as AD
 from . import history as hist
 from .costs import Costs, progress_rates
 from .errors import EngineInvariantError, NumalabValueError, check_int, check_number
-from .policy import ALLOWED, CODE, REASONS, Policy, decide
+from .policy import ALLOWED, CODE, REASONS, Policy, decide_unchecked
 from .topology import Topology
 from .workloads import (INIT_B, INIT_MAIN, INIT_OWNER, PH_DONE, PH_INIT, PH_LOOP, PH_WAIT, REGION_PAGES,
                         UNSUITABLE, SHARED_RO, INACCESSIBLE, Workload, workload as make_workload)
@@ -294,7 +295,7 @@ class _Batch:
         first = self.cls_start < self.cls_end
         owner[first] = wl.entry_thread[self.cls_start[first]]
         own_r = owner[wl.region_class]
-        mm_main = np.array([mains[wl.thread_mm[mains] == m][0] if np.any(wl.thread_mm[mains] == m) else 0
+        mm_main = np.array([mains[wl.thread_mm[mains] == m][0] if (wl.thread_mm[mains] == m).any() else 0
                             for m in range(M)], dtype=np.int64)
         own_r = np.where(own_r < 0, mm_main[self.region_mm], own_r)
         init = np.where(init == INIT_OWNER, node[:, own_r], init)
@@ -332,6 +333,25 @@ class _Batch:
         self.series = {k: [] for k in ("pages_node", "local_fraction", "scan_period", "faults",
                                         "converged_fraction")}
         self.series_t = []
+        # the samples count pages per (class, node) from cls_node when every region of a class
+        # has the same resident pages and lies in one mm (true of every built-in workload);
+        # otherwise they recount the regions
+        C = self.C
+        pmin = np.full(C, np.iinfo(np.int64).max)
+        pmax = np.zeros(C, dtype=np.int64)
+        np.minimum.at(pmin, wl.region_class, present)
+        np.maximum.at(pmax, wl.region_class, present)
+        cmm_lo = np.full(C, M)
+        cmm_hi = np.full(C, -1)
+        np.minimum.at(cmm_lo, wl.region_class, self.region_mm)
+        np.maximum.at(cmm_hi, wl.region_class, self.region_mm)
+        empty = np.bincount(wl.region_class, minlength=C) == 0
+        pmin[empty] = pmax[empty] = cmm_lo[empty] = cmm_hi[empty] = 0
+        uniform = np.array_equal(pmin, pmax) and np.array_equal(cmm_lo, cmm_hi)
+        self._cls_pp = pmax.astype(float) if uniform else None     # pages of one region, per class
+        self._cls_mm = cmm_lo if uniform else None
+        self._conv_acc = np.zeros((R, C, N))                       # access rate per (class, node)
+        self._conv_stale = np.ones(R, dtype=bool)
         self._fault_acc = np.zeros(R, dtype=np.int64)
         self._local_acc = np.zeros(R)
         self._local_w = np.zeros(R)
@@ -406,6 +426,7 @@ class _Batch:
         self.cum[rows] = cum
         self.lam_c[rows] = cum[:, self.cls_end] - cum[:, self.cls_start]
         self.dirty[rows] = False
+        self._conv_stale[rows] = True
 
     def bind_policy(self):
         """(R, T) task runs under an MPOL_BIND task policy (no MOF): its faults do not migrate
@@ -433,19 +454,23 @@ class _Batch:
 
     def _group_stats(self):
         R, T, N = self.R, self.T, self.N
-        g = self.group
-        has = g >= 0
-        flat = (np.arange(R)[:, None] * T + np.where(has, g, 0)).ravel()
-        gm = np.zeros((R * T, N * 2))
-        gc = np.zeros((R * T, N * 2))
-        w = has.ravel().astype(float)
-        fm = self.f_mem.reshape(R * T, N * 2)
-        fc = self.f_cpu.reshape(R * T, N * 2)
-        for j in range(N * 2):
-            gm[:, j] = np.bincount(flat, weights=fm[:, j] * w, minlength=R * T)
-            gc[:, j] = np.bincount(flat, weights=fc[:, j] * w, minlength=R * T)
-        size = np.bincount(flat, weights=w, minlength=R * T).reshape(R, T).astype(np.int64)
+        gm, gc, size = self._group_sums(self.group, self.f_mem, self.f_cpu)
         return gm.reshape(R, T, N, 2), gc.reshape(R, T, N, 2), size
+
+    def _group_sums(self, g, f_mem, f_cpu):
+        """Per-group sums of the member statistics of the replicas of ``g`` (n, T): flat
+        (n*T, 2N) mem and cpu, and the sizes (n, T). One bincount per array over (group,
+        column) bins; each bin adds its members in thread order."""
+        n, T = g.shape
+        N2 = 2 * self.N
+        has = g >= 0
+        flat = (np.arange(n)[:, None] * T + np.where(has, g, 0)).ravel()
+        w = has.ravel().astype(float)
+        key = (flat[:, None] * N2 + np.arange(N2)[None, :]).ravel()
+        gm = np.bincount(key, weights=(f_mem.reshape(n * T, N2) * w[:, None]).ravel(), minlength=n * T * N2)
+        gc = np.bincount(key, weights=(f_cpu.reshape(n * T, N2) * w[:, None]).ravel(), minlength=n * T * N2)
+        size = np.bincount(flat, weights=w, minlength=n * T).reshape(n, T).astype(np.int64)
+        return gm.reshape(n * T, N2), gc.reshape(n * T, N2), size
 
     def _group_node_sums(self, gm, gc):
         """``gm.sum(-1)``, ``gc.sum(-1)`` (R, T, N), cached for the current group_stats arrays."""
@@ -457,25 +482,22 @@ class _Batch:
     def _group_stats_rows(self, rows):
         """group_stats after the fault statistics of replicas ``rows`` changed (membership
         unchanged): those rows are recomputed as :meth:`_group_stats` does (same sums in the same
-        order), into new arrays -- references to the old ones keep their values."""
+        order), into new arrays -- references to the old ones keep their values. The cached
+        node sums follow row by row."""
         if self._gs is None:
             return self.group_stats()
         gm0, gc0, size = self._gs
         n, T, N = rows.size, self.T, self.N
-        g = self.group[rows]
-        has = g >= 0
-        flat = (np.arange(n)[:, None] * T + np.where(has, g, 0)).ravel()
-        w = has.ravel().astype(float)
-        fm = self.f_mem[rows].reshape(n * T, N * 2)
-        fc = self.f_cpu[rows].reshape(n * T, N * 2)
-        gm_r = np.zeros((n * T, N * 2))
-        gc_r = np.zeros((n * T, N * 2))
-        for j in range(N * 2):
-            gm_r[:, j] = np.bincount(flat, weights=fm[:, j] * w, minlength=n * T)
-            gc_r[:, j] = np.bincount(flat, weights=fc[:, j] * w, minlength=n * T)
+        gm_r, gc_r, _ = self._group_sums(self.group[rows], self.f_mem[rows], self.f_cpu[rows])
         gm, gc = gm0.copy(), gc0.copy()
         gm[rows] = gm_r.reshape(n, T, N, 2)
         gc[rows] = gc_r.reshape(n, T, N, 2)
+        c = self._gs_sum
+        if c is not None and c[0] is gm0 and c[1] is gc0:
+            sm, sc = c[2].copy(), c[3].copy()
+            sm[rows] = gm[rows].sum(axis=-1)
+            sc[rows] = gc[rows].sum(axis=-1)
+            self._gs_sum = (gm, gc, sm, sc)
         self._gs = (gm, gc, size)
         return self._gs
 
@@ -490,7 +512,7 @@ class _Batch:
         r, t = sel
         smin = self.task_scan_min(self.thread_mm[t])
         ing = self.group[r, t] >= 0
-        if not np.any(ing):
+        if not ing.any():
             return smin
         per = np.where(ing, self._shared_scale(smin, gm, size, sel) if True else smin, smin)
         return np.maximum(smin, per)
@@ -501,7 +523,7 @@ class _Batch:
         nrw = self._nrw[self.thread_mm[t]]
         smax = self.o["scan_period_max_ms"] // nrw
         ing = self.group[r, t] >= 0
-        if np.any(ing):
+        if ing.any():
             smax = np.where(ing, np.maximum(smax, self._shared_scale(smax, gm, size, sel)), smax)
         return np.maximum(smin, smax)
 
@@ -542,7 +564,7 @@ class _Batch:
         self.now = t1
         self.steps += 1
         newly = live & ~self.running().any(axis=1) & np.all(self.phase == PH_DONE, axis=1)
-        if np.any(newly):
+        if newly.any():
             self.elsp[newly] = np.nanmax(self.finish[newly], axis=1) + self.costs.harness_overhead_s
             self.done |= newly
             self.dirty |= newly
@@ -573,7 +595,7 @@ class _Batch:
         done_bytes = speed * work_t
         left = self.bytes_left - done_bytes
         fin = running & (left <= 0)
-        if np.any(fin):
+        if fin.any():
             r, t = np.nonzero(fin)
             spent = np.where(speed[r, t] > 0, np.maximum(self.bytes_left[r, t], 0.0) / np.maximum(speed[r, t], 1e-30),
                              0.0)
@@ -589,7 +611,7 @@ class _Batch:
         self.bytes_left = np.where(running, left, self.bytes_left)
         # workers waiting for their main thread's init
         wait = self.phase == PH_WAIT
-        if np.any(wait):
+        if wait.any():
             mains = np.flatnonzero(self.wl.thread_main)
             main_of_mm = np.zeros(self.M, dtype=np.int64)
             main_of_mm[self.thread_mm[mains]] = mains
@@ -599,7 +621,7 @@ class _Batch:
             self.dirty[go.any(axis=1)] = True
 
     def _record_locality(self, speed, frac):
-        loc = np.take(frac, self._rt_base + self.node)                # frac[r, t, node[r, t]]
+        loc = frac.take(self._rt_base + self.node)                # frac[r, t, node[r, t]]
         self._local_acc += (speed * loc).sum(axis=1) * self.dt
         self._local_w += speed.sum(axis=1) * self.dt
 
@@ -617,7 +639,7 @@ class _Batch:
         # node_stamp == 0 (a process's first thread, never triggered): its period becomes
         # task_scan_start before node_stamp advances by it (task_tick_numa)
         first = trig & (self.node_stamp == 0)
-        if np.any(first):
+        if first.any():
             r0, t0_ = np.nonzero(first)
             self.scan_period[r0, t0_] = self.task_scan_min(self.thread_mm[t0_])
             period_s = self.scan_period / 1000.0
@@ -730,7 +752,7 @@ class _Batch:
                     sad = AD.span_rotate(a, sad, due, now_ms=now * 1000.0, reset_period_ms=4 * o["scan_delay_ms"])
             if a is not None and a.scope == "vma":
                 wa = AD.effective_windows(a, sad)
-            allowed, reason, sel = decide(
+            allowed, reason, sel = decide_unchecked(
                 pol, pids_active=pids, idx=pidx, scanner_tid=tid, numa_scan_seq=seq,
                 start_scan_seq=st["start_seq"], prev_scan_seq=st["prev_seq"], scan_offset=off,
                 vm_start=self.mm_vstart[m][lo:], next_scan=st["next_scan"] * 1000.0,
@@ -815,7 +837,7 @@ class _Batch:
             order = np.argsort(allidx, kind="stable")          # the sorted flat index (unique)
             self.prot_idx = self._prot_of = allidx[order]
             self.prot_lam = np.concatenate([self.prot_lam, nr * self.C + self.region_class[nq]])[order]
-            self.prot_thresh = np.concatenate([self.prot_thresh, np.take(self.r_thresh, new)])[order]
+            self.prot_thresh = np.concatenate([self.prot_thresh, self.r_thresh.take(new)])[order]
         return ktime
 
     def _walk(self, r, m, scanner, vm, vstart, vend, allowed, reason, st, i, now, budget0, *, forced, budget, virt,
@@ -964,7 +986,7 @@ class _Batch:
         self._sync_prot()
         pi = self.prot_idx
         # prot_lam (flat (replica, class) index) and prot_thresh are kept aligned with prot_idx
-        lam = np.take(lam_c, self.prot_lam)
+        lam = lam_c.take(self.prot_lam)
         hz = self.r_hazard.ravel()                      # flat views: 1-D takes are cheaper
         h = hz[pi] + lam * self.dt
         hz[pi] = h
@@ -1009,21 +1031,21 @@ class _Batch:
         rt = fr * T + ft
         rq = fr * self.NR + freg
         fv = self.region_vma[freg]
-        cn = np.take(self.node, rt)
-        fn = np.take(self.r_node, rq)
+        cn = self.node.take(rt)
+        fn = self.r_node.take(rq)
         pages = self.region_present[freg]
         # PID bit, when the VMA has numab state (history.set_pid_bits without its argument
         # checks: the indices are the engine's own)
         if pol.numab_state:
-            hs = np.take(self.has_state, fr * self.V + fv)
+            hs = self.has_state.take(fr * self.V + fv)
             if hs.any():
                 hr, hv = fr[hs], fv[hs]
                 rth = rt[hs]
-                word, mask = np.take(self.tid_word, rth), np.take(self.tid_mask, rth)
+                word, mask = self.tid_word.take(rth), self.tid_mask.take(rth)
                 window = self._pid_window(hr, hv)
                 np.bitwise_or.at(self.pids, (hr, hv, window, word), mask)
         self.v_faulted[fr, fv] = True
-        if self.ad is not None and pol.adapt.rule == "grow-shrink" and pol.numab_state and np.any(hs):
+        if self.ad is not None and pol.adapt.rule == "grow-shrink" and pol.numab_state and hs.any():
             self.ad = AD.grow_shrink_fault(pol.adapt, self.ad, (fr[hs], fv[hs]))
         inc = self.fault_inc[freg]
         local = fn == cn
@@ -1031,35 +1053,35 @@ class _Batch:
         np.add.at(self.cnt["numa_hint_faults_local"], fr, np.where(local, inc, 0))
         kt = self.costs.hint_fault_us * 1e-6 * inc
         # last_cpupid as read before the filter
-        last8 = np.take(self.last_pid8, rq)
-        lset = np.take(self.last_set, rq)
-        lnode = np.take(self.last_node, rq)
-        ltask = np.take(self.last_task, rq)
-        my8 = np.take(self.pid8, rt)
+        last8 = self.last_pid8.take(rq)
+        lset = self.last_set.take(rq)
+        lnode = self.last_node.take(rq)
+        ltask = self.last_task.take(rq)
+        my8 = self.pid8.take(rt)
         gm, gc, gsize = self.group_stats()
         # mpol_misplaced: bind task policy -> no; local -> not misplaced (no cpupid refresh)
-        bindp = ((np.take(self.phase, rt) == PH_INIT) & wl.init_bind[ft]) | wl.mem_bind[ft]
+        bindp = ((self.phase.take(rt) == PH_INIT) & wl.init_bind[ft]) | wl.mem_bind[ft]
         check = ~bindp & ~local
         # two-stage filter (should_numa_migrate_memory)
         unset = last8 == PID_UNSET
         mine = last8 == my8
-        early = ((np.take(self.preferred, rt) == NO_NODE) | (np.take(self.task_seq, rt) <= 4)) & (unset | mine)
+        early = ((self.preferred.take(rt) == NO_NODE) | (self.task_seq.take(rt) <= 4)) & (unset | mine)
         second_stage_fail = ~unset & (lnode != cn)
-        g = np.take(self.group, rt)
+        g = self.group.take(rt)
         ing = g >= 0
         gg = np.where(ing, g, 0)
         gm_n, gc_n = self._group_node_sums(gm, gc)                  # (R, T, N): private + shared
         rg = (fr * T + gg) * N
-        gcpu_dst = np.take(gc_n, rg + cn)
-        gcpu_src = np.take(gc_n, rg + fn)
-        gmem_dst = np.take(gm_n, rg + cn)
-        gmem_src = np.take(gm_n, rg + fn)
+        gcpu_dst = gc_n.take(rg + cn)
+        gcpu_src = gc_n.take(rg + fn)
+        gmem_dst = gm_n.take(rg + cn)
+        gmem_src = gm_n.take(rg + fn)
         grp_ok = (gcpu_dst > 3 * gcpu_src) | (3 * gcpu_dst * gmem_src > 4 * gcpu_src * gmem_dst)
         want_mig = check & (early | (~second_stage_fail & (mine | ~ing | grp_ok)))
         # migrate_balanced_pgdat: the target node must have room; candidates take room in
         # fault order (a failed candidate still counts), a full node fails the migration
         migrate, failed = want_mig, np.zeros_like(want_mig)
-        if np.any(want_mig):
+        if want_mig.any():
             key = np.where(want_mig, fr * N + cn, -1)
             order = np.argsort(key, kind="stable")
             ks, pg = key[order], np.where(want_mig, pages, 0)[order]
@@ -1078,7 +1100,7 @@ class _Batch:
         self.last_node[fr[check], freg[check]] = cn[check]
         self.last_task[fr[check], freg[check]] = ft[check]
         # migrate
-        if np.any(migrate):
+        if migrate.any():
             mr, mreg, mdst, msrc = fr[migrate], freg[migrate], cn[migrate], fn[migrate]
             self.r_node[mr, mreg] = mdst
             self.dirty[mr] = True
@@ -1097,10 +1119,10 @@ class _Batch:
         priv = ~lset | (last8 == my8)
         shared_f = ~priv
         # numa groups: create on the first shared fault, then join the last accessor's group
-        if np.any(shared_f):
+        if shared_f.any():
             sr, st_ = fr[shared_f], ft[shared_f]
             create = self.group[sr, st_] < 0
-            if np.any(create):
+            if create.any():
                 self.group[sr[create], st_[create]] = st_[create]
                 self._gs = None
             gm, gc, gsize = self.group_stats()
@@ -1113,7 +1135,7 @@ class _Batch:
             lgz = np.where(lg >= 0, lg, 0)
             bigger = (gsize[sr, my] < gsize[sr, lgz]) | ((gsize[sr, my] == gsize[sr, lgz]) & (my > lg))
             join = ok & (lg >= 0) & (lg != my) & same_mm & bigger & (self.pid8[sr, lt0] == last8[shared_f])
-            if np.any(join):
+            if join.any():
                 # first qualifying fault of each task wins (simultaneous semantics)
                 jr, jt, jg = sr[join], st_[join], lg[join]
                 key = jr * T + jt
@@ -1129,12 +1151,12 @@ class _Batch:
         uk = np.flatnonzero(seen)                                   # np.unique(fr * T + ft)
         pr_, pt_ = np.divmod(uk, T)
         due = now > self.migrate_retry[pr_, pt_]
-        if np.any(due):
+        if due.any():
             self._placement(pr_[due], pt_[due], now, gm, gc, gsize)
         # buffers
         flocal = local.copy()
         ing2 = self.group[fr, ft] >= 0
-        if np.any(shared_f & ~flocal & ing2):
+        if (shared_f & ~flocal & ing2).any():
             gm, gc, gsize = self.group_stats()
             active = self._active_nodes(gc)                                  # (R, T(gid), N)
             gid = np.where(ing2, self.group[fr, ft], 0)
@@ -1145,7 +1167,7 @@ class _Batch:
         np.add.at(self.b_mem, (fr, ft, mem_node, p_i), pages)
         np.add.at(self.b_cpu, (fr, ft, cn, p_i), pages)
         np.add.at(self.locality, (fr, ft, flocal.astype(np.int64)), pages)
-        if np.any(failed):
+        if failed.any():
             np.add.at(self.locality, (fr[failed], ft[failed], 2), pages[failed])
             np.add.at(self.cnt["numa_migrate_fail"], fr[failed], 1)
         self.has_faults[fr, ft] = True
@@ -1204,7 +1226,7 @@ class _Batch:
         if self._prot_of is not self.prot_idx:
             pr, preg = np.divmod(self.prot_idx, self.NR)
             self.prot_lam = pr * self.C + self.region_class[preg]
-            self.prot_thresh = np.take(self.r_thresh, self.prot_idx)
+            self.prot_thresh = self.r_thresh.take(self.prot_idx)
             self._prot_of = self.prot_idx
 
     def _pid_window(self, r, v):
@@ -1230,7 +1252,7 @@ class _Batch:
         adj = np.clip(per + diff, smin, np.maximum(smin, smax))
         new = np.where(slow, doubled, adj).astype(np.int64)
         self.scan_period[r, t] = new
-        if np.any(slow):
+        if slow.any():
             rs, ts = r[slow], t[slow]
             m = self.thread_mm[ts]
             self.mm_next_scan[rs, m] = self.now + self.dt + new[slow] / 1000.0
@@ -1350,39 +1372,45 @@ class _Batch:
 
     # ---- 6. invariants and series
     def _check(self):
-        if np.any(self.r_node < 0) or np.any(self.r_node >= self.N):
+        if (self.r_node < 0).any() or (self.r_node >= self.N).any():
             raise EngineInvariantError(f"pages not conserved at t={self.now:.3f}s: a region on no node")
         by_node = pages_by_node(self)
         pages_on = by_node.sum(axis=1)
-        if np.any(pages_on != self.total_pages):
+        if (pages_on != self.total_pages).any():
             raise EngineInvariantError(f"pages not conserved at t={self.now:.3f}s: {pages_on} != {self.total_pages}")
-        if np.any(self.node_pages != by_node):
+        if (self.node_pages != by_node).any():
             raise EngineInvariantError(f"resident pages per node out of sync at t={self.now:.3f}s")
-        if np.any(self.cls_node < 0):
+        if (self.cls_node < 0).any():
             raise EngineInvariantError(f"negative class node count at t={self.now:.3f}s")
         for k, v in self.cnt.items():
-            if np.any(v < 0):
+            if (v < 0).any():
                 raise EngineInvariantError(f"counter {k} went negative at t={self.now:.3f}s")
-        if np.any(self.cnt["numa_hint_faults_local"] > self.cnt["numa_hint_faults"]):
+        if (self.cnt["numa_hint_faults_local"] > self.cnt["numa_hint_faults"]).any():
             raise EngineInvariantError("numa_hint_faults_local > numa_hint_faults")
-        if np.any(self.reasons < 0) or np.any(self.b_mem < 0) or np.any(self.locality < 0):
+        if (self.reasons < 0).any() or (self.b_mem < 0).any() or (self.locality < 0).any():
             raise EngineInvariantError(f"negative fault statistics at t={self.now:.3f}s")
         if self.prot_idx.size and np.count_nonzero(self.prot) != self.prot_idx.size:
             raise EngineInvariantError("protected-region index out of sync")
         if self._prot_of is self.prot_idx:
             pr, preg = np.divmod(self.prot_idx, self.NR)
             if not (np.array_equal(self.prot_lam, pr * self.C + self.region_class[preg])
-                    and np.array_equal(self.prot_thresh, np.take(self.r_thresh, self.prot_idx))):
+                    and np.array_equal(self.prot_thresh, self.r_thresh.take(self.prot_idx))):
                 raise EngineInvariantError("protected-region rate/threshold index out of sync")
         running = self.running()
         load = np.stack([((self.node == n) & running).sum(axis=1) for n in range(self.N)], axis=1)
-        if np.any(load > self.topo.cpus_per_node):
+        if (load > self.topo.cpus_per_node).any():
             raise EngineInvariantError(f"a node runs more threads than it has CPUs at t={self.now:.3f}s")
 
     def sample(self):
         """Append one time-series sample (per replica)."""
         R, M, N = self.R, self.M, self.N
-        pn = _pages_by(self, self.region_mm[None, :] * N + self.r_node, M * N).reshape(R, M, N).astype(float)
+        if self._cls_pp is not None:
+            cls_pages = self.cls_node * self._cls_pp[None, :, None]                # (R, C, N), exact
+            pn = np.zeros((R, M, N))
+            np.add.at(pn, (slice(None), self._cls_mm), cls_pages)
+        else:
+            cls_pages = None
+            pn = _pages_by(self, self.region_mm[None, :] * N + self.r_node, M * N).reshape(R, M, N).astype(float)
         self.series["pages_node"].append(pn)
         lf = np.where(self._local_w > 0, self._local_acc / np.maximum(self._local_w, 1e-30), np.nan)
         self.series["local_fraction"].append(lf)
@@ -1393,33 +1421,55 @@ class _Batch:
             sel = self._sample_sel[m]
             sp[:, m] = self.scan_period[:, sel].mean(axis=1) if sel.any() else np.nan
         self.series["scan_period"].append(sp)
-        self.series["converged_fraction"].append(self._converged_fraction())
+        self.series["converged_fraction"].append(self._converged_fraction(cls_pages))
         f = self.cnt["numa_hint_faults"].copy()
         self.series["faults"].append(f - self._fault_acc)
         self._fault_acc = f
         self.series_t.append(self.now)
 
-    def _converged_fraction(self):
+    def _class_access(self):
+        """(R, C, N): access rate of each class from threads on each node, 1/s; recomputed only
+        for the replicas whose rates, phases or placement changed since the last sample."""
+        R, N, C, T = self.R, self.N, self.C, self.T
+        rows = np.flatnonzero(self._conv_stale | self.dirty)
+        if rows.size:
+            wl = self.wl
+            n = rows.size
+            rate = self.entry_rates(rows, self.speed[rows])                             # (n, E)
+            tnode = self.node.take(rows[:, None] * T + wl.entry_thread[None, :])    # (n, E)
+            key = (np.arange(n)[:, None] * C + wl.entry_class[None, :]) * N + tnode
+            self._conv_acc[rows] = np.bincount(key.ravel(), weights=rate.ravel(),
+                                               minlength=n * C * N).reshape(n, C, N)
+            self._conv_stale[:] = False
+        return self._conv_acc
+
+    def _converged_fraction(self, cls_pages=None):
         """(R, M): share of each process's accessed pages that sit on the node most of their
         current accesses come from (ground truth the kernel cannot see; issue 9's convergence).
-        Regions nobody touches in the current phase are left out; NaN when a process has none."""
+        Regions nobody touches in the current phase are left out; NaN when a process has none.
+        ``cls_pages``: resident pages per (replica, class, node) when the classes are uniform
+        (then the sums run over classes, not regions; all sums are of whole page counts, so
+        exact either way)."""
         R, N, M, C = self.R, self.N, self.M, self.C
-        wl = self.wl
         rows = np.arange(R)
-        rate = self.entry_rates(rows, self.speed)                                 # (R, E)
-        tnode = np.take(self.node, rows[:, None] * self.T + wl.entry_thread[None, :])  # (R, E)
-        key = (rows[:, None] * C + wl.entry_class[None, :]) * N + tnode
-        acc = np.bincount(key.ravel(), weights=rate.ravel(), minlength=R * C * N).reshape(R, C, N)
+        acc = self._class_access()
         best = acc.argmax(axis=2)                                                 # (R, C)
         touched = acc.sum(axis=2) > 0                                             # (R, C)
-        rc = self.region_class[None, :]
-        on_best = np.take_along_axis(best, np.broadcast_to(rc, self.r_node.shape), axis=1) == self.r_node
-        live = np.take_along_axis(touched, np.broadcast_to(rc, self.r_node.shape), axis=1)
-        w = self.region_present[None, :] * live
-        mm = np.broadcast_to(self.region_mm[None, :], self.r_node.shape)
-        flat = (rows[:, None] * M + mm).ravel()
-        tot = np.bincount(flat, weights=w.ravel(), minlength=R * M).reshape(R, M)
-        good = np.bincount(flat, weights=(w * on_best).ravel(), minlength=R * M).reshape(R, M)
+        if cls_pages is not None:
+            tot_c = np.where(touched, cls_pages.sum(axis=2), 0.0)
+            good_c = np.where(touched, np.take_along_axis(cls_pages, best[:, :, None], axis=2)[:, :, 0], 0.0)
+            flat = (rows[:, None] * M + self._cls_mm[None, :]).ravel()
+            tot = np.bincount(flat, weights=tot_c.ravel(), minlength=R * M).reshape(R, M)
+            good = np.bincount(flat, weights=good_c.ravel(), minlength=R * M).reshape(R, M)
+        else:
+            rc = self.region_class[None, :]
+            on_best = np.take_along_axis(best, np.broadcast_to(rc, self.r_node.shape), axis=1) == self.r_node
+            live = np.take_along_axis(touched, np.broadcast_to(rc, self.r_node.shape), axis=1)
+            w = self.region_present[None, :] * live
+            mm = np.broadcast_to(self.region_mm[None, :], self.r_node.shape)
+            flat = (rows[:, None] * M + mm).ravel()
+            tot = np.bincount(flat, weights=w.ravel(), minlength=R * M).reshape(R, M)
+            good = np.bincount(flat, weights=(w * on_best).ravel(), minlength=R * M).reshape(R, M)
         # only while every worker of the process still runs: the last stragglers' pages say
         # little about placement, and an idle process has nothing to converge
         finished = np.stack([(self.phase[:, sel] == PH_DONE).any(axis=1) for sel in self._sample_sel], axis=1)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numalab import history as H
-from numalab.policy import ALLOWED, CODE, REASONS, Policy, decide, decision_matrix
+from numalab.policy import ALLOWED, CODE, REASONS, Policy, decide, decide_unchecked, decision_matrix
 from numalab.reference import hashing as RH
 from numalab.reference import policy as RP
 
@@ -119,6 +119,35 @@ def test_engine_mode_matches_reference(policy, batch, nvma, seed, with_flags):
                 assert int(select[b + (v,)]) == want_select
     if not policy.disjoint_select:
         assert select is state["vma_scan_select"]
+
+
+@settings(max_examples=300)
+@given(policies(), st.integers(1, 3), st.integers(1, 6), st.integers(0, 2**32 - 1), st.booleans(), st.booleans())
+def test_unchecked_engine_call_matches_reference(policy, n, nvma, seed, forced, with_flags):
+    """decide_unchecked as the engine calls it -- VMA bounds and flags shared by the rows (V,),
+    one scalar forced flag and thread count -- gives the reference's answer."""
+    rng = np.random.default_rng(seed)
+    state = _state(rng, policy, (n,), nvma)
+    for key in ("vm_start", "vm_end", "shared_ro", "inaccessible"):
+        state[key] = np.broadcast_to(state[key][0], (n, nvma))
+    state["forced"] = np.full(n, forced)
+    state["nr_threads"] = np.full(n, state["nr_threads"][0])
+    if not with_flags:
+        for key in ("unsuitable", "shared_ro", "inaccessible"):
+            state[key] = np.zeros((n, nvma), bool)
+    tids = rng.choice(POOL, size=n).astype(np.uint32)
+    call = dict(state, vm_start=state["vm_start"][0], vm_end=state["vm_end"][0], shared_ro=state["shared_ro"][0],
+                inaccessible=state["inaccessible"][0], forced=forced, nr_threads=int(state["nr_threads"][0]))
+    if not with_flags:
+        call.update(unsuitable=None, shared_ro=None, inaccessible=None)
+    allowed, reason, select = decide_unchecked(policy, scanner_tid=tids, **call)
+    for b in range(n):
+        for v in range(nvma):
+            want, want_select = _reference(policy, state, (b,), v, tids[b])
+            assert REASONS[reason[b, v]] == want, (policy, b, v)
+            assert allowed[b, v] == ALLOWED[CODE[want]]
+            if policy.disjoint_select:
+                assert int(select[b, v]) == want_select
 
 
 @settings(max_examples=300)
