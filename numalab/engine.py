@@ -336,21 +336,15 @@ class _Batch:
         # the samples count pages per (class, node) from cls_node when every region of a class
         # has the same resident pages and lies in one mm (true of every built-in workload);
         # otherwise they recount the regions
-        C = self.C
-        pmin = np.full(C, np.iinfo(np.int64).max)
-        pmax = np.zeros(C, dtype=np.int64)
-        np.minimum.at(pmin, wl.region_class, present)
-        np.maximum.at(pmax, wl.region_class, present)
-        cmm_lo = np.full(C, M)
-        cmm_hi = np.full(C, -1)
-        np.minimum.at(cmm_lo, wl.region_class, self.region_mm)
-        np.maximum.at(cmm_hi, wl.region_class, self.region_mm)
-        empty = np.bincount(wl.region_class, minlength=C) == 0
-        pmin[empty] = pmax[empty] = cmm_lo[empty] = cmm_hi[empty] = 0
-        uniform = np.array_equal(pmin, pmax) and np.array_equal(cmm_lo, cmm_hi)
-        self._cls_pp = pmax.astype(float) if uniform else None     # pages of one region, per class
-        self._cls_mm = cmm_lo if uniform else None
-        self._conv_acc = np.zeros((R, C, N))                       # access rate per (class, node)
+        cls_pp = np.zeros(self.C)                                  # pages of one region, per class
+        cls_pp[wl.region_class] = present
+        cls_mm = np.zeros(self.C, dtype=np.int64)
+        cls_mm[wl.region_class] = self.region_mm
+        uniform = np.array_equal(cls_pp[wl.region_class], present) and \
+            np.array_equal(cls_mm[wl.region_class], self.region_mm)
+        self._cls_pp = cls_pp if uniform else None
+        self._cls_mm = cls_mm if uniform else None
+        self._conv_acc = np.zeros((R, self.C, N))                  # access rate per (class, node)
         self._conv_stale = np.ones(R, dtype=bool)
         self._fault_acc = np.zeros(R, dtype=np.int64)
         self._local_acc = np.zeros(R)

@@ -659,8 +659,7 @@ def _decide_core(policy, pids_active, tid, matrix, batch, vshape, seq, offset, n
         if not matrix and forced_.all():  # the v6.7 retry pass: no later test can change the answer
             code = _first_true(conds, codes, CODE["forced"], vshape)
             if policy.disjoint_select:  # a forced visit neither waits nor selects: counters unchanged
-                vma_scan_select = np.zeros(vshape, np.int64) if vma_scan_select is None else \
-                    _as_num("vma_scan_select", vma_scan_select, vshape, "per-VMA").astype(np.int64)
+                vma_scan_select = _select_counters(vma_scan_select, vshape)
             return ALLOWED[code], code, vma_scan_select
         conds.append(forced_)
         codes.append(CODE["forced"])
@@ -699,8 +698,7 @@ def _decide_core(policy, pids_active, tid, matrix, batch, vshape, seq, offset, n
 
     select = None
     if policy.disjoint_select:
-        select = np.zeros(vshape, np.int64) if vma_scan_select is None else \
-            _as_num("vma_scan_select", vma_scan_select, vshape, "per-VMA").astype(np.int64)
+        select = _select_counters(vma_scan_select, vshape)
         fallback = np.where(select > 0, CODE["disjoint_wait"], CODE["disjoint_select"]).astype(np.int8)
         if vm_end is None:
             raise NumalabValueError(f"vm_end is required: policy {policy.name!r} uses the disjoint_select counter")
@@ -718,8 +716,7 @@ def _decide_core(policy, pids_active, tid, matrix, batch, vshape, seq, offset, n
     NONE = -1
     code_pre = _first_true(pre, pre_codes, NONE, vshape)
     decided = code_pre != NONE
-    code_not_own = _first_true([decided] + [c for c, _ in post_own], [0] + [k for _, k in post_own], fallback,
-                               vshape)
+    code_not_own = _first_true([c for c, _ in post_own], [k for _, k in post_own], fallback, vshape)
     np.copyto(code_not_own, code_pre, where=decided)
     if policy.own_pid:
         code_own = np.where(decided, code_pre, np.int8(CODE["own_pid"]))
@@ -780,6 +777,13 @@ def _gather_rows(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
     ntask = rows.shape[-1]
     flat_rows = (np.arange(nb, dtype=np.int64)[:, None] * nrows + rows.reshape(nb, ntask)).ravel()
     return np.take(table.reshape(nb * nrows, nvma), flat_rows, axis=0).reshape(*batch, ntask, nvma)
+
+
+def _select_counters(vma_scan_select, vshape: tuple) -> np.ndarray:
+    """The RFC 2023 p2 counters as int64 of the per-VMA shape (None = all 0)."""
+    if vma_scan_select is None:
+        return np.zeros(vshape, np.int64)
+    return _as_num("vma_scan_select", vma_scan_select, vshape, "per-VMA").astype(np.int64)
 
 
 def _select_after(select, reason, refill):

@@ -103,6 +103,23 @@ def test_balancing_moves_memory_off_the_first_touch_node(small02):
     assert pn.isel(time=-1, node=1).item() > 0.3 * pn.isel(time=-1).sum().item()
 
 
+def test_class_sums_match_region_recount(small02):
+    """The time series summed per access class equal the recount over regions (the path a
+    workload with non-uniform classes takes), value for value."""
+    from numalab.costs import Costs
+    from numalab.engine import _Batch, _opts
+
+    by_class = run_batch(small02, Policy.profile("6.12"), [0, 1])
+    assert by_class._cls_pp is not None
+    by_region = _Batch(small02, Policy.profile("6.12"), [0, 1], _opts({}), Costs())
+    by_region._cls_pp = None
+    by_region.run()
+    for key in ("pages_node", "converged_fraction"):
+        a, b = np.asarray(by_class.series[key]), np.asarray(by_region.series[key])
+        assert np.isfinite(a).any()
+        np.testing.assert_array_equal(a, b)
+
+
 def test_invariant_violation_raises(small02):
     from numalab.costs import Costs
     from numalab.engine import _Batch, _opts
