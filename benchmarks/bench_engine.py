@@ -5,10 +5,13 @@ Targets (issue 3): one replica of numa01_THREAD_ALLOC on "2s-128" (128 threads, 
 <= 4x the one-replica time; peak memory <= 2 GiB; and how the cost per simulated second grows
 when the threads double and when the memory doubles.
 
-Run: ``python benchmarks/bench_engine.py [--profile 6.12] [--repeat N] [--breakdown]``. Times
+Run: ``python benchmarks/bench_engine.py [--profile 6.12] [--repeat N] [--breakdown] [--dt S]``. Times
 are process CPU seconds (the machine is shared; CPU time is what one core spends), ratios are
 measured in one run. ``--breakdown`` also prints where the CPU time of the 1- and 16-replica
 runs goes, per engine stage (nested stages are included in their parents), with call counts.
+It also prints the CPU time per replica as the batch grows (1, 4, 16, 64 seeds in one call):
+where that levels off is the marginal cost of one more replica. ``--dt`` runs everything at
+another engine step (the model's default is 0.05 s; results change with it).
 """
 
 from __future__ import annotations
@@ -81,9 +84,9 @@ def breakdown(wl, pol):
         print(f"  {label:<36} {a1[0]:6.2f} s {a1[1]:6d}   {a16[0]:6.2f} s {a16[1]:6d}")
 
 
-def timed(wl, pol, seeds):
+def timed(wl, pol, seeds, **options):
     t0, c0 = time.perf_counter(), time.process_time()
-    b = run_batch(wl, pol, seeds)
+    b = run_batch(wl, pol, seeds, **options)
     return time.process_time() - c0, time.perf_counter() - t0, b
 
 
@@ -92,25 +95,34 @@ def main(argv=None):
     ap.add_argument("--profile", default="6.12")
     ap.add_argument("--repeat", type=int, default=2, help="take the best of N runs (default 2)")
     ap.add_argument("--breakdown", action="store_true", help="also print CPU time per engine stage")
+    ap.add_argument("--dt", type=float, default=None, help="engine step, s (default: the engine's 0.05)")
     args = ap.parse_args(argv)
+    opt = {} if args.dt is None else {"dt": args.dt}
     pol = nl.Policy.profile(args.profile)
     topo = nl.Topology.preset("2s-128")
     wl = nl.workload("numa01_THREAD_ALLOC", topo)
-    print(f"# {wl.summary()}, profile {pol.name}")
+    print(f"# {wl.summary()}, profile {pol.name}" + (f", dt {args.dt} s" if opt else ""))
 
-    one = min((timed(wl, pol, [0]) for _ in range(args.repeat)), key=lambda x: x[0])
+    one = min((timed(wl, pol, [0], **opt) for _ in range(args.repeat)), key=lambda x: x[0])
     print(f"1 replica : cpu {one[0]:6.2f} s  wall {one[1]:6.2f} s  simulated {one[2].elsp[0]:7.1f} s  "
           f"steps {one[2].steps}   (target <= 10 s)")
-    six = min((timed(wl, pol, list(range(16))) for _ in range(args.repeat)), key=lambda x: x[0])
+    six = min((timed(wl, pol, list(range(16)), **opt) for _ in range(args.repeat)), key=lambda x: x[0])
     print(f"16 replicas: cpu {six[0]:6.2f} s  wall {six[1]:6.2f} s  ratio {six[0] / one[0]:.2f}x (target <= 4x); "
           f"per replica {six[0] / 16:.3f} s")
     # the same seed 16 times: every replica scans and faults in the same steps, so this is the
     # batch cost with perfectly aligned events; the gap to the line above is what 16 seeds'
     # events falling in different steps cost (each step's scans and faults are one call)
-    same = min((timed(wl, pol, [0] * 16) for _ in range(args.repeat)), key=lambda x: x[0])
+    same = min((timed(wl, pol, [0] * 16, **opt) for _ in range(args.repeat)), key=lambda x: x[0])
     print(f"16 x seed 0: cpu {same[0]:6.2f} s  ratio {same[0] / one[0]:.2f}x (events aligned across replicas)")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak RSS  : {peak:7.0f} MiB (target <= 2048 MiB)")
+    print(f"peak RSS  : {peak:7.0f} MiB (target <= 2048 MiB; up to the 16-replica runs)")
+    # the marginal cost of a replica: CPU time per replica as the batch grows
+    per = []
+    for n in (1, 4, 16, 64):
+        cpu, _, b = timed(wl, pol, list(range(n)), **opt)
+        per.append(f"{n} seeds {cpu / n:.3f} s")
+    print("per replica: " + ", ".join(per) + f"  (mean simulated {b.elsp.mean():.1f} s over 64 seeds; "
+          f"peak RSS now {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB)")
     if args.breakdown:
         breakdown(wl, pol)
 
