@@ -21,6 +21,7 @@ _LAZY = {
     "workload": ("numalab.workloads", "workload"),
     "workloads": ("numalab.workloads", "workloads"),
     "simulate": ("numalab.engine", "simulate"),
+    "scan_trace": ("numalab.tracing", "scan_trace"),
     "sweep": ("numalab.sweep", "sweep"),
     "futex": ("numalab.futex", None),
     "report": ("numalab.report", None),

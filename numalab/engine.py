@@ -356,6 +356,9 @@ class _Batch:
         self._block_pos = 0
         self._gs = None
         self._gs_sum = None
+        # optional observer of task_numa_work runs and VMA visits (numalab.tracing); it only
+        # reads engine state, so a traced run gives the same numbers as an untraced one
+        self.tracer = None
         self.dirty = np.ones(R, dtype=bool)
         self.frac = np.zeros((R, T, N))
         self._rt_base = np.arange(R * T, dtype=np.int64).reshape(R, T) * N   # flat (r, t, 0) of frac
@@ -791,6 +794,8 @@ class _Batch:
         ktime = np.zeros(rows.size)
         self._new_prot = []
         self.cnt["scan_runs"][rows] += 1
+        if self.tracer is not None:
+            self.tracer.run_begin(self, rows, m, scanner, when)
         # the first VMA ending after the offset; none -> reset_ptenuma_scan first
         last_end = vend[-1]
         off = self.mm_offset[rows, m]
@@ -832,6 +837,8 @@ class _Batch:
             self.prot_idx = self._prot_of = allidx[order]
             self.prot_lam = np.concatenate([self.prot_lam, nr * self.C + self.region_class[nq]])[order]
             self.prot_thresh = np.concatenate([self.prot_thresh, self.r_thresh.take(new)])[order]
+        if self.tracer is not None:
+            self.tracer.run_end(self, rows, m, ktime, rows[[i for i, _, _ in retry]] if retry else rows[:0])
         return ktime
 
     def _walk(self, r, m, scanner, vm, vstart, vend, allowed, reason, st, i, now, budget0, *, forced, budget, virt,
@@ -904,6 +911,8 @@ class _Batch:
         if k_end > k0:
             # every visited VMA counts its reason; the skipped ones do their bookkeeping
             seg = reason[j0:k_end - lo]
+            if self.tracer is not None:
+                self.tracer.visits(self, r, m, k0, k_end, seg, int(self.mm_offset[r, m]), forced)
             self.reasons[r] += np.bincount(seg, minlength=self._nreasons)
             sc = np.flatnonzero(seg == CODE["seq_completed"])
             if sc.size:
@@ -1496,6 +1505,17 @@ def run_batch(wl: Workload, policy: Policy, seeds, **options) -> _Batch:
     return _Batch(wl, policy, seeds, o, costs).run()
 
 
+def _coerce_workload(workload, topology):
+    """A Workload, or a workload name laid out on ``topology`` (a Topology or preset name)."""
+    if isinstance(workload, str):
+        workload = make_workload(workload, Topology.coerce(topology))
+    elif not isinstance(workload, Workload):
+        raise NumalabValueError(f"workload={workload!r} must be a Workload or a name")
+    if not workload.thread_main.size:
+        raise NumalabValueError("workload has no threads")
+    return workload
+
+
 def _coerce_policies(policies):
     if isinstance(policies, (Policy, str)):
         policies = [policies]
@@ -1558,17 +1578,10 @@ def simulate(workload, policies, seeds=8, *, dt=DEFAULTS["dt"], time_resolution=
     -------
     xarray.Dataset with dims ("policy", "seed") and "time" (see :mod:`numalab.results`).
     """
-    if isinstance(workload, str):
-        wl = make_workload(workload, Topology.coerce(topology))
-    elif isinstance(workload, Workload):
-        wl = workload
-    else:
-        raise NumalabValueError(f"workload={workload!r} must be a Workload or a name")
+    wl = _coerce_workload(workload, topology)
     pols = _coerce_policies(policies)
     seeds = _coerce_seeds(seeds)
     costs = Costs.coerce(costs)
-    if not wl.thread_main.size:
-        raise NumalabValueError("workload has no threads")
     opts = dict(options, dt=dt, time_resolution=time_resolution, max_time=max_time)
     o = _opts(opts)
     batches = [_Batch(wl, p, seeds, o, costs).run() for p in pols]

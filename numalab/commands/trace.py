@@ -1,0 +1,56 @@
+"""``numalab trace``: what the NUMA scanner did in one simulated run, run by run.
+
+Prints one line per task_numa_work run (time, scanning thread, numa_scan_seq and
+numa_scan_offset before and after, PTEs changed, and the decision for every VMA the run
+reached, grouped by VMA kind), or with --format perf the skips as `perf script` prints the
+kernel's sched:sched_skip_vma_numa tracepoint, to put beside a trace from a real machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "print the scanner's runs and per-VMA decisions for one simulated run (sched_skip_vma_numa)"
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("trace", help=HELP, description=__doc__.split("\n\n")[1].replace("\n", " "))
+    p.add_argument("--workload", default="numa02",
+                   help="workload name (default: %(default)s)")
+    p.add_argument("--topology", default="2s-128", help="topology preset (default: %(default)s)")
+    p.add_argument("--profile", default="6.12", help="kernel profile (default: %(default)s)")
+    p.add_argument("--history", type=int, default=None, help="number of PID windows N (default: the profile's)")
+    p.add_argument("--seed", type=int, default=0, help="seed (default: %(default)s)")
+    p.add_argument("--max-time", type=float, default=None, help="stop after this many simulated seconds")
+    p.add_argument("--format", choices=("runs", "vmas", "perf"), default="runs",
+                   help="runs: a line per run (default); vmas: also a line per visited VMA; "
+                        "perf: the skips in `perf script` form")
+    p.add_argument("--out", default=None, help="also write the trace Dataset to this NetCDF file (h5netcdf)")
+    p.set_defaults(command="trace")
+    return p
+
+
+def run(args) -> int:
+    from ..errors import check_int
+    from ..policy import Policy
+    from ..tracing import format_perf, format_runs, scan_trace
+
+    seed = check_int("--seed", args.seed, lo=0)
+    pol = Policy.profile(args.profile, history=args.history) if args.history is not None \
+        else Policy.profile(args.profile)
+    ds = scan_trace(args.workload, pol, seed, topology=args.topology, max_time=args.max_time)
+    if args.format == "perf":
+        text = format_perf(ds)
+    else:
+        text = format_runs(ds, vmas=args.format == "vmas")
+        elsp = ds.attrs["elsp"][0]
+        end = "elapsed" if ds.attrs["finished"][0] else "stopped by --max-time at"
+        text += f"\n# {ds.sizes['run']} runs, {ds.sizes['visit']} VMA visits; {end} {elsp:.2f} s"
+    if text:
+        print(text)
+    if args.out:
+        from ..storage import write_netcdf
+
+        write_netcdf(ds, args.out)
+        print(f"wrote {args.out}")
+    return 0

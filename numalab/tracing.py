@@ -1,0 +1,228 @@
+"""What the NUMA scanner did, run by run and VMA by VMA: the model's side of
+``perf record -e sched:sched_skip_vma_numa``.
+
+:func:`scan_trace` runs the engine with an observer on ``task_numa_work`` (spec §3.2) and
+returns one xarray Dataset with two dims:
+
+* ``run`` -- one entry per ``task_numa_work`` run that got past ``numa_next_scan``: when
+  (``t``, s), which replica (``seed``) and mm, which thread scanned (``scanner``, its ``tid``),
+  ``numa_scan_seq`` and ``numa_scan_offset`` before and after, the PTEs it changed, its kernel
+  time, and whether the v6.7 forced retry (``vma_pids_forced``) ran;
+* ``visit`` -- one entry per VMA the run's loop reached, in order: the VMA, its kind (stack,
+  buffer, text, ...), its bounds, ``numa_scan_offset`` as the kernel's tracepoint would print it,
+  the decision (``reason``: a skip reason named as ``sched_skip_vma_numa`` names it, or why the
+  VMA was scanned), and whether it was visited in the forced retry.
+
+:func:`format_runs` prints one line per run; :func:`format_perf` prints the skips as
+``perf script`` prints the kernel's tracepoint (``numa_scan_offset=%lX vm_start=%lX
+vm_end=%lX reason=%s``), so a trace taken on a real machine can be put beside the model's.
+Tracing only reads engine state: a traced run's numbers equal an untraced run's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from .policy import ALLOWED, REASONS, SKIP_REASONS
+
+__all__ = ["scan_trace", "format_runs", "format_perf"]
+
+PAGE = 4096
+#: decisions the kernel's sched_skip_vma_numa tracepoint reports (v6.7+): the skips, and
+#: NUMAB_SKIP_IGNORE_PID, which is traced although the VMA is then scanned
+TRACED = tuple(r for r in SKIP_REASONS if r != "disjoint_wait") + ("ignore_pid_inactive",)
+
+
+class _Recorder:
+    """Engine observer: collects runs and visits as lists of small arrays (cheap when off,
+    since the engine only calls it when attached)."""
+
+    def __init__(self):
+        self.runs = {k: [] for k in ("t", "replica", "mm", "scanner", "tid", "seq_before", "offset_before",
+                                     "seq_after", "offset_after", "pte_updates", "huge_pte_updates",
+                                     "kernel_s", "forced_retry")}
+        self.visit_cols = {k: [] for k in ("run", "vma", "reason", "offset", "forced")}
+        self._open = {}          # replica -> index of its current run
+        self._nruns = 0
+        self._cnt0 = None
+
+    def run_begin(self, b, rows, m, scanner, when):
+        for i, r in enumerate(rows.tolist()):
+            self._open[r] = self._nruns + i
+        self._nruns += rows.size
+        self.runs["t"].append(np.asarray(when, dtype=float).copy())
+        self.runs["replica"].append(rows.copy())
+        self.runs["mm"].append(np.full(rows.size, m))
+        self.runs["scanner"].append(np.asarray(scanner).copy())
+        self.runs["tid"].append(b.tid[rows, scanner].copy())
+        self.runs["seq_before"].append(b.mm_seq[rows, m].copy())
+        self.runs["offset_before"].append(b.mm_offset[rows, m].copy())
+        self._cnt0 = (b.cnt["numa_pte_updates"][rows].copy(), b.cnt["numa_huge_pte_updates"][rows].copy())
+
+    def run_end(self, b, rows, m, ktime, retried):
+        self.runs["seq_after"].append(b.mm_seq[rows, m].copy())
+        self.runs["offset_after"].append(b.mm_offset[rows, m].copy())
+        self.runs["pte_updates"].append(b.cnt["numa_pte_updates"][rows] - self._cnt0[0])
+        self.runs["huge_pte_updates"].append(b.cnt["numa_huge_pte_updates"][rows] - self._cnt0[1])
+        self.runs["kernel_s"].append(np.asarray(ktime, dtype=float).copy())
+        self.runs["forced_retry"].append(np.isin(rows, retried))
+
+    def visits(self, b, r, m, k0, k1, reasons, offset, forced):
+        """VMAs at positions [k0, k1) of mm ``m`` reached by one walk of replica ``r`` that
+        started at ``numa_scan_offset`` = ``offset`` (pages)."""
+        vend = b.mm_vend[m][k0:k1]
+        # a seq_completed skip moves numa_scan_offset to that VMA's end before it is traced
+        sc = reasons == REASONS.index("seq_completed")
+        off = np.maximum(offset, np.maximum.accumulate(np.where(sc, vend, 0)))
+        n = k1 - k0
+        self.visit_cols["run"].append(np.full(n, self._open[r]))
+        self.visit_cols["vma"].append(b.mm_vmas[m][k0:k1].copy())
+        self.visit_cols["reason"].append(np.asarray(reasons, dtype=np.int64).copy())
+        self.visit_cols["offset"].append(off)
+        self.visit_cols["forced"].append(np.full(n, bool(forced)))
+
+    @staticmethod
+    def _cat(parts, dtype):
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+
+def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, **options):
+    """Run ``workload`` under ``policy`` and record every ``task_numa_work`` run and VMA visit.
+
+    Parameters
+    ----------
+    workload : Workload or a name from :func:`numalab.workloads` (laid out on ``topology``).
+    policy : Policy or a profile name.
+    seeds : int seed, or a list of distinct seeds run as one batch (a seed's trace is the
+        same alone or in a batch).
+    max_time : stop after this many simulated seconds (s); default: run to the end.
+    **options : engine options (:data:`numalab.engine.DEFAULTS`), e.g. ``scan_delay_ms``.
+
+    Returns
+    -------
+    xarray.Dataset with dims ``run`` and ``visit`` (see the module docstring); ``visit_run``
+    indexes ``run``. attrs: workload, topology, policy, seeds, and per seed elsp (s) and
+    finished (0 when ``max_time`` stopped it first).
+    """
+    import xarray as xr
+
+    from .costs import Costs
+    from .engine import DEFAULTS, _Batch, _coerce_policies, _coerce_seeds, _coerce_workload, _opts
+    from .errors import NumalabValueError
+
+    wl = _coerce_workload(workload, topology)
+    if isinstance(policy, (list, tuple)):
+        raise NumalabValueError("scan_trace takes one policy; allowed: a Policy or a profile name")
+    pol = _coerce_policies(policy)[0]
+    seed_list = _coerce_seeds([seeds] if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool)
+                              else seeds)
+    if max_time is not None:
+        options["max_time"] = max_time
+    o = _opts(options)
+    costs = Costs.coerce(options.get("costs"))
+    b = _Batch(wl, pol, seed_list, o, costs)
+    rec = b.tracer = _Recorder()
+    b.run()
+
+    R = rec.runs
+    cat = _Recorder._cat
+    replica = cat(R["replica"], np.int64)
+    seeds_arr = np.asarray(seed_list, dtype=np.int64)
+    V = rec.visit_cols
+    vma = cat(V["vma"], np.int64)
+    reason = cat(V["reason"], np.int64)
+    kinds = np.asarray(wl.vma_kind, dtype=object)
+    run_vars = {
+        "t": ("run", cat(R["t"], float), {"units": "s", "long_name": "time of the task_numa_work run"}),
+        "seed": ("run", seeds_arr[replica]),
+        "mm": ("run", cat(R["mm"], np.int64), {"long_name": "process (mm) index"}),
+        "scanner": ("run", cat(R["scanner"], np.int64), {"long_name": "thread index that ran task_numa_work"}),
+        "tid": ("run", cat(R["tid"], np.int64), {"long_name": "its pid (thread id)"}),
+        "seq_before": ("run", cat(R["seq_before"], np.int64), {"kernel_name": "numa_scan_seq"}),
+        "seq_after": ("run", cat(R["seq_after"], np.int64), {"kernel_name": "numa_scan_seq"}),
+        "offset_before": ("run", cat(R["offset_before"], np.int64) * PAGE,
+                          {"units": "bytes", "kernel_name": "numa_scan_offset"}),
+        "offset_after": ("run", cat(R["offset_after"], np.int64) * PAGE,
+                         {"units": "bytes", "kernel_name": "numa_scan_offset"}),
+        "pte_updates": ("run", cat(R["pte_updates"], np.int64), {"kernel_name": "numa_pte_updates"}),
+        "huge_pte_updates": ("run", cat(R["huge_pte_updates"], np.int64), {"kernel_name": "numa_huge_pte_updates"}),
+        "kernel_s": ("run", cat(R["kernel_s"], float), {"units": "s"}),
+        "forced_retry": ("run", cat(R["forced_retry"], bool), {"kernel_name": "vma_pids_forced"}),
+    }
+    visit_vars = {
+        "visit_run": ("visit", cat(V["run"], np.int64), {"long_name": "index on the run dim"}),
+        "vma": ("visit", vma),
+        "vma_kind": ("visit", kinds[vma].astype(str) if vma.size else np.zeros(0, dtype=str)),
+        "vm_start": ("visit", wl.vma_start[vma] * PAGE, {"units": "bytes"}),
+        "vm_end": ("visit", wl.vma_end[vma] * PAGE, {"units": "bytes"}),
+        "numa_scan_offset": ("visit", cat(V["offset"], np.int64) * PAGE, {"units": "bytes"}),
+        "reason": ("visit", np.asarray(REASONS, dtype=object)[reason].astype(str) if reason.size
+                   else np.zeros(0, dtype=str), {"kernel_name": "sched_skip_vma_numa.reason"}),
+        "scanned": ("visit", ALLOWED[reason], {"long_name": "the VMA's PTEs were changed (not skipped)"}),
+        "forced": ("visit", cat(V["forced"], bool), {"long_name": "visited in the forced retry"}),
+    }
+    ds = xr.Dataset({k: (v[0], v[1], v[2] if len(v) > 2 else {}) for k, v in {**run_vars, **visit_vars}.items()})
+    ds.attrs.update(workload=wl.name, topology=wl.topology.name, policy=pol.name,
+                    seeds=list(map(int, seed_list)), elsp=[float(x) for x in b.elsp],
+                    finished=[int(x) for x in b.finished],
+                    dt=float(o["dt"]), max_time=float(o["max_time"]),
+                    options=repr({k: o[k] for k in DEFAULTS if o[k] != DEFAULTS[k]}))
+    return ds
+
+
+def _cols(ds, names):
+    return {k: ds[k].values for k in names}
+
+
+def format_runs(ds, *, seed=None, vmas=False) -> str:
+    """One line per ``task_numa_work`` run: time (s), scanning thread index and tid,
+    ``numa_scan_seq`` and ``numa_scan_offset`` (MiB) before and after, PTEs changed, and the
+    decisions for the VMAs it reached, grouped by kind. With ``vmas=True`` also one line per
+    visited VMA. ``seed`` keeps one seed's runs."""
+    r = _cols(ds, ("t", "seed", "mm", "scanner", "tid", "seq_before", "seq_after", "offset_before", "offset_after",
+                   "pte_updates", "forced_retry"))
+    v = _cols(ds, ("visit_run", "vma_kind", "reason", "vm_start", "vm_end", "forced"))
+    runs = np.arange(r["t"].size)
+    if seed is not None:
+        runs = runs[r["seed"] == seed]
+    order = np.argsort(v["visit_run"], kind="stable")
+    starts = np.searchsorted(v["visit_run"][order], np.arange(r["t"].size + 1))
+    lines = [f"# {ds.attrs['workload']} on {ds.attrs['topology']}, {ds.attrs['policy']}: task_numa_work runs",
+             f"{'t (s)':>8} {'seed':>4} {'mm':>2} {'thread':>6} {'tid':>7} {'seq':>6} {'offset (MiB)':>13}  {'ptes':>7}  "
+             "VMAs reached (kind:decision)"]
+    for i in runs.tolist():
+        idx = order[starts[i]:starts[i + 1]]
+        groups = Counter(zip(v["vma_kind"][idx].tolist(), v["reason"][idx].tolist()))
+        vis = ", ".join(f"{k}:{d}×{n}" if n > 1 else f"{k}:{d}" for (k, d), n in groups.items())
+        retry = " +forced retry" if r["forced_retry"][i] else ""
+        lines.append(f"{r['t'][i]:8.3f} {r['seed'][i]:4d} {r['mm'][i]:2d} {r['scanner'][i]:6d} {r['tid'][i]:7d} "
+                     f"{r['seq_before'][i]:>2d}->{r['seq_after'][i]:<2d} "
+                     f"{r['offset_before'][i] >> 20:6d}->{r['offset_after'][i] >> 20:<6d} "
+                     f"{r['pte_updates'][i]:7d}  {vis or '-'}{retry}")
+        if vmas:
+            for j in idx.tolist():
+                lines.append(f"{'':>10} {v['vma_kind'][j]:<8} vm_start={v['vm_start'][j]:X} "
+                             f"vm_end={v['vm_end'][j]:X} {v['reason'][j]}" + (" (forced)" if v["forced"][j] else ""))
+    return "\n".join(lines)
+
+
+def format_perf(ds, *, seed=None, comm=None) -> str:
+    """The skips as ``perf script`` prints ``sched:sched_skip_vma_numa`` (v6.7+ kernels):
+    ``COMM TID [000] SECONDS: sched:sched_skip_vma_numa: numa_scan_offset=%lX vm_start=%lX
+    vm_end=%lX reason=%s``. Decisions the kernel does not trace (scans, and the RFC's
+    ``disjoint_wait``) are left out. The CPU column is 000: the model does not track CPUs."""
+    comm = comm or str(ds.attrs["workload"]).split("_")[0]
+    r = _cols(ds, ("t", "seed", "tid"))
+    v = _cols(ds, ("visit_run", "reason", "numa_scan_offset", "vm_start", "vm_end"))
+    keep = np.isin(v["reason"], TRACED)
+    if seed is not None:
+        keep &= r["seed"][v["visit_run"]] == seed
+    out = []
+    for j in np.flatnonzero(keep).tolist():
+        i = v["visit_run"][j]
+        out.append(f"{comm:>16} {r['tid'][i]:7d} [000] {r['t'][i]:12.6f}: sched:sched_skip_vma_numa: "
+                   f"numa_scan_offset={v['numa_scan_offset'][j]:X} vm_start={v['vm_start'][j]:X} "
+                   f"vm_end={v['vm_end'][j]:X} reason={v['reason'][j]}")
+    return "\n".join(out)
