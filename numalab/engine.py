@@ -1498,11 +1498,14 @@ class _Batch:
 
 
 # ====================================================================================== public
+def make_batch(wl: Workload, policy: Policy, seeds, **options) -> _Batch:
+    """One policy over ``seeds`` as one batch, set up but not run (options checked)."""
+    return _Batch(wl, policy, seeds, _opts(options), Costs.coerce(options.get("costs")))
+
+
 def run_batch(wl: Workload, policy: Policy, seeds, **options) -> _Batch:
     """Run one policy over ``seeds`` as one batch; returns the finished batch (arrays)."""
-    o = _opts(options)
-    costs = Costs.coerce(options.get("costs"))
-    return _Batch(wl, policy, seeds, o, costs).run()
+    return make_batch(wl, policy, seeds, **options).run()
 
 
 def _coerce_workload(workload, topology):

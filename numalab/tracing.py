@@ -108,8 +108,7 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
     """
     import xarray as xr
 
-    from .costs import Costs
-    from .engine import DEFAULTS, _Batch, _coerce_policies, _coerce_seeds, _coerce_workload, _opts
+    from .engine import DEFAULTS, _coerce_policies, _coerce_seeds, _coerce_workload, make_batch
     from .errors import NumalabValueError
 
     wl = _coerce_workload(workload, topology)
@@ -120,9 +119,8 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
                               else seeds)
     if max_time is not None:
         options["max_time"] = max_time
-    o = _opts(options)
-    costs = Costs.coerce(options.get("costs"))
-    b = _Batch(wl, pol, seed_list, o, costs)
+    b = make_batch(wl, pol, seed_list, **options)
+    o = b.o
     rec = b.tracer = _Recorder()
     b.run()
 
@@ -136,7 +134,7 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
     kinds = np.asarray(wl.vma_kind, dtype=object)
     run_vars = {
         "t": ("run", cat(R["t"], float), {"units": "s", "long_name": "time of the task_numa_work run"}),
-        "seed": ("run", seeds_arr[replica]),
+        "seed": ("run", seeds_arr[replica], {"long_name": "seed of the replica"}),
         "mm": ("run", cat(R["mm"], np.int64), {"long_name": "process (mm) index"}),
         "scanner": ("run", cat(R["scanner"], np.int64), {"long_name": "thread index that ran task_numa_work"}),
         "tid": ("run", cat(R["tid"], np.int64), {"long_name": "its pid (thread id)"}),
@@ -153,17 +151,16 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
     }
     visit_vars = {
         "visit_run": ("visit", cat(V["run"], np.int64), {"long_name": "index on the run dim"}),
-        "vma": ("visit", vma),
-        "vma_kind": ("visit", kinds[vma].astype(str) if vma.size else np.zeros(0, dtype=str)),
+        "vma": ("visit", vma, {"long_name": "VMA index in the workload"}),
+        "vma_kind": ("visit", kinds[vma].astype(str), {"long_name": "what the VMA holds"}),
         "vm_start": ("visit", wl.vma_start[vma] * PAGE, {"units": "bytes"}),
         "vm_end": ("visit", wl.vma_end[vma] * PAGE, {"units": "bytes"}),
         "numa_scan_offset": ("visit", cat(V["offset"], np.int64) * PAGE, {"units": "bytes"}),
-        "reason": ("visit", np.asarray(REASONS, dtype=object)[reason].astype(str) if reason.size
-                   else np.zeros(0, dtype=str), {"kernel_name": "sched_skip_vma_numa.reason"}),
+        "reason": ("visit", np.asarray(REASONS)[reason], {"kernel_name": "sched_skip_vma_numa.reason"}),
         "scanned": ("visit", ALLOWED[reason], {"long_name": "the VMA's PTEs were changed (not skipped)"}),
         "forced": ("visit", cat(V["forced"], bool), {"long_name": "visited in the forced retry"}),
     }
-    ds = xr.Dataset({k: (v[0], v[1], v[2] if len(v) > 2 else {}) for k, v in {**run_vars, **visit_vars}.items()})
+    ds = xr.Dataset({**run_vars, **visit_vars})
     ds.attrs.update(workload=wl.name, topology=wl.topology.name, policy=pol.name,
                     seeds=list(map(int, seed_list)), elsp=[float(x) for x in b.elsp],
                     finished=[int(x) for x in b.finished],

@@ -99,7 +99,7 @@ def test_a_seed_traces_the_same_alone_and_in_a_batch():
 def test_format_perf_matches_the_tracepoint_layout(traced):
     ds, _ = traced
     text = format_perf(ds)
-    lines = text.splitlines() if text else []
+    lines = text.splitlines()
     pat = re.compile(r"^ +\S+ +(\d+) \[000\] +(\d+\.\d{6}): sched:sched_skip_vma_numa: "
                      r"numa_scan_offset=([0-9A-F]+) vm_start=([0-9A-F]+) vm_end=([0-9A-F]+) reason=(\w+)$")
     assert len(lines) == np.isin(ds.reason.values, TRACED).sum()
@@ -109,7 +109,7 @@ def test_format_perf_matches_the_tracepoint_layout(traced):
         assert m.group(6) in TRACED
         assert int(m.group(4), 16) < int(m.group(5), 16)
     one = format_perf(ds, seed=SEEDS[1])
-    assert len(one.splitlines() if one else []) == \
+    assert len(one.splitlines()) == \
         (np.isin(ds.reason.values, TRACED) & (ds.seed.values[ds.visit_run.values] == SEEDS[1])).sum()
 
 
