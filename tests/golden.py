@@ -1,0 +1,83 @@
+"""Fingerprints of what numalab computes, for the bit-identity test of ``test_golden.py``.
+
+A fingerprint is the sha256 of every data variable and coordinate of a result Dataset (its
+dtype, shape and raw bytes), so any change of any number -- one ULP of one seed's ``elsp`` or
+one count of one skip reason -- changes it. Attrs are left out on purpose: they record the
+numalab version and option names, which a restructure may reword without changing a number.
+
+The stored fingerprint (``tests/data/golden.json``) was taken from the engine *before* the
+restructure of issue 10 (``python tests/golden.py --write``) and must never be regenerated to
+make a test pass: a changed fingerprint means a changed result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+GOLDEN = Path(__file__).parent / "data" / "golden.json"
+
+#: three workloads x seven policies (the five profile families plus the three adaptive rules,
+#: which the hook objects of the restructure touch) x three seeds
+WORKLOADS = [("numa01_THREAD_ALLOC", "2s-128"), ("numa02", "2s-128"), ("numa01", "2s-ivb-40")]
+POLICIES = ["pre-6.4", "6.4", "6.12", "rfc2023-p5", "rfc2024-hot-shared",
+            "6.12+adaptive:grow-shrink", "6.12+adaptive:span", "6.12+adaptive:popcount"]
+SEEDS = [0, 1, 7]
+MAX_TIME = 60.0   # s simulated: enough for every mechanism to act, short enough for CI
+
+
+def digest(ds) -> dict[str, str]:
+    """variable or coordinate name -> sha256 of (dtype, shape, bytes)."""
+    out = {}
+    for name in sorted(list(ds.data_vars) + list(ds.coords)):
+        a = np.ascontiguousarray(ds[name].values)
+        if a.dtype.kind in "OUS":
+            raw = json.dumps([str(x) for x in a.ravel()]).encode()
+        else:
+            raw = a.tobytes()
+        h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
+        h.update(raw)
+        out[name] = h.hexdigest()
+    return out
+
+
+def _policy(name):
+    import numalab as nl
+    if "+adaptive:" in name:
+        prof, rule = name.split("+adaptive:")
+        return nl.Policy.profile(prof, history="adaptive", adapt=rule)
+    return nl.Policy.profile(name)
+
+
+def fingerprints() -> dict[str, dict[str, str]]:
+    """Every case -> its digest: nl.simulate over the grid above, a futex sweep, a nl.sweep."""
+    import numalab as nl
+    out = {}
+    for wname, topo in WORKLOADS:
+        wl = nl.workload(wname, nl.Topology.preset(topo))
+        ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME)
+        out[f"simulate/{wname}/{topo}"] = digest(ds)
+    fx = nl.futex.sweep(buckets=[2, 16, 256], mode=["classic", "numa", "private"], threads=[8, 32],
+                        seeds=2, topology="2s-ivb-40")
+    out["futex.sweep/mva"] = digest(fx)
+    fs = nl.futex.sweep(buckets=[2, 64], mode="private", threads=16, seeds=[3], topology="2s-ivb-40",
+                        method="simulation", ops=200)
+    out["futex.sweep/simulation"] = digest(fs)
+    sw = nl.sweep({"workload": ["numa02"], "topology": ["2s-ivb-40"], "profile": ["6.12"],
+                   "history": [2, 8], "max_time": [20.0]}, seeds=2, cache=False, progress=False, workers=1)
+    out["sweep/numa02"] = digest(sw)
+    return out
+
+
+if __name__ == "__main__":
+    fp = fingerprints()
+    if "--write" in sys.argv:
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(json.dumps(fp, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {GOLDEN} ({len(fp)} cases)")
+    else:
+        print(json.dumps(fp, indent=1, sort_keys=True))
