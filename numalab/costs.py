@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from .errors import NumalabValueError, check_number
+from .errors import NumalabValueError, check_number, coerce_dataclass
 
 __all__ = ["Costs", "progress_rates"]
 
@@ -97,17 +97,8 @@ class Costs:
 
     @classmethod
     def coerce(cls, costs) -> "Costs":
-        if costs is None:
-            return cls()
-        if isinstance(costs, Costs):
-            return costs
-        if isinstance(costs, dict):
-            known = {f.name for f in fields(cls)}
-            for k in costs:
-                if k not in known:
-                    raise NumalabValueError(f"costs key {k!r} is not known; allowed: {', '.join(sorted(known))}")
-            return cls(**costs)
-        raise NumalabValueError(f"costs={costs!r} must be a Costs or a dict of its fields")
+        """None -> defaults, a Costs -> itself, a dict -> Costs(**dict) (unknown keys refused)."""
+        return coerce_dataclass(cls, costs, "costs")
 
     def to_dict(self) -> dict:
         return asdict(self)

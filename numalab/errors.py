@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import numbers
+from dataclasses import fields, is_dataclass
 from collections.abc import Iterable
 
 import numpy as np
@@ -21,7 +22,16 @@ __all__ = [
     "check_int",
     "check_number",
     "check_uint32_array",
+    "check_seeds",
+    "coerce_dataclass",
+    "MAX_SEEDS",
+    "SEED_MAX",
 ]
+
+#: most replicas one call may ask for by count (``seeds=n``); a list may name any seeds
+MAX_SEEDS = 100_000
+#: largest seed: seeds are stored as int64 coordinates in NetCDF files
+SEED_MAX = 2**63 - 1
 
 
 class NumalabError(Exception):
@@ -109,3 +119,39 @@ def check_uint32_array(name: str, values) -> np.ndarray:
             bad = lo if lo < 0 else hi
             raise NumalabValueError(f"{name} holds {bad}, outside uint32; allowed: integers in [0, 4294967295]")
     return arr.astype(np.uint32)
+
+
+def check_seeds(seeds, name: str = "seeds") -> list[int]:
+    """The one seed checker: an int ``n`` in [1, MAX_SEEDS] means seeds ``0 .. n-1``; an iterable
+    gives distinct ints in [0, SEED_MAX]. Returns the list of seeds."""
+    allowed = f"allowed: a count in [1, {MAX_SEEDS}] or a non-empty list of distinct ints in [0, 2**63)"
+    if isinstance(seeds, (bool, np.bool_)):
+        raise NumalabValueError(f"{name}={seeds!r}; {allowed}")
+    if isinstance(seeds, numbers.Integral):
+        return list(range(check_int(name, seeds, lo=1, hi=MAX_SEEDS)))
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
+        raise NumalabValueError(f"{name}={_fmt(seeds)}; {allowed}")
+    out = [check_int(name, s, lo=0, hi=SEED_MAX) for s in seeds]
+    if not out:
+        raise NumalabValueError(f"{name} is empty; {allowed}")
+    if len(set(out)) != len(out):
+        raise NumalabValueError(f"{name}={_fmt(out)} has duplicates; {allowed}")
+    return out
+
+
+def coerce_dataclass(cls, value, name: str):
+    """The one coercion of a constants dataclass (``Costs``, ``FutexCosts``, engine options):
+    None -> the defaults, an instance -> itself, a dict -> ``cls(**dict)`` after refusing
+    unknown keys (each field's own bounds are checked by the class)."""
+    assert is_dataclass(cls)
+    if value is None:
+        return cls()
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, dict):
+        known = [f.name for f in fields(cls) if f.init]
+        bad = sorted(set(value) - set(known))
+        if bad:
+            raise NumalabValueError(f"{name} key {bad[0]!r} is not known; allowed: {', '.join(sorted(known))}")
+        return cls(**value)
+    raise NumalabValueError(f"{name}={_fmt(value)} must be a {cls.__name__} or a dict of its fields")

@@ -58,7 +58,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
-from .errors import NumalabValueError, check_choice, check_number
+from .errors import NumalabValueError, check_choice, check_number, coerce_dataclass
 from .futex_workloads import ROLE_LOCK, Routing
 from .topology import Topology
 
@@ -145,16 +145,8 @@ COST_NAMES = tuple(f.name for f in fields(FutexCosts))
 
 
 def coerce_costs(costs) -> FutexCosts:
-    if costs is None:
-        return FutexCosts()
-    if isinstance(costs, FutexCosts):
-        return costs
-    if isinstance(costs, dict):
-        bad = sorted(set(costs) - set(COST_NAMES))
-        if bad:
-            raise NumalabValueError(f"costs has unknown constant(s) {bad}; allowed: {', '.join(COST_NAMES)}")
-        return FutexCosts(**costs)
-    raise NumalabValueError(f"costs={costs!r} must be a FutexCosts or a dict of constants")
+    """None -> defaults, a FutexCosts -> itself, a dict -> FutexCosts(**dict) (unknown keys refused)."""
+    return coerce_dataclass(FutexCosts, costs, "costs")
 
 
 def line_matrix(topology: Topology, costs: FutexCosts) -> np.ndarray:

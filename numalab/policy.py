@@ -26,6 +26,7 @@ VMA or per mm) and does not update them either -- the engine calls the rule's ho
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -293,6 +294,36 @@ class Policy:
         name = check_choice("profile", name, _P)
         return cls(base=name, **overrides)
 
+    @classmethod
+    def parse(cls, text, history=None) -> "Policy":
+        """The policy a text names: the one parser of every text form numalab reads.
+
+        ``text`` is what :attr:`name` writes -- a profile, then ``+``-joined overrides:
+        ``"6.12"``, ``"6.12+N=4"``, ``"6.12+adaptive=span+n_max=16"``,
+        ``"6.4+N=8+rules=own_pid,hot>=1,shared>=3"``, ``"6.12+no_forced_one"`` -- so
+        ``Policy.parse(p.name) == p``; ``"adaptive:span"`` is accepted for ``adaptive=span``
+        and a text starting with an override (``"N=4"``, ``"adaptive:span"``) takes the
+        ``"6.12"`` profile. ``history`` (the CLI's ``--history`` and the sweeps' ``history``
+        axis): None or ``"profile"`` keeps the text's window count, an int (or its digits) sets
+        ``NR_ACCESS_PID_HIST``, ``"adaptive"`` / ``"adaptive:<rule>"`` picks an adaptive rule.
+        A :class:`Policy` is returned unchanged when ``history`` is None.
+        """
+        if isinstance(text, Policy) and history is None:
+            return text
+        if isinstance(text, Policy):
+            text = text.name
+        if not isinstance(text, str) or not text.strip():
+            raise NumalabValueError(f"policy={text!r}; allowed: a profile name such as '6.12' or "
+                                    f"'<profile>+N=<windows>', e.g. '6.12+N=4' (profiles: {', '.join(_P)})")
+        tokens = [t.strip() for t in text.strip().split("+")]
+        base = "6.12" if tokens[0] not in _P and ("=" in tokens[0] or tokens[0].startswith("adaptive")) \
+            else check_choice("policy", tokens[0], _P)
+        kw: dict = {}
+        for tok in tokens[1:] if tokens[0] == base else tokens:
+            _parse_token(text, tok, kw)
+        _parse_history(history, kw)
+        return cls(base=base, **kw)
+
     @staticmethod
     def profiles() -> list[str]:
         """Names of the built-in kernel profiles, oldest first."""
@@ -393,6 +424,68 @@ def _make_adaptive(adapt, adapt_kw: dict, values: dict) -> Adaptive:
     rule = "grow-shrink" if adapt is None else check_choice("adapt", adapt, ADAPT_RULES)
     kw.setdefault("n_init", _n_init_default(values["windows"], kw))
     return Adaptive(rule, width=width if isinstance(width, int) else 64, **kw)
+
+
+def _value(text: str):
+    """An override's value as :func:`_label` wrote it: int, float, bool or the text."""
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _parse_token(text: str, tok: str, kw: dict) -> None:
+    """One ``+``-separated override of :meth:`Policy.parse` into constructor keywords."""
+    key, eq, value = tok.partition("=")
+    if tok.startswith("adaptive") and not eq:
+        key, _, value = tok.partition(":")
+        eq = "=" if value else ""
+    if not tok or key != key.strip() or (eq and not value):
+        raise NumalabValueError(f"policy={text!r}: the part {tok!r} is empty or incomplete; allowed: "
+                                f"'+'-joined overrides such as N=4, adaptive=span, rules=own_pid,hot>=1")
+    if key in kw or (key == "N" and "history" in kw):
+        raise NumalabValueError(f"policy={text!r} sets {key} twice; allowed: each override once")
+    if key == "N":
+        kw["history"] = check_int("policy N", _value(value), lo=1, hi=MAX_WINDOWS)
+    elif key == "adaptive":
+        kw["history"] = "adaptive"
+        if value:
+            kw["adapt"] = value
+    elif key == "adapt_off" and not eq:
+        kw["adapt_enabled"] = False
+    elif key == "rules":
+        # the labels' spelling (hot>=1, early_passes(vma)) back to the constructor's (hot=1, ...)
+        kw["rules"] = re.sub(r"(\w+)\((\w+)\)", r"\1=\2", value.replace(">=", "="))
+    elif eq:
+        kw[key] = _value(value)
+    elif key.startswith("no_") and key[3:] in _FIELD_ORDER:
+        kw[key[3:]] = False
+    elif key in _FIELD_ORDER:
+        kw[key] = True
+    else:
+        raise NumalabValueError(f"policy={text!r}: {tok!r} is not an override; allowed: N=<windows>, "
+                                f"adaptive[=<rule>], rules=<list>, <switch>, no_<switch>, <field>=<value>")
+
+
+def _parse_history(history, kw: dict) -> None:
+    """``Policy.parse``'s ``history=``: None / "profile" / int / "adaptive[:rule]"."""
+    if history is None or history == "profile":
+        return
+    if isinstance(history, str) and history.startswith("adaptive"):
+        rule = history.partition(":")[2]
+        kw.pop("adapt", None)
+        kw.update(history="adaptive", **({"adapt": rule} if rule else {}))
+        return
+    if isinstance(history, str) and history.isdigit():
+        history = int(history)
+    if isinstance(history, bool) or not isinstance(history, (int, np.integer)):
+        raise NumalabValueError(f"history={history!r}; allowed: 'profile', an integer number of windows in "
+                                f"[1, {MAX_WINDOWS}], 'adaptive' or 'adaptive:<rule>' ({', '.join(ADAPT_RULES)})")
+    kw["history"] = int(history)
 
 
 _RULE_FIELDS = frozenset(RULES) | {"hot_first"}
