@@ -22,7 +22,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--vmas", type=int, default=32,
                    help="number of buffer VMAs, each worked on by one thread (default: %(default)s)")
     p.add_argument("--profiles", default=DEFAULT_PROFILES,
-                   help="comma-separated kernel profiles (default: %(default)s; see Policy.profiles())")
+                   help="comma-separated policies: profiles or names such as 6.12+N=4 (default: %(default)s; see Policy.profiles())")
     p.add_argument("--history", type=int, default=None,
                    help="override every profile's number of PID windows N (1-64)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the fault history (default: 0)")
@@ -76,8 +76,8 @@ def run(args) -> int:
     threads = _parse_ints("threads", args.threads)
     nbuffer = check_int("--vmas", args.vmas, lo=1, hi=65536)
     names = [n.strip() for n in str(args.profiles).split(",") if n.strip()]
-    policies = [Policy.profile(n) if args.history is None or n == "pre-6.4" else Policy.profile(n, history=args.history)
-                for n in names]
+    # pre-6.4 has no PID windows to resize: --history leaves it as it is
+    policies = [Policy.parse(n, history=None if n == "pre-6.4" else args.history) for n in names]
 
     cols = ["scanned", "own_pid", "hot", "shared", "early", "other+", "pid_inact", "disj_wait", "other-"]
     print("numalab demo: share of (scanning thread, VMA) pairs, in %, that task_numa_work would scan")
