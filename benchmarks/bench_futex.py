@@ -40,9 +40,9 @@ def main() -> None:
             f"{m} {float(row.sel(mode=m, buckets=2)):.3g} / {float(row.sel(mode=m, buckets=1024)):.3g} / "
             f"{float(row.sel(mode=m, buckets=131072)):.3g}" for m in nl.futex.MODES))
     if args.plot:
-        from numalab.futex_plots import plot_futex_sweep
+        from numalab.plots import futex_buckets, save
 
-        plot_futex_sweep(ds.sel(threads=[threads[0], threads[-1]])).savefig(args.plot, dpi=120)
+        save(futex_buckets(ds.sel(threads=[threads[0], threads[-1]])), args.plot, dpi=120)
         print(f"wrote {args.plot}")
 
 

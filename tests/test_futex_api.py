@@ -131,6 +131,11 @@ def test_calibrate_recovers_known_constants_from_synthetic_rows():
     (lambda: nl.futex.simulate(nl.futex.perf_bench_hash("2s-ivb-40", threads=2), seeds=1, dist="normal"),
      "dist='normal'"),
     (lambda: nl.futex.FutexCosts(home_lookup=2.0), "home_lookup=2.0"),
+    # one seed checker (errors.check_seeds) for simulate, sweep and calibrate
+    (lambda: nl.futex.simulate(nl.futex.perf_bench_hash("2s-ivb-40", threads=2), seeds=[1, 1]), "has duplicates"),
+    (lambda: nl.futex.sweep(buckets=[4], mode="private", seeds=0), "seeds=0"),
+    (lambda: nl.futex.calibrate([dict(mode="private", threads=2, buckets=4, ops_per_s_per_thread=1e6)],
+                                "2s-ivb-40", seeds=[2, 2]), "has duplicates"),
 ])
 def test_bad_input_names_the_parameter(call, match):
     with pytest.raises(NumalabValueError, match=match):

@@ -6,11 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numalab.errors import NumalabValueError
-from numalab.futex_hash import (
+from numalab.futex.hash import (
     HashLayout, classic_hashsize, futex_bucket, key_hashes, node_hashsize,
     private_default_slots, resolve_node,
 )
-from numalab.futex_workloads import futex_numa, perf_bench_hash, route, together
+from numalab.futex.workloads import futex_numa, perf_bench_hash, route, together
 from numalab.reference import futex as ref
 from numalab.topology import Topology
 

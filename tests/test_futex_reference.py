@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numalab.futex_solver import FutexCosts, handoff_matrix, line_matrix, network, simulate
-from numalab.futex_workloads import futex_numa, perf_bench_hash, route, together
+from numalab.futex.solver import FutexCosts, handoff_matrix, line_matrix, network, simulate
+from numalab.futex.workloads import futex_numa, perf_bench_hash, route, together
 from numalab.reference import futex as ref
 from numalab.topology import Topology
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import numalab as nl
-from numalab.futex_solver import FutexCosts, handoff_matrix, mva, network, simulate
+from numalab.futex.solver import FutexCosts, handoff_matrix, mva, network, simulate
+from numalab.futex.workloads import futex_numa, perf_bench_hash, route, together
 from numalab.topology import Topology
-from numalab.futex_workloads import futex_numa, perf_bench_hash, route, together
 
 
 def _throughputs(workload, seeds, ops=2500, warmup=200, dist="exponential", scv=1.0, costs=None):

@@ -132,7 +132,7 @@ def _run_hash(args) -> int:
                                buckets=args.buckets, shared=args.shared, immutable=args.immutable,
                                runtime=args.runtime, mode=args.mode, refcount=args.refcount,
                                squash=args.squash, hash=args.hash, oversubscribe=args.oversubscribe)
-    out = futex._solve([wl], [args.seed], futex.coerce_costs(None), args.method, 400, "exponential")
+    out = futex.solve_points([wl], [args.seed], futex.FutexCosts(), args.method, 400, "exponential")
     rates = np.floor(out["thread_rate"][0])  # per-thread ops/sec, as perf divides ops by seconds
     p = wl.params
     print("# Running 'futex/hash' benchmark:")

@@ -1,8 +1,8 @@
 """Scalar discrete-event simulator of futex hash-bucket contention (test oracle).
 
-The same system as :func:`numalab.futex_solver.simulate`, written event by event with a
+The same system as :func:`numalab.futex.solver.simulate`, written event by event with a
 ``heapq`` of thread arrivals, straight from the spec (§7.3) and a routing
-(:func:`numalab.futex_workloads.route`):
+(:func:`numalab.futex.workloads.route`):
 
 * thread t thinks for ``Z_t`` (syscall entry/exit + hashing + user work [+ GUP, per-CPU ref,
   nanosleeps]), then picks one of its futexes uniformly;
@@ -27,14 +27,14 @@ import heapq
 import math
 import random
 
-from ..futex_solver import FutexCosts, line_matrix
-from ..futex_workloads import ROLE_LOCK, Routing
+from ..futex.solver import FutexCosts, line_matrix
+from ..futex.workloads import ROLE_LOCK, Routing
 
 
 def line_cost(L, lat, costs: FutexCosts, holder_node, my_node: int, home: int) -> float:
     """Getting a bucket line homed on ``home`` to a CPU of ``my_node`` from another core on
     ``holder_node`` (None = nobody has held it: a cold line) [ns]. ``L``: line transfer
-    latencies (:func:`numalab.futex_solver.line_matrix`), ``lat``: ``Topology.latency_ns``."""
+    latencies (:func:`numalab.futex.solver.line_matrix`), ``lat``: ``Topology.latency_ns``."""
     if holder_node is None:
         return float(lat[my_node][home])                                  # from the home's DRAM
     c = float(L[holder_node][my_node])                                    # cache-to-cache

@@ -1,4 +1,4 @@
-"""Futex workloads shaped like the programs researchers run (private to :mod:`numalab.futex`).
+"""Futex workloads shaped like the programs researchers run (:mod:`numalab.futex.workloads`).
 
 * :func:`perf_bench_hash` -- ``perf bench futex hash`` (``tools/perf/bench/futex-hash.c``,
   spec §5): ``-t`` threads pinned to ``cpu[i % ncpus]``, each looping ``FUTEX_WAIT`` with a wrong
@@ -10,6 +10,8 @@
   run under ``numactl -N cpu_node -m cpu_node``.
 * :func:`together` -- run several programs at once (the seed experiment runs two futex_numa
   processes, one per node).
+* :func:`workload_for` -- one point of a sweep: a program (:data:`PROGRAMS`) with a bucket
+  count and a thread count, as :func:`numalab.futex.sweep` and the calibration build them.
 
 A workload is plain data; :func:`route` turns it into per-thread bucket lists for one seed
 (the mm pointers and ASLR addresses, hence the collisions, change on every run).
@@ -21,18 +23,19 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .errors import NumalabValueError, check_choice, check_int, check_number
-from .futex_hash import (
+from ..errors import NumalabValueError, check_choice, check_int, check_number
+from ..topology import Topology
+from .hash import (
     FUT_OFF_MMSHARED, HASHES, MODES, HashLayout, check_table_size, classic_hashsize, futex_bucket,
     key_hashes, node_hashsize, private_default_slots, resolve_node,
 )
-from .topology import Topology
 
 __all__ = ["FutexWorkload", "Routing", "REFCOUNTS", "perf_bench_hash", "futex_numa", "together",
-           "route", "PERF_BENCH", "FUTEX_NUMA"]
+           "route", "workload_for", "PERF_BENCH", "FUTEX_NUMA", "PROGRAMS"]
 
 PERF_BENCH = "perf-bench-futex-hash"
 FUTEX_NUMA = "futex_numa"
+PROGRAMS = (PERF_BENCH, FUTEX_NUMA)
 #: private-hash reference counting per op (spec §4.4): 6.17 per-CPU, 6.16 rcuref, 6.16 immutable
 REFCOUNTS = ("percpu", "rcuref", "immutable")
 ROLE_WORKER, ROLE_LOCK = 0, 1
@@ -265,6 +268,24 @@ def together(*workloads: FutexWorkload) -> FutexWorkload:
         params=dict(first.params, processes=[w.params for w in workloads]),
         **{k: np.concatenate(v) for k, v in fx.items()},
     )
+
+
+def workload_for(program, topology, *, mode, buckets=None, threads=None, **kw) -> FutexWorkload:
+    """One workload of a sweep: ``buckets`` is the private-hash slots in ``"private"`` mode
+    (None = default rule, 0 = global hash) and the what-if size of the global table(s) in
+    ``"classic"`` (whole table) / ``"numa"`` (each node's table) modes (None = kernel size)."""
+    check_choice("program", program, PROGRAMS)
+    check_choice("mode", mode, MODES)
+    if program == PERF_BENCH:
+        if mode == "private":
+            b = -1 if buckets is None else buckets
+            return perf_bench_hash(topology, threads=threads, buckets=b, mode=mode, **kw)
+        return perf_bench_hash(topology, threads=threads, mode=mode, hashsize=buckets, **kw)
+    if threads is not None:
+        kw["contenders"] = threads
+    if mode == "private" and buckets not in (None, -1):
+        return replace(futex_numa(topology, mode=mode, **kw), slots=(int(buckets),))
+    return futex_numa(topology, mode=mode, hashsize=buckets, **kw)
 
 
 @dataclass(frozen=True, eq=False)

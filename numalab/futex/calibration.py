@@ -1,8 +1,8 @@
-"""Fit futex cost constants to measured rows (private to :mod:`numalab.futex`).
+"""Fit futex cost constants to measured rows (:mod:`numalab.futex.calibration`).
 
 A measurement row is ``(mode, threads, buckets, ops_per_s_per_thread)`` -- what ``perf bench
 futex hash`` prints as "Averaged X operations/sec". :func:`calibrate` finds the constants of
-:class:`~numalab.futex_solver.FutexCosts` named in ``fit`` that minimise the squared log
+:class:`~numalab.futex.solver.FutexCosts` named in ``fit`` that minimise the squared log
 error of the MVA prediction (Levenberg-Marquardt on log-constants with forward-difference
 Jacobians; common random numbers: the same seeds' bucket maps at every evaluation).
 """
@@ -13,10 +13,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .errors import NumalabValueError, check_choice, check_int
-from .futex_solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
-from .futex_workloads import route
-from .topology import Topology
+from ..errors import NumalabValueError, check_choice, check_int, check_seeds
+from ..topology import Topology
+from .hash import MODES
+from .solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
+from .workloads import PERF_BENCH, route, workload_for
 
 __all__ = ["CalibrationResult", "calibrate", "measurement_rows", "DEFAULT_FIT"]
 
@@ -65,17 +66,15 @@ def measurement_rows(measurements) -> dict:
     out["ops_per_s_per_thread"] = rate
     out["threads"] = np.array([check_int("threads", int(t), lo=1) for t in out["threads"]])
     out["buckets"] = out["buckets"].astype(np.int64)
-    out["mode"] = np.array([check_choice("mode", str(m), ("classic", "numa", "private")) for m in out["mode"]])
+    out["mode"] = np.array([check_choice("mode", str(m), MODES) for m in out["mode"]])
     return out
 
 
 def _routings(rows, topology, seeds, futexes, workload_kw):
-    from .futex import workload_for
-
     groups = []
     for m, t, b in zip(rows["mode"], rows["threads"], rows["buckets"]):
         # buckets -1 = the kernel's own size (no prctl / default table)
-        w = workload_for("perf-bench-futex-hash", topology, mode=str(m), buckets=None if b < 0 else int(b),
+        w = workload_for(PERF_BENCH, topology, mode=str(m), buckets=None if b < 0 else int(b),
                          threads=int(t),
                          futexes=futexes, **workload_kw)
         groups.append([route(w, s) for s in seeds])
@@ -111,7 +110,7 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, f
     for name in fit:
         check_choice("fit", name, COST_NAMES)
     base = coerce_costs(costs).resolve(topology)
-    seeds = list(range(check_int("seeds", seeds, lo=1))) if np.isscalar(seeds) else list(seeds)
+    seeds = check_seeds(seeds)
     groups = _routings(rows, topology, seeds, futexes, workload_kw)
     y = np.log(rows["ops_per_s_per_thread"])
 

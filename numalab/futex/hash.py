@@ -1,4 +1,4 @@
-"""Futex key -> hash bucket mapping, vectorised (private to :mod:`numalab.futex`).
+"""Futex key -> hash bucket mapping, vectorised (:mod:`numalab.futex.hash`).
 
 Models ``kernel/futex/core.c``: ``futex_init()`` (table sizes), ``get_futex_key()`` (the key
 and, from 6.16, the FUTEX2_NUMA / FUTEX2_MPOL node), ``__futex_hash()`` (which table and which
@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import NumalabValueError, check_choice, check_int
-from .topology import Topology
+from ..errors import NumalabValueError, check_choice, check_int
+from ..hashing import jhash2
+from ..topology import Topology
 
 __all__ = [
     "MODES", "HASHES", "FUT_OFF_INODE", "FUT_OFF_MMSHARED", "FUTEX_NO_NODE", "BUCKET_BYTES",
@@ -224,15 +225,13 @@ def key_hashes(n: int, rng: np.random.Generator, *, hash: str = "uniform", ptr=N
     ``hash="uniform"``: independent uniform u32 draws (the spec's §1.3 modelling note: the mm
     pointer and ASLR change the collisions on every run). ``hash="jhash2"``: the kernel's
     ``jhash2`` of the key words, ``initval = key.offset`` (offset within the page | FUT_OFF
-    bits), from ``numalab.hashing``; ``ptr``, ``word`` (page-aligned address or pgoff) and
-    ``offset`` are then required.
+    bits), by :func:`numalab.hashing.jhash2` (the vectorised lookup3); ``ptr``, ``word``
+    (page-aligned address or pgoff) and ``offset`` are then required.
     """
     check_choice("hash", hash, HASHES)
     if hash == "uniform":
         h = rng.integers(0, 2**32, size=(2, n), dtype=np.uint32)
         return h[0], h[1]
-    from .hashing import jhash2  # the core engineer's vectorised lookup3
-
     off = np.asarray(offset, dtype=np.uint32)
     return jhash2(global_key_words(ptr, word), off), jhash2(private_key_words(word), off)
 

@@ -1,4 +1,4 @@
-"""Contention solver for futex hash buckets (private to :mod:`numalab.futex`).
+"""Contention solver for futex hash buckets (:mod:`numalab.futex.solver`).
 
 The system (spec §7.3): a closed network. Each thread loops "think" (user work, syscall
 entry/exit, hashing: a delay ``Z``) then visits the FCFS server of the bucket its futex hashes
@@ -58,9 +58,9 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
-from .errors import NumalabValueError, check_choice, check_number, coerce_dataclass
-from .futex_workloads import ROLE_LOCK, Routing
-from .topology import Topology
+from ..errors import NumalabValueError, check_choice, check_number, coerce_dataclass
+from .workloads import ROLE_LOCK, Routing
+from ..topology import Topology
 
 __all__ = ["FutexCosts", "Network", "network", "mva", "simulate", "line_matrix", "handoff_matrix", "COST_NAMES"]
 
@@ -221,27 +221,26 @@ class Network:
     st_keys: np.ndarray  # keys (distinct futexes) hashed to each station, for collision counts
 
 
-def _point_arrays(rt: Routing, costs: FutexCosts):
-    """Per-point class/entry/station arrays (local ids)."""
+def _thread_classes(rt: Routing) -> dict:
+    """Group interchangeable threads: class = (process, role, node), threads that differ only
+    in which keys they hash. ``thr_cls`` (T,) class of each thread; per class (K,): ``cls_n``
+    threads, ``cls_node``, ``cls_proc`` and ``cls_lock`` (a futex_numa lock thread)."""
     w = rt.workload
-    topo = w.topology
-    c = costs.resolve(topo)
-    T = w.threads
-    lock = w.thread_role == ROLE_LOCK
-    # class = (process, role, node): threads that differ only in which keys they hash
-    ckey = (w.thread_proc * 2 + w.thread_role) * topo.nodes + rt.thread_node
+    ckey = (w.thread_proc * 2 + w.thread_role) * w.topology.nodes + rt.thread_node
     ukeys, thr_cls = np.unique(ckey, return_inverse=True)
-    K = ukeys.size
-    cls_n = np.bincount(thr_cls, minlength=K).astype(float)
-    cls_node = rt.thread_node[np.unique(thr_cls, return_index=True)[1]]
-    cls_proc = w.thread_proc[np.unique(thr_cls, return_index=True)[1]]
-    cls_lock = lock[np.unique(thr_cls, return_index=True)[1]]
-    valid = rt.thread_buckets >= 0
-    nf = valid.sum(axis=1)
-    wgt = np.where(valid, 1.0 / np.maximum(nf, 1)[:, None], 0.0)
+    first = np.unique(thr_cls, return_index=True)[1]
+    return dict(thr_cls=thr_cls, cls_n=np.bincount(thr_cls, minlength=ukeys.size).astype(float),
+                cls_node=rt.thread_node[first], cls_proc=w.thread_proc[first],
+                cls_lock=(w.thread_role == ROLE_LOCK)[first])
+
+
+def _think_ns(rt: Routing, c: FutexCosts, wgt: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Mean think time Z of each thread [ns]: syscall, hashing and user work, the page walk of
+    its shared keys, the per-CPU reference of its private keys, and a lock thread's sleeps."""
+    w = rt.workload
     priv_frac = (wgt * rt.thread_private).sum(axis=1)
     if w.fx_private.all():
-        shared_frac = np.zeros(T)
+        shared_frac = np.zeros(w.threads)
     else:
         shared_frac = (wgt * (~w.fx_private[np.maximum(w.thread_futexes, 0)] & valid)).sum(axis=1)
     think = c.syscall_ns + c.hash_ns + c.user_ns + c.gup_ns * shared_frac
@@ -249,23 +248,35 @@ def _point_arrays(rt: Routing, costs: FutexCosts):
         think = think + c.percpu_ref_ns * priv_frac
     # futex_numa lock thread: two nanosleep() calls per lock/unlock cycle
     sleep = 2.0 * (c.syscall_ns + w.sleep_ns + (c.timer_slack_ns if w.sleep_ns > 0 else 0.0))
-    think = np.where(lock, think + sleep, think)
-    cls_think = np.bincount(thr_cls, weights=think, minlength=K) / cls_n
-    C, cold = handoff_matrix(topo, c)
-    cls_line = np.moveaxis(C[:, cls_node, :], 1, 0)  # (K, i, h): holder node i -> class node, home h
-    cls_cold = cold[cls_node]                          # (K, h)
+    return np.where(w.thread_role == ROLE_LOCK, think + sleep, think)
+
+
+def _uses_refcount_line(w) -> bool:
+    """The 6.16 ``rcuref`` private hash: one shared reference-count line per process."""
+    return w.mode == "private" and w.refcount == "rcuref"
+
+
+def _stations(rt: Routing, c: FutexCosts) -> dict:
+    """The point's FCFS stations: its ``n_buckets`` buckets, then (``rcuref``) one refcount line
+    per process; ``st_base`` [ns], ``st_lines``, ``st_is_bucket``, ``st_home`` node of the line."""
+    w = rt.workload
     nb = rt.n_buckets
     nproc = w.processes
-    use_ref = w.mode == "private" and w.refcount == "rcuref"
-    U = nb + (nproc if use_ref else 0)
+    U = nb + (nproc if _uses_refcount_line(w) else 0)
     st_base = np.concatenate([np.full(nb, c.critical_section_ns), np.zeros(U - nb)])
     st_lines = np.concatenate([np.full(nb, c.lines_per_op), np.full(U - nb, c.rcuref_lines)])
-    st_is_bucket = np.arange(U) < nb
     # the refcount line lives in the private hash, allocated on the process's node
     proc_home = np.asarray(rt.layout.private_home or (0,) * nproc, dtype=np.int64)
     st_home = np.concatenate([rt.layout.bucket_home(np.arange(nb)), proc_home[: U - nb]]).astype(np.int64)
-    # (thread, station) visit weights: sum of the thread's keys' weights per station
+    return dict(st_base=st_base, st_lines=st_lines, st_is_bucket=np.arange(U) < nb, st_home=st_home)
+
+
+def _visits(rt: Routing, wgt: np.ndarray, valid: np.ndarray):
+    """Flat (thread, station, weight) visit records of the keys, plus a refcount-line visit per
+    private key (``rcuref``); and ``thr_ref`` (T, fmax) the refcount station per key (-1 none)."""
+    w = rt.workload
     tb = rt.thread_buckets
+    T = w.threads
     if valid.all():  # the common case: no padding, skip the boolean gathers
         rows = np.repeat(np.arange(T), tb.shape[1])
         stn = tb.reshape(-1)
@@ -274,14 +285,21 @@ def _point_arrays(rt: Routing, costs: FutexCosts):
         rows = np.broadcast_to(np.arange(T)[:, None], tb.shape)[valid]
         stn = tb[valid]
         ww = wgt[valid]
-    if use_ref:
-        tr = np.where(rt.thread_private, nb + w.thread_proc[:, None], -1)
+    if _uses_refcount_line(w):
+        tr = np.where(rt.thread_private, rt.n_buckets + w.thread_proc[:, None], -1)
         rv = tr[valid] >= 0
         rows = np.concatenate([rows, rows[rv]])
         stn = np.concatenate([stn, tr[valid][rv]])
         ww = np.concatenate([ww, ww[rv]])
     else:
         tr = np.full(tb.shape, -1, dtype=np.int64)
+    return rows, stn, ww, tr
+
+
+def _class_station_weights(rt, thr_cls, K, U, rows, stn, ww, wgt, valid, tr):
+    """Per (class, station) key ``W = sum_t w_tu`` (visits per op of the class's threads) and
+    ``A2 = sum_t w_tu^2`` (the self-share numerator), flat over ``K * U``."""
+    T = rt.workload.threads
     if T * U <= (1 << 19):  # dense (thread, station) accumulation beats sorting for small tables
         tw = np.bincount(rows.astype(np.int64) * U + stn, weights=ww, minlength=T * U)
         nz = np.flatnonzero(tw)
@@ -289,39 +307,72 @@ def _point_arrays(rt: Routing, costs: FutexCosts):
         ekey = thr_cls[t_of].astype(np.int64) * U + s_of
         W = np.bincount(ekey, weights=w_ts, minlength=K * U)
         A2 = np.bincount(ekey, weights=w_ts * w_ts, minlength=K * U)
-    else:
-        # sum_t w_tu^2 = sum_t sum_keys w^2 + 2 * w^2 * (pairs of one thread's keys in u):
-        # sort each thread's stations and count equal neighbours (runs)
-        ekey = thr_cls[rows].astype(np.int64) * U + stn
-        W = np.bincount(ekey, weights=ww, minlength=K * U)
-        A2 = np.bincount(ekey, weights=ww * ww, minlength=K * U)
-        full = np.where(valid, tb, -1)
-        if use_ref:
-            full = np.concatenate([full, np.where(valid & rt.thread_private, tr, -1)], axis=1)
-        srt = np.sort(full, axis=1)
-        eq = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)
-        if eq.any():
-            pos = np.arange(srt.shape[1])
-            start = np.where(np.concatenate([np.ones((T, 1), bool), ~eq], axis=1), pos, 0)
-            start = np.maximum.accumulate(start, axis=1)
-            before = (pos - start)[:, 1:][eq]  # earlier equal keys of the same thread
-            r_i = np.broadcast_to(np.arange(T)[:, None], eq.shape)[eq]
-            wk = wgt[r_i, 0]
-            A2 += np.bincount(thr_cls[r_i].astype(np.int64) * U + srt[:, 1:][eq],
-                              weights=2.0 * before * wk * wk, minlength=K * U)
+        return W, A2
+    ekey = thr_cls[rows].astype(np.int64) * U + stn
+    W = np.bincount(ekey, weights=ww, minlength=K * U)
+    A2 = np.bincount(ekey, weights=ww * ww, minlength=K * U)
+    _add_repeat_pairs(A2, rt, thr_cls, U, wgt, valid, tr)
+    return W, A2
+
+
+def _add_repeat_pairs(A2, rt, thr_cls, U, wgt, valid, tr) -> None:
+    """Sparse path of :func:`_class_station_weights`, in place:
+    sum_t w_tu^2 = sum_t sum_keys w^2 + 2 * w^2 * (pairs of one thread's keys in u);
+    sort each thread's stations and count equal neighbours (runs)."""
+    tb = rt.thread_buckets
+    T = rt.workload.threads
+    full = np.where(valid, tb, -1)
+    if _uses_refcount_line(rt.workload):
+        full = np.concatenate([full, np.where(valid & rt.thread_private, tr, -1)], axis=1)
+    srt = np.sort(full, axis=1)
+    eq = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)
+    if eq.any():
+        pos = np.arange(srt.shape[1])
+        start = np.where(np.concatenate([np.ones((T, 1), bool), ~eq], axis=1), pos, 0)
+        start = np.maximum.accumulate(start, axis=1)
+        before = (pos - start)[:, 1:][eq]  # earlier equal keys of the same thread
+        r_i = np.broadcast_to(np.arange(T)[:, None], eq.shape)[eq]
+        wk = wgt[r_i, 0]
+        A2 += np.bincount(thr_cls[r_i].astype(np.int64) * U + srt[:, 1:][eq],
+                          weights=2.0 * before * wk * wk, minlength=A2.size)
+
+
+def _station_keys(rt: Routing, valid: np.ndarray, U: int) -> np.ndarray:
+    """Distinct futexes hashed to each station (U,), for the collision count."""
+    w = rt.workload
+    fx_b = np.full(w.fx_proc.size, -1, dtype=np.int64)
+    fx_b[w.thread_futexes[valid]] = rt.thread_buckets[valid]
+    return np.bincount(fx_b[fx_b >= 0], minlength=U)
+
+
+def _point_arrays(rt: Routing, costs: FutexCosts) -> dict:
+    """Per-point class/entry/station arrays (local ids) of :class:`Network`."""
+    topo = rt.workload.topology
+    c = costs.resolve(topo)
+    cls = _thread_classes(rt)
+    thr_cls, cls_n, cls_node = cls["thr_cls"], cls["cls_n"], cls["cls_node"]
+    K = cls_n.size
+    # each thread spreads its operations evenly over its keys
+    valid = rt.thread_buckets >= 0
+    nf = valid.sum(axis=1)
+    wgt = np.where(valid, 1.0 / np.maximum(nf, 1)[:, None], 0.0)
+    cls_think = np.bincount(thr_cls, weights=_think_ns(rt, c, wgt, valid), minlength=K) / cls_n
+    C, cold = handoff_matrix(topo, c)
+    st = _stations(rt, c)
+    U = st["st_base"].size
+    rows, stn, ww, tr = _visits(rt, wgt, valid)
+    W, A2 = _class_station_weights(rt, thr_cls, K, U, rows, stn, ww, wgt, valid, tr)
     ue = np.flatnonzero(W)
     W, A2 = W[ue], A2[ue]
     ent_cls, ent_st = ue // U, ue % U
-    # distinct futexes per bucket: count unique futex ids per bucket
-    fx_b = np.full(w.fx_proc.size, -1, dtype=np.int64)
-    fx_b[w.thread_futexes[valid]] = tb[valid]
-    st_keys = np.bincount(fx_b[fx_b >= 0], minlength=U)
     return dict(
-        cls_n=cls_n, cls_think=cls_think, cls_node=cls_node, cls_line=cls_line, cls_cold=cls_cold,
-        cls_self=np.full(K, c.line_self_ns), cls_counted=~cls_lock, cls_proc=cls_proc,
+        cls_n=cls_n, cls_think=cls_think, cls_node=cls_node,
+        cls_line=np.moveaxis(C[:, cls_node, :], 1, 0),  # (K, i, h): holder node i -> class node, home h
+        cls_cold=cold[cls_node],                        # (K, h)
+        cls_self=np.full(K, c.line_self_ns), cls_counted=~cls["cls_lock"], cls_proc=cls["cls_proc"],
         ent_cls=ent_cls, ent_station=ent_st, ent_visit=W / cls_n[ent_cls], ent_self=A2 / W,
-        st_base=st_base, st_lines=st_lines, st_is_bucket=st_is_bucket, st_home=st_home, thr_cls=thr_cls,
-        thr_buckets=tb, thr_nf=nf, thr_ref=tr, st_keys=st_keys,
+        **st, thr_cls=thr_cls, thr_buckets=rt.thread_buckets, thr_nf=nf, thr_ref=tr,
+        st_keys=_station_keys(rt, valid, U),
     )
 
 
@@ -488,12 +539,30 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
     if seeds.size != P:
         raise NumalabValueError(f"seeds has {seeds.size} entries; allowed: one per network point ({P})")
     thr_point = net.cls_point[net.thr_cls]
+    streams = _draw_streams(thr_point, seeds, ops, dist)
+    ev = _run_events(net, _thread_table(thr_point, P), streams, ops, warmup)
+    measured = ev["done_ops"] - warmup
+    if np.any(measured < 2):
+        raise NumalabValueError(
+            f"ops={ops} leaves a thread with fewer than {warmup + 2} operations; allowed: raise ops"
+        )
+    rate = measured / (ev["t_last"] - ev["t_warm"])
+    # close each window: busy time and visits scheduled beyond the stopping completion
+    te = ev["t_end"][net.st_point]
+    busy = ev["busy"] - np.maximum(ev["free_at"] - te, 0.0)
+    rho = busy / (te - ev["t_start"][net.st_point])
+    return dict(rate=rate, ops=ev["done_ops"], thr_point=thr_point, rho=rho, visits=ev["visits"])
+
+
+def _draw_streams(thr_point: np.ndarray, seeds: np.ndarray, ops: int, dist: str) -> dict:
+    """Every thread's pre-drawn random stream, drawn per point in thread order from
+    ``Generator((seed, 0xF07E))``: ``Uc`` (T, ops+1) key choices, ``Et`` (T, ops+1) think and
+    ``Es`` (T, ops+1, 2) service factors (refcount line, bucket); all ones if deterministic."""
     T = thr_point.size
-    # per-thread random streams, drawn per point in thread order
     Et = np.ones((T, ops + 1))
     Es = np.ones((T, ops + 1, 2))
     Uc = np.zeros((T, ops + 1))
-    for p in range(P):
+    for p in range(seeds.size):
         idx = np.flatnonzero(thr_point == p)
         g = np.random.default_rng((int(seeds[p]), 0xF07E))
         draws = g.random((idx.size, ops + 1, 4))
@@ -501,27 +570,44 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
         if dist == "exponential":
             Et[idx] = -np.log1p(-draws[..., 1])
             Es[idx] = -np.log1p(-draws[..., 2:4])
+    return dict(Uc=Uc, Et=Et, Es=Es)
+
+
+def _thread_table(thr_point: np.ndarray, P: int) -> np.ndarray:
+    """(P, Tmax) table of the global thread ids of each point, -1 padding."""
+    T = thr_point.size
     Tmax = np.bincount(thr_point, minlength=P).max()
-    # (P, Tmax) table of global thread ids, -1 padding
     order = np.argsort(thr_point, kind="stable")
     slot = np.arange(T) - np.searchsorted(thr_point[order], thr_point[order])
     table = np.full((P, Tmax), -1, dtype=np.int64)
     table[thr_point[order], slot] = order
+    return table
+
+
+def _pick(net: Network, Uc: np.ndarray, g: np.ndarray, j: np.ndarray):
+    """Bucket and refcount station of operation ``j`` of threads ``g`` (a uniform key choice)."""
+    nf = net.thr_nf
+    col = np.minimum((Uc[g, j] * nf[g]).astype(np.int64), nf[g] - 1)
+    return net.thr_buckets[g, col], net.thr_ref[g, col]
+
+
+def _run_events(net: Network, table: np.ndarray, streams: dict, ops: int, warmup: int) -> dict:
+    """The event loop of :func:`simulate`: each step serves the earliest arrival of every live
+    point, until a thread of the point completes ``ops`` operations. Returns the per-thread
+    ``done_ops``, ``t_warm``, ``t_last``, per-station ``busy``, ``visits``, ``free_at`` and the
+    per-point utilisation window ``t_start``, ``t_end``."""
+    Uc, Et, Es = streams["Uc"], streams["Et"], streams["Es"]
+    P = table.shape[0]
+    T = net.thr_cls.size
     think = net.cls_think[net.thr_cls]
     node = net.cls_node[net.thr_cls]
     line = net.cls_line[net.thr_cls]   # (T, holder node, home node)
     cold = net.cls_cold[net.thr_cls]   # (T, home node)
     home = net.st_home
     selfc = net.cls_self[net.thr_cls]
-    nf = net.thr_nf
-
-    def pick(g, j):
-        col = np.minimum((Uc[g, j] * nf[g]).astype(np.int64), nf[g] - 1)
-        return net.thr_buckets[g, col], net.thr_ref[g, col]
-
-    bucket, ref = pick(np.arange(T), np.zeros(T, dtype=np.int64))
+    bucket, ref = _pick(net, Uc, np.arange(T), np.zeros(T, dtype=np.int64))
     stage = np.where(ref >= 0, 0, 1)
-    t_next = np.full((P, Tmax), np.inf)
+    t_next = np.full((P, table.shape[1]), np.inf)
     t_next[table >= 0] = (think * Et[:, 0])[table[table >= 0]]
     done_ops = np.zeros(T, dtype=np.int64)
     t_warm = np.zeros(T)
@@ -569,21 +655,12 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
             t_start[pl[fin][opening]] = cf[opening]
             on = np.isin(net.st_point, pl[fin][opening])
             busy[on] += np.maximum(free_at[on] - t_start[net.st_point[on]], 0.0)
-        nb, nr = pick(gf, n)
+        nb, nr = _pick(net, Uc, gf, n)
         bucket[gf], ref[gf] = nb, nr
         stage[gf] = np.where(nr >= 0, 0, 1)
         t_next[pl[fin], jj[fin]] = cf + think[gf] * Et[gf, n]
         stop = pl[fin][n >= ops]
         t_end[stop] = cf[n >= ops]
         live[stop] = False
-    measured = done_ops - warmup
-    if np.any(measured < 2):
-        raise NumalabValueError(
-            f"ops={ops} leaves a thread with fewer than {warmup + 2} operations; allowed: raise ops"
-        )
-    rate = measured / (t_last - t_warm)
-    # close each window: busy time and visits scheduled beyond the stopping completion
-    te = t_end[net.st_point]
-    busy -= np.maximum(free_at - te, 0.0)
-    rho = busy / (te - t_start[net.st_point])
-    return dict(rate=rate, ops=done_ops, thr_point=thr_point, rho=rho, visits=visits)
+    return dict(done_ops=done_ops, t_warm=t_warm, t_last=t_last, busy=busy, visits=visits,
+                free_at=free_at, t_start=t_start, t_end=t_end)

@@ -1,18 +1,8 @@
-"""Futex hash-bucket contention: the public face of numalab's futex model.
+"""The futex model's front door: :func:`simulate` one workload, :func:`sweep` a grid.
 
-Kernel modes (:data:`MODES`): ``"classic"`` (one global table, <= 6.15), ``"numa"`` (6.16
-per-node tables, FUTEX2_NUMA / FUTEX2_MPOL), ``"private"`` (6.17 per-process tables). Spec:
-``spec/kernel-futex-hash.md``. The machinery lives in private modules: ``futex_hash`` (key ->
-bucket), ``futex_workloads`` (perf bench / futex_numa shapes), ``futex_solver`` (MVA and a
-vectorised discrete-event simulation) and ``futex_calibrate``.
-
-::
-
-    import numalab as nl
-    wl = nl.futex.perf_bench_hash("2s-128", threads=64, buckets=256)
-    ds = nl.futex.simulate(wl, seeds=8)            # dims ("seed",)
-    sw = nl.futex.sweep(buckets=[2, 16, 1024], mode=["numa", "private"], threads=[16, 64])
-    fit = nl.futex.calibrate(rows, "2s-128")        # fitted constants, residuals, predictions
+Both solve per (workload, seed) points with :mod:`numalab.futex.solver` (MVA or the
+discrete-event simulation) and wrap the metrics in an xarray Dataset whose attrs record the
+workload, the resolved costs and every parameter.
 """
 
 from __future__ import annotations
@@ -22,27 +12,16 @@ from itertools import product
 
 import numpy as np
 
-from ._version import __version__
-from .errors import NumalabValueError, check_choice, check_int
-from .futex_calibrate import DEFAULT_FIT, CalibrationResult, calibrate
-from .futex_hash import (
-    HASHES, MODES, classic_hashsize, node_hashsize, private_default_slots,
-)
-from .futex_solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
-from .futex_solver import simulate as _des
-from .futex_workloads import (
-    FUTEX_NUMA, PERF_BENCH, REFCOUNTS, FutexWorkload, futex_numa, perf_bench_hash, route, together,
-)
-from .topology import Topology
+from .._version import __version__
+from ..errors import NumalabValueError, check_choice, check_int, check_seeds
+from ..topology import Topology
+from .hash import MODES
+from .solver import FutexCosts, coerce_costs, mva, network
+from .solver import simulate as _des
+from .workloads import FUTEX_NUMA, PERF_BENCH, PROGRAMS, FutexWorkload, route, workload_for
 
-__all__ = [
-    "MODES", "REFCOUNTS", "HASHES", "PROGRAMS", "METHODS", "FutexCosts", "FutexWorkload",
-    "CalibrationResult", "perf_bench_hash", "futex_numa", "together", "simulate", "sweep",
-    "calibrate", "workload_for", "classic_hashsize", "node_hashsize", "private_default_slots",
-    "DEFAULT_FIT", "COST_NAMES",
-]
+__all__ = ["METHODS", "DISTS", "simulate", "sweep", "solve_points"]
 
-PROGRAMS = (PERF_BENCH, FUTEX_NUMA)
 METHODS = ("mva", "simulation")
 DISTS = ("exponential", "deterministic")
 
@@ -59,38 +38,10 @@ _VARS = {
 }
 
 
-def _seeds(seeds) -> list[int]:
-    if np.isscalar(seeds):
-        return list(range(check_int("seeds", seeds, lo=1)))
-    out = [check_int("seeds", s, lo=0) for s in seeds]
-    if not out:
-        raise NumalabValueError("seeds is empty; allowed: an int n >= 1 or a list of ints >= 0")
-    return out
-
-
-def workload_for(program, topology, *, mode, buckets=None, threads=None, **kw) -> FutexWorkload:
-    """One workload of a sweep: ``buckets`` is the private-hash slots in ``"private"`` mode
-    (None = default rule, 0 = global hash) and the what-if size of the global table(s) in
-    ``"classic"`` (whole table) / ``"numa"`` (each node's table) modes (None = kernel size)."""
-    check_choice("program", program, PROGRAMS)
-    check_choice("mode", mode, MODES)
-    if program == PERF_BENCH:
-        if mode == "private":
-            b = -1 if buckets is None else buckets
-            return perf_bench_hash(topology, threads=threads, buckets=b, mode=mode, **kw)
-        return perf_bench_hash(topology, threads=threads, mode=mode, hashsize=buckets, **kw)
-    if threads is not None:
-        kw["contenders"] = threads
-    if mode == "private" and buckets not in (None, -1):
-        w = futex_numa(topology, mode=mode, **kw)
-        from dataclasses import replace
-
-        return replace(w, slots=(int(buckets),))
-    return futex_numa(topology, mode=mode, hashsize=buckets, **kw)
-
-
-def _solve(workloads: list[FutexWorkload], seeds: list[int], costs, method, ops, dist, chunk=None):
-    """Per (workload, seed) point metrics, as a dict of arrays shaped (len(workloads), len(seeds)).
+def solve_points(workloads: list[FutexWorkload], seeds: list[int], costs: FutexCosts, method: str, ops: int,
+                 dist: str, chunk: int | None = None) -> dict:
+    """Per (workload, seed) point metrics, as a dict of arrays shaped (len(workloads), len(seeds)),
+    plus ``thread_rate``: one array of per-thread ops/s per point (what perf bench prints).
 
     Points are solved in chunks of workloads (bounded memory; one MVA fixed point per chunk)."""
     chunk = chunk or max(1, 16 // len(seeds))
@@ -114,7 +65,7 @@ def _solve_chunk(workloads, seeds, costs, method, ops, dist):
     del routings
     P = net.n_points
     if method == "mva":
-        # fixed service times: residual-service correction (scv = 0), see futex_solver.mva
+        # fixed service times: residual-service correction (scv = 0), see solver.mva
         res = mva(net, scv=1.0 if dist == "exponential" else 0.0)
         thr_rate = (res["x"] * 1e9)[net.thr_cls]
         rho = res["rho"]
@@ -223,9 +174,9 @@ def simulate(config: FutexWorkload, seeds=8, *, costs=None, method="mva", ops=40
         )
     check_choice("method", method, METHODS)
     check_choice("dist", dist, DISTS)
-    seeds = _seeds(seeds)
+    seeds = check_seeds(seeds)
     costs = coerce_costs(costs)
-    out = _solve([config], seeds, costs, method, check_int("ops", ops, lo=10), dist)
+    out = solve_points([config], seeds, costs, method, check_int("ops", ops, lo=10), dist)
     ds = _dataset(out, (), {"seed": seeds}, (len(seeds),), _attrs(config, costs, method, {"mode": config.mode}),
                   config.program)
     return ds
@@ -245,7 +196,7 @@ def sweep(buckets=None, mode=MODES, threads=None, *, seeds=8, program=PERF_BENCH
     check_choice("method", method, METHODS)
     check_choice("dist", dist, DISTS)
     topology = Topology.coerce(topology)
-    seeds = _seeds(seeds)
+    seeds = check_seeds(seeds)
     costs = coerce_costs(costs)
     axes = {"mode": mode, "buckets": buckets, "threads": threads}
     dims, coords, values = [], {}, {}
@@ -266,7 +217,7 @@ def sweep(buckets=None, mode=MODES, threads=None, *, seeds=8, program=PERF_BENCH
         check_choice("mode", m, MODES)
     workloads = [workload_for(program, topology, mode=m, buckets=b, threads=t, **workload_kw)
                  for m, b, t in product(values["mode"], values["buckets"], values["threads"])]
-    out = _solve(workloads, seeds, costs, method, check_int("ops", ops, lo=10), dist)
+    out = solve_points(workloads, seeds, costs, method, check_int("ops", ops, lo=10), dist)
     shape = tuple(len(coords[d]) for d in dims) + (len(seeds),)
     coords["seed"] = seeds
     extra = {k: values[k][0] for k in ("mode", "buckets", "threads") if k not in dims}

@@ -1,0 +1,48 @@
+"""Futex hash-bucket contention: the public face of numalab's futex model.
+
+Kernel modes (:data:`MODES`): ``"classic"`` (one global table, <= 6.15), ``"numa"`` (6.16
+per-node tables, FUTEX2_NUMA / FUTEX2_MPOL), ``"private"`` (6.17 per-process tables). Spec:
+``spec/kernel-futex-hash.md``. The package's modules, in import order (each imports only
+the ones above it):
+
+``hash``         key -> bucket: table sizes, ``__futex_hash``, the private-hash size rule
+``workloads``    perf bench futex hash / futex_numa shapes, :func:`workload_for`, :func:`route`
+``solver``       :class:`FutexCosts`, the closed network, MVA and the discrete-event simulation
+``calibration``  :func:`calibrate`: fit cost constants to measured rows
+``api``          :func:`simulate` and :func:`sweep` -> xarray Datasets
+
+Every public name is re-exported here; import from ``numalab.futex``, not from the modules.
+No module is named like a function the package exports (``calibrate`` is the function,
+``calibration`` its module), so ``import numalab.futex.calibration`` cannot shadow it.
+
+::
+
+    import numalab as nl
+    wl = nl.futex.perf_bench_hash("2s-128", threads=64, buckets=256)
+    ds = nl.futex.simulate(wl, seeds=8)            # dims ("seed",)
+    sw = nl.futex.sweep(buckets=[2, 16, 1024], mode=["numa", "private"], threads=[16, 64])
+    fit = nl.futex.calibrate(rows, "2s-128")        # fitted constants, residuals, predictions
+"""
+
+from .api import DISTS, METHODS, simulate, solve_points, sweep
+from .calibration import DEFAULT_FIT, CalibrationResult, calibrate
+from .hash import HASHES, MODES, classic_hashsize, node_hashsize, private_default_slots
+from .solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
+from .workloads import (
+    FUTEX_NUMA, PERF_BENCH, PROGRAMS, REFCOUNTS, FutexWorkload, futex_numa, perf_bench_hash, route,
+    together, workload_for,
+)
+
+__all__ = [
+    # constants
+    "MODES", "REFCOUNTS", "HASHES", "PROGRAMS", "METHODS", "DISTS", "PERF_BENCH", "FUTEX_NUMA",
+    "DEFAULT_FIT", "COST_NAMES",
+    # workloads
+    "FutexWorkload", "perf_bench_hash", "futex_numa", "together", "workload_for", "route",
+    # table sizes
+    "classic_hashsize", "node_hashsize", "private_default_slots",
+    # costs and solvers
+    "FutexCosts", "coerce_costs", "network", "mva",
+    # results
+    "simulate", "sweep", "solve_points", "calibrate", "CalibrationResult",
+]
