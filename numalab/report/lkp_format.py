@@ -217,6 +217,15 @@ def read_lkp(text: str):
     (see :mod:`numalab.report`); ``lkp(read_lkp(text))`` prints the block again. Malformed or
     truncated input raises ``ValueError`` naming the line and what was expected."""
     lines = _unquote(text)
+    dash, k, ids = _lkp_columns(lines)
+    header = _lkp_group_header(lines, dash - 1, k)
+    tokens = _lkp_tokens(lines, dash + 3)
+    return _lkp_dataset(ids, _lkp_records(tokens, k), header)
+
+
+def _lkp_columns(lines):
+    """(index of the dash line, number of commits, commit ids) of the block's head, legend
+    lines checked."""
     dash = next((i for i, line in enumerate(lines) if _DASH.match(line)), None)
     if dash is None:
         raise _err(1, "no LKP comparison block: expected a line of 16 dashes followed by groups of 27")
@@ -234,16 +243,23 @@ def read_lkp(text: str):
         bars = got.count("%change") if off == 1 else got.count("|")
         if bars != k - 1:
             raise _err(dash + off + 1, f"legend has {bars + 1} columns, expected {k} (one per commit id)")
-    header = _lkp_group_header(lines, dash - 1, k)
+    return dash, k, ids
 
-    # token stream of the stat lines, up to the first blank line
+
+def _lkp_tokens(lines, i):
+    """[(token, lineno)] of the stat lines from line ``i``, up to the first blank line."""
     tokens = []
-    i = dash + 3
     while i < len(lines) and lines[i].strip():
         tokens += [(tok, i + 1) for tok in lines[i].split()]
         i += 1
     if not tokens:
         raise _err(i + 1, "expected at least one stat line after the legend")
+    return tokens
+
+
+def _lkp_records(tokens, k):
+    """[(stat name, means, ±pcts, changes, lineno)] from the token stream of the stat lines
+    (a mail client may have wrapped a line anywhere between fields)."""
     records = []
     pos = 0
     last_line = tokens[-1][1]
@@ -293,8 +309,7 @@ def read_lkp(text: str):
         if any(f == absolute for f in pct_flags):
             raise _err(ln, f"stat {name!r}: its change should be printed {'without' if absolute else 'with'} '%'")
         records.append((name, means, pms, changes, start_line))
-
-    return _lkp_dataset(ids, records, header)
+    return records
 
 
 def _lkp_group_header(lines, id_line, k):
