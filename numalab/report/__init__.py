@@ -1,0 +1,57 @@
+"""The community's tables: mmtests ``compare-kernels`` and kernel-test-robot (LKP) text, both
+printed from simulated runs and read back from real reports.
+
+Layouts follow spec/benchmarks-and-reports.md §2.5-§2.6 (mmtests), §3.2-§3.3 (LKP) and §4.1
+(vmstat rows). Statistics come from :mod:`numalab.stats`.
+
+Two kinds of Dataset are accepted by :func:`mmtests` and :func:`lkp`:
+
+* **runs** -- what ``simulate``/``sweep`` produce: a sample dim (``"seed"``), a dim along which
+  kernels/policies differ (``"policy"``), variables ``elsp``, ``syst`` (seconds), vmstat
+  counters; the workload is a ``"workload"`` dim or the ``workload`` attr;
+* **summaries** -- what :func:`read_mmtests` / :func:`read_lkp` return from a real report (which
+  only carries summary statistics). Representation, chosen so units never mix in one variable:
+
+  - mmtests (``attrs["numalab_summary"] == "mmtests"``): dims ``("kernel", "workload", "stat")``;
+    ``<var>`` holds the printed row values (``stat`` = the row labels ``Min``, ``Amean``, ...;
+    the ``CoeffVar`` row is in percent), ``<var>_pct`` the printed percentage, and
+    ``<var>_significant`` whether the cell carried asterisks. Monitor rows become
+    variables over ``("kernel",)``: ``duration_user``/``duration_system``/``duration_elapsed``
+    and the vmstat counters by their kernel names (``numa_hint_faults``, ...), derived rows as
+    ``numa_pte_updates_base``, ``numa_hint_local_pct``, ``autonuma_cost``.
+  - LKP (``attrs["numalab_summary"] == "lkp"``): ``<var>`` is the mean over runs, dims
+    ``("kernel", "workload")`` for ``autonuma-benchmark.<test>.seconds`` (variable ``elsp``) and
+    ``("kernel",)`` for job-level stats; ``<var>_stddev_pct`` is the printed ``±`` value (the
+    truncated integer; NaN where the robot printed none, i.e. r <= 2 % or one run) and
+    ``<var>_change`` the printed %change (or absolute change for ``%`` stats; NaN for the base).
+    Stats with no numalab name keep their LKP key as the variable name.
+
+  Both carry the kernel names (mmtests result names / LKP commit ids as printed) as the
+  ``"kernel"`` coordinate and the layout needed to print the same text again in attrs.
+
+
+Modules (writer and reader of each format side by side):
+
+* :mod:`.mmtests_format` -- :func:`mmtests` / :func:`read_mmtests`, the compare table and its
+  Duration / Ops monitor tables;
+* :mod:`.lkp_format` -- :func:`lkp` / :func:`read_lkp`, the ``%stddev %change`` block;
+* :mod:`.vmstat_format` -- :func:`read_vmstat` and the vmstat ``Ops`` rows (§4.1);
+* :mod:`.common` -- test names, Dataset handling and text helpers the formats share.
+"""
+
+from __future__ import annotations
+
+from .common import lkp_test_name, mmtests_test_name
+from .lkp_format import lkp, read_lkp
+from .mmtests_format import mmtests, read_mmtests
+from .vmstat_format import read_vmstat
+
+__all__ = [
+    "mmtests",
+    "lkp",
+    "read_mmtests",
+    "read_lkp",
+    "read_vmstat",
+    "mmtests_test_name",
+    "lkp_test_name",
+]

@@ -1,0 +1,389 @@
+"""The kernel test robot's (LKP) ``%stddev %change`` block (§3.2-§3.3): :func:`lkp` prints it
+from runs or an ingested summary, :func:`read_lkp` reads a real report back (the Dataset layout
+is described in :mod:`numalab.report`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+
+from .. import stats
+from ..errors import NumalabValueError
+from .common import (
+    _along,
+    _attrs_for,
+    _by_kernel,
+    _check_dims,
+    _err,
+    _NUMBER,
+    _order_kernels,
+    _refuse_other_summary,
+    _summary_dataset,
+    _summary_kind,
+    _unquote,
+    _workloads,
+    lkp_test_name,
+)
+from .vmstat_format import _VMSTAT_SOURCE
+
+
+# --------------------------------------------------------------------------------------------
+# writer
+
+
+def _lkp_key(var: str, workload):
+    if var == "elsp" and workload is not None:
+        return f"autonuma-benchmark.{lkp_test_name(workload)}.seconds"
+    if var == "syst":
+        return "autonuma-benchmark.time.system_time"
+    if var == "user":
+        return "autonuma-benchmark.time.user_time"
+    if var.startswith(("numa_", "pg", "thp_")):
+        return f"proc-vmstat.{var}"
+    return var
+
+
+_SECONDS = re.compile(r"^autonuma-benchmark\.(?!time\.)(.+)\.seconds$")
+
+
+def _lkp_var(key: str):
+    """(variable, workload or None) an LKP stat key is stored under."""
+    m = _SECONDS.match(key)
+    if m:
+        return "elsp", lkp_test_name(m.group(1))
+    if key == "autonuma-benchmark.time.system_time":
+        return "syst", None
+    if key == "autonuma-benchmark.time.user_time":
+        return "user", None
+    if key.startswith("proc-vmstat."):
+        return key[len("proc-vmstat."):], None
+    return key, None
+
+
+def _lkp_value(v: float) -> str:
+    if math.isnan(v):
+        return f"{'NaN':>10}"
+    if abs(v) < 1000:
+        return f"{v:10.2f}"
+    if abs(v) > 100_000_000:
+        return f"{v:10.4g}"
+    return f"{int(v):10d}"  # Ruby's (long) cast truncates toward zero
+
+
+def _lkp_pm(r: float, as_read: bool = False) -> str:
+    # an ingested ± holds the printed (truncated) integer, so "> 2" no longer applies: it was shown
+    if not math.isnan(r) and (as_read or r > 2):
+        return f" ±{int(r):3d}%"
+    return " " * 6
+
+
+def _lkp_change(c: float, absolute: bool) -> str:
+    text = f"{c:+10.2g}" if abs(c) >= 100_000 else f"{c:+10.1f}"
+    return text + ("  " if absolute else "% ")
+
+
+def _lkp_header(ids):
+    k = len(ids) - 1
+    return [
+        ids[0][:16].rjust(16) + " " + "".join(i[:27].rjust(27) + " " for i in ids[1:]),
+        "-" * 16 + " " + ("-" * 27 + " ") * k,
+        "         %stddev" + "     %change         %stddev" * k,
+        "             \\  " + "        |                \\  " * k,
+    ]
+
+
+def _lkp_rows(ds, metrics, along, kernels, sample_dim, workload):
+    """[(key, means, stddev_pcts, changes)] in print order."""
+    summary = _summary_kind(ds) == "lkp"
+    if summary:
+        order = json.loads(ds.attrs.get("lkp_order", "[]"))
+        stored_base = ds.attrs.get("lkp_baseline")
+        rows = []
+        for key in order:
+            var, w = _lkp_var(key)
+            if metrics is not None and var not in metrics:
+                continue
+            def column(name, w=w):
+                da = ds[name].sel(workload=w) if w is not None else ds[name]
+                return _by_kernel(da, along, kernels).values.astype(float)
+
+            mean, pm = column(var), column(f"{var}_stddev_pct")
+            if kernels[0] == stored_base:
+                change = column(f"{var}_change")
+            else:
+                change = stats.lkp_change(mean, mean[0], stats.lkp_is_absolute(key))
+            rows.append((key, mean, pm, change))
+        return rows
+    if metrics is None:
+        metrics = [v for v in ("elsp", "syst", "user", *_VMSTAT_SOURCE) if v in ds.data_vars]
+        if not metrics:
+            raise NumalabValueError(f"no elsp/syst/vmstat variables to report; variables are {sorted(ds.data_vars)}")
+    workloads = _workloads(ds, workload)
+    rows = []
+    for var in metrics:
+        if var not in ds.data_vars:
+            raise NumalabValueError(f"metric={var!r} is not a variable; variables are {sorted(ds.data_vars)}")
+        da = ds[var]
+        _check_dims(da, {along, sample_dim, "workload"})
+        if sample_dim not in da.dims:
+            raise NumalabValueError(f"variable {var!r} has no sample dim {sample_dim!r}; dims are {list(da.dims)}")
+        per_test = var == "elsp"
+        for w in workloads if per_test else [None]:
+            sel = da
+            if "workload" in da.dims:
+                # job-level stats of a multi-test Dataset: one job ran every test
+                sel = da.sel(workload=w) if per_test else da.sum("workload", skipna=False)
+            st = stats.lkp_stats(sel.sel({along: kernels}), dim=sample_dim)
+            key = _lkp_key(var, w if per_test else None)
+            mean = st["mean"].transpose(along).values
+            change = stats.lkp_change(mean, mean[0], stats.lkp_is_absolute(key))
+            rows.append((key, mean, st["stddev_pct"].transpose(along).values, change))
+    return rows
+
+
+def lkp(
+    ds,
+    metric=None,
+    along: str | None = None,
+    baseline=None,
+    *,
+    sample_dim: str = "seed",
+    workload: str | None = None,
+    group_header: bool | None = None,
+) -> str:
+    """The kernel test robot's ``%stddev %change`` block for ``ds`` (§3.2-§3.3).
+
+    Column ids are the ``along`` names (policies or commits) cut to 16 / 27 characters; the
+    baseline (default: first) comes first. Rows: ``autonuma-benchmark.<test>.seconds`` per
+    workload from ``elsp``, ``autonuma-benchmark.time.system_time``/``user_time`` from
+    ``syst``/``user`` (summed over workloads when there are several: one job ran them all) and
+    ``proc-vmstat.<counter>`` for the vmstat counters -- every row, not only LKP's "changed"
+    ones. ``group_header``: print the ``====`` block with axes and commit lines (default: only
+    when an ingested report had one). Ingested summaries (:func:`read_lkp`) print as read.
+    """
+    _refuse_other_summary(ds, "lkp")
+    along = _along(ds, along)
+    kernels = _order_kernels(ds, along, baseline)
+    if len(kernels) < 2:
+        raise NumalabValueError(f"an LKP comparison needs at least 2 {along}s; got {kernels}")
+    metrics = [metric] if isinstance(metric, str) else metric
+    rows = _lkp_rows(ds, metrics, along, kernels, sample_dim, workload)
+    as_read = _summary_kind(ds) == "lkp"
+    lines = []
+    stored = ds.attrs.get("lkp_group_header")
+    if group_header is None:
+        group_header = stored is not None
+    if group_header:
+        if stored is not None and kernels[0] == ds.attrs.get("lkp_baseline"):
+            g = json.loads(stored)
+        else:
+            w = _workloads(ds, workload) if ("workload" in ds.dims or "workload" in ds.attrs or workload) else []
+            g = {
+                "axes": "tbox_group/test/testcase",
+                "values": f"{ds.attrs.get('topology', 'numalab')}/{'+'.join(w)}/autonuma-benchmark",
+                "compare": "commit",
+                "commits": kernels,
+            }
+        lines += ["=" * 89, f"{g['axes']}:", f"  {g['values']}", "", f"{g['compare']}: "]
+        lines += [f"  {c}" for c in g["commits"]] + [""]
+    lines += _lkp_header(kernels)
+    for key, mean, pm, change in rows:
+        absolute = stats.lkp_is_absolute(key)
+        parts = [_lkp_value(float(mean[0])), _lkp_pm(float(pm[0]), as_read)]
+        for k in range(1, len(kernels)):
+            parts += [_lkp_change(float(change[k]), absolute), _lkp_value(float(mean[k])),
+                      _lkp_pm(float(pm[k]), as_read)]
+        lines.append("".join(parts) + "  " + key)
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# reader
+
+_DASH = re.compile(r"^-{16}((?: -{27})+) ?\s*$")
+_LEGEND1 = re.compile(r"^ +%stddev(?: +%change +%stddev)*\s*$")
+_LEGEND2 = re.compile(r"^ +\\(?: +\| +\\)*\s*$")
+_CHANGE = re.compile(r"^[+-](?:\d+(?:\.\d*)?)(?:e[+-]?\d+)?%?$|^[+-]?(?:nan|inf)%?$", re.I)
+
+
+def read_lkp(text: str):
+    """Parse the first kernel-test-robot ``%stddev %change`` block in ``text`` (§3.2-§3.3).
+
+    Accepts e-mail quoting (``> ``), lines wrapped by a mail client between fields, prose
+    around the block and an optional ``====`` group header. Returns an LKP summary Dataset
+    (see :mod:`numalab.report`); ``lkp(read_lkp(text))`` prints the block again. Malformed or
+    truncated input raises ``ValueError`` naming the line and what was expected."""
+    lines = _unquote(text)
+    dash, k, ids = _lkp_columns(lines)
+    header = _lkp_group_header(lines, dash - 1, k)
+    tokens = _lkp_tokens(lines, dash + 3)
+    return _lkp_dataset(ids, _lkp_records(tokens, k), header)
+
+
+def _lkp_columns(lines):
+    """(index of the dash line, number of commits, commit ids) of the block's head, legend
+    lines checked."""
+    dash = next((i for i, line in enumerate(lines) if _DASH.match(line)), None)
+    if dash is None:
+        raise _err(1, "no LKP comparison block: expected a line of 16 dashes followed by groups of 27")
+    k = 1 + _DASH.match(lines[dash]).group(1).count(" ")
+    if dash == 0 or len(lines[dash - 1].split()) != k:
+        raise _err(dash if dash else 1, f"expected the column-id line with {k} commit ids above the dashes")
+    ids = lines[dash - 1].split()
+    for off, pat, what in ((1, _LEGEND1, "the legend '%stddev     %change         %stddev'"),
+                           (2, _LEGEND2, "the legend line of '\\' and '|'")):
+        got = lines[dash + off] if dash + off < len(lines) else None
+        if got is None or not pat.match(got):
+            if got is not None and "fail:runs" in got:
+                raise _err(dash + off + 1, "failure-type (fail:runs) blocks are not supported; paste the %stddev block")
+            raise _err(dash + off + 1, f"expected {what}, got {'end of text' if got is None else repr(got)}")
+        bars = got.count("%change") if off == 1 else got.count("|")
+        if bars != k - 1:
+            raise _err(dash + off + 1, f"legend has {bars + 1} columns, expected {k} (one per commit id)")
+    return dash, k, ids
+
+
+def _lkp_tokens(lines, i):
+    """[(token, lineno)] of the stat lines from line ``i``, up to the first blank line."""
+    tokens = []
+    while i < len(lines) and lines[i].strip():
+        tokens += [(tok, i + 1) for tok in lines[i].split()]
+        i += 1
+    if not tokens:
+        raise _err(i + 1, "expected at least one stat line after the legend")
+    return tokens
+
+
+def _lkp_records(tokens, k):
+    """[(stat name, means, ±pcts, changes, lineno)] from the token stream of the stat lines
+    (a mail client may have wrapped a line anywhere between fields)."""
+    records = []
+    pos = 0
+    last_line = tokens[-1][1]
+
+    def take(what):
+        nonlocal pos
+        if pos >= len(tokens):
+            raise _err(last_line, f"truncated stat line: expected {what}")
+        tok = tokens[pos]
+        pos += 1
+        return tok
+
+    def value(what):
+        tok, ln = take(what)
+        if not _NUMBER.match(tok):
+            raise _err(ln, f"expected {what} (a number), got {tok!r}")
+        return float(tok)
+
+    def plusminus():
+        if pos < len(tokens) and tokens[pos][0].startswith("±"):
+            tok, ln = take("±")
+            rest = tok[1:]
+            if not rest:
+                rest, ln = take("the ±N% value")
+            m = re.fullmatch(r"(\d+)%", rest)
+            if not m:
+                raise _err(ln, f"expected '±  N%' (an integer percentage), got {rest!r} after '±'")
+            return float(m.group(1))
+        return math.nan
+
+    while pos < len(tokens):
+        start_line = tokens[pos][1]
+        means, pms, changes = [value("the base commit's value")], [plusminus()], [math.nan]
+        pct_flags = []
+        for j in range(1, k):
+            tok, ln = take(f"the %change of commit {j + 1}")
+            if not _CHANGE.match(tok):
+                raise _err(ln, f"expected the %change of commit {j + 1} (e.g. '-27.1%'), got {tok!r}")
+            pct_flags.append(tok.endswith("%"))
+            changes.append(float(tok.rstrip("%")))
+            means.append(value(f"the value of commit {j + 1}"))
+            pms.append(plusminus())
+        name, ln = take("the stat name")
+        if _NUMBER.match(name) or _CHANGE.match(name) or name.startswith("±"):
+            raise _err(ln, f"expected the stat name, got {name!r} (too many columns for {k} commits?)")
+        absolute = stats.lkp_is_absolute(name)
+        if any(f == absolute for f in pct_flags):
+            raise _err(ln, f"stat {name!r}: its change should be printed {'without' if absolute else 'with'} '%'")
+        records.append((name, means, pms, changes, start_line))
+    return records
+
+
+def _lkp_group_header(lines, id_line, k):
+    """The optional ``====`` block above the column ids, as a dict (or None)."""
+    j = id_line - 1
+    while j >= 0 and not lines[j].strip():
+        j -= 1
+    commits = []
+    while j >= 0 and lines[j].startswith("  ") and lines[j].strip():
+        commits.insert(0, lines[j][2:])
+        j -= 1
+    if j < 0 or not re.fullmatch(r"\S+: ?", lines[j]) or not commits:
+        return None
+    compare = lines[j].rstrip()[:-1]
+    # a subject wrapped by a mail client: continuation lines start deeper than 2 spaces
+    joined = []
+    for c in commits:
+        if joined and c.startswith(" "):
+            joined[-1] += " " + c.strip()
+        else:
+            joined.append(c)
+    if len(joined) != k:
+        raise _err(j + 2, f"expected {k} commit lines under '{compare}:', found {len(joined)}")
+    j -= 1
+    while j >= 0 and not lines[j].strip():
+        j -= 1
+    if j < 1 or not lines[j].startswith("  ") or not lines[j - 1].endswith(":"):
+        return None
+    values, axes = lines[j][2:], lines[j - 1][:-1]
+    if j < 2 or lines[j - 2] != "=" * 89:
+        return None
+    return {"axes": axes, "values": values, "compare": compare, "commits": joined}
+
+
+def _lkp_dataset(ids, records, header):
+    k = len(ids)
+    per_var: dict[str, dict] = {}
+    workloads: list[str] = []
+    order = []
+    for name, means, pms, changes, ln in records:
+        if name in order:
+            raise _err(ln, f"stat {name!r} appears twice")
+        order.append(name)
+        var, w = _lkp_var(name)
+        if w is not None and w not in workloads:
+            workloads.append(w)
+        entry = per_var.setdefault(var, {"per_test": w is not None, "rows": {}, "line": ln, "key": name})
+        if entry["per_test"] != (w is not None):
+            raise _err(ln, f"stat {name!r} mixes per-test and job-level rows for variable {var!r}")
+        entry["rows"][w] = (means, pms, changes)
+    variables = {}
+    for var, entry in per_var.items():
+        pct_units = "1" if stats.lkp_is_absolute(entry["key"]) else "%"
+        if entry["per_test"]:
+            arr = np.full((3, k, len(workloads)), np.nan)
+            for w, (m, p, c) in entry["rows"].items():
+                arr[:, :, workloads.index(w)] = [m, p, c]
+            dims = ("kernel", "workload")
+        else:
+            arr = np.array(entry["rows"][None], dtype=float)
+            dims = ("kernel",)
+        attrs = _attrs_for(var)
+        variables[var] = (dims, arr[0], {**attrs, "lkp_stat": "mean over runs"})
+        variables[f"{var}_stddev_pct"] = (dims, arr[1], {"units": "%", "long_name": f"population stddev of {var} over runs, "
+                                                         "as printed (truncated; NaN = not shown, <= 2 % or one run)"})
+        variables[f"{var}_change"] = (dims, arr[2], {"units": pct_units, "long_name": f"change of {var} against the base commit, as printed"})
+    ds = _summary_dataset(list(ids), variables, {
+        "numalab_summary": "lkp",
+        "source": "read_lkp",
+        "lkp_baseline": ids[0],
+        "lkp_order": json.dumps(order),
+    })
+    if workloads:
+        ds = ds.assign_coords(workload=workloads)
+    if header is not None:
+        ds.attrs["lkp_group_header"] = json.dumps(header)
+    return ds

@@ -1,0 +1,502 @@
+"""mmtests ``compare-kernels`` tables (§2.5) with their Duration / vmstat Ops monitor tables
+(§2.6, §4.1): :func:`mmtests` prints them from runs or an ingested summary, :func:`read_mmtests`
+reads a real report back (the Dataset layout is described in :mod:`numalab.report`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+
+from .. import stats
+from ..errors import NumalabValueError, check_choice
+from .common import (
+    _along,
+    _attrs_for,
+    _by_kernel,
+    _check_dims,
+    _err,
+    _NUMBER,
+    _order_kernels,
+    _refuse_other_summary,
+    _summary_dataset,
+    _summary_kind,
+    _test_sort_key,
+    _unquote,
+    _workloads,
+    lkp_test_name,
+    mmtests_test_name,
+)
+from .vmstat_format import _OPS_VAR, _VMSTAT_SOURCE, _vmstat_ops_rows
+
+#: metric variable -> mmtests op prefix, per layout
+_OLD_PREFIX = {"syst": "syst", "elsp": "elsp"}
+_NEW_PREFIX = {"elsp": "Elapsed", "syst": "System", "user": "User"}
+_PREFIX_VAR = {"syst": "syst", "elsp": "elsp", "Elapsed": "elsp", "System": "syst", "User": "user"}
+_DURATION_ROWS = [("User", "duration_user", "user"), ("System", "duration_system", "syst"),
+                  ("Elapsed", "duration_elapsed", "elsp")]
+
+
+# --------------------------------------------------------------------------------------------
+# writer
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    """compare-kernels' two-line header split (§2.5), quirks included."""
+    pos = name.find("-")
+    if pos >= 0:
+        window = name[pos : pos + pos + 3]  # Perl substr(name, pos, pos + 3)
+        if re.search(r"-rc[0-9]", window):
+            pos += 4
+        return name[:pos], name[pos + 1 :]
+    return name[:-1], name  # no '-': substr(name, 0, -1) / substr(name, 0)
+
+
+def _header(kernels, first, width):
+    tops, bottoms = zip(*(_split_name(k) for k in kernels))
+    return [" " * first + "".join(t.rjust(width) for t in tops),
+            " " * first + "".join(b.rjust(width) for b in bottoms)]
+
+
+def _cell(value, pct, base_value, significant, fl):
+    """One kernel cell: ``%FL.2f (%7.2f%)``, or ``*%7.2f%*`` when significant (§2.4)."""
+    if math.isnan(value) or value == -1 or base_value == -1:
+        value, pct, significant = 0.0, 0.0, False  # NaN / -1 print as 0.00 (0.00%) (§2.3)
+    if math.isnan(pct):
+        pct = 0.0  # e.g. against a one-sample (NaN stddev) baseline; UNVERIFIED against Perl
+    if significant:
+        return f"{value:{fl}.2f} *{pct:7.2f}%*"
+    return f"{value:{fl}.2f} ({pct:7.2f}%)"
+
+
+def _main_rows(ds, metrics, along, kernels, era, direction, sample_dim, workload):
+    """The stat labels and the ops of the main table: [(op, var, values, pct, significant)],
+    each array (kernel, stat), in mmtests' op order."""
+    summary = _summary_kind(ds) == "mmtests"
+    if summary:
+        stored = ds.attrs.get("mmtests_baseline")
+        if kernels[0] != stored:
+            raise NumalabValueError(
+                f"baseline={kernels[0]!r}: an ingested mmtests summary only carries percentages "
+                f"against its own baseline {stored!r}"
+            )
+        labels = [str(s) for s in ds["stat"].values]
+    else:
+        labels = list(stats.stat_labels(direction, era))
+    new = era == "2026"
+    workloads = _workloads(ds, workload)
+    ops = []
+    for var in metrics:
+        if var not in ds.data_vars:
+            raise NumalabValueError(f"metric={var!r} is not a variable; variables are {sorted(ds.data_vars)}")
+        prefix = (_NEW_PREFIX if new else _OLD_PREFIX).get(var, var)
+        if summary:
+            tables = [ds[var], ds[f"{var}_pct"], ds[f"{var}_significant"]]
+        else:
+            tables = _compare_runs(ds, var, along, kernels, era, direction, sample_dim)
+        per_test = "workload" in tables[0].dims
+        inner = (along, "workload", "stat") if per_test else (along, "stat")
+        arrays = [t.sel({along: kernels}).transpose(*inner).values for t in tables]
+        columns = [str(x) for x in tables[0]["workload"].values] if per_test else []
+        for w in workloads if per_test else [None]:
+            vals, pct, sg = (a[:, columns.index(w)] if per_test else a for a in arrays)
+            if summary and np.isnan(vals).all():
+                continue  # this op was not in the report
+            if not per_test and not summary:
+                w = workloads[0]  # one workload, named by the attr
+            op = prefix if w is None else f"{prefix}-{mmtests_test_name(w)}"
+            ops.append((op, var, vals, pct, sg.astype(bool)))
+    if summary:
+        order = json.loads(ds.attrs.get("mmtests_ops", "[]"))
+        ops.sort(key=lambda o: order.index(o[0]) if o[0] in order else len(order))
+    elif new:
+        ops.sort(key=lambda o: (o[0].split("-", 1)[0], _test_sort_key(o[0].split("-", 1)[-1])))
+    else:
+        rank = {"syst": 0, "elsp": 1}
+        ops.sort(key=lambda o: (rank.get(o[1], 2), _test_sort_key(o[0].split("-", 1)[-1])))
+    return labels, ops
+
+
+def _compare_runs(ds, var, along, kernels, era, direction, sample_dim):
+    """value / pct / significant DataArrays of one run variable (vectorised over workloads)."""
+    da = ds[var]
+    if era != "2026" and var == "user":
+        raise NumalabValueError("metric='user': 2019-2025 mmtests reports only syst- and elsp- ops; use era='2026'")
+    _check_dims(da, {along, sample_dim, "workload"})
+    if sample_dim not in da.dims:
+        raise NumalabValueError(f"variable {var!r} has no sample dim {sample_dim!r}; dims are {list(da.dims)}")
+    if "workload" in ds.dims and "workload" not in da.dims:
+        raise NumalabValueError(
+            f"metric={var!r} has no 'workload' dim although the Dataset has one; an mmtests op is per workload"
+        )
+    cmp = stats.mmtests_compare(
+        da.sel({along: kernels}), along=along, baseline=kernels[0], dim=sample_dim, direction=direction, era=era
+    )
+    return [cmp["value"], cmp["pct"], cmp["significant"]]
+
+
+def _monitor_value(ds, var, along, kernels):
+    da = ds[var]
+    other = [d for d in da.dims if d != along]
+    tot = da.sum(dim=other, skipna=True, min_count=1) if other else da
+    return [float(v) for v in _by_kernel(tot, along, kernels).values]
+
+
+def _monitor_tables(ds, along, kernels, era):
+    """Duration and vmstat "Ops" tables (§2.6, §4.1): totals over every run of each kernel."""
+    fl_duration = 18 if era == "2026" else 12
+    summary = _summary_kind(ds) == "mmtests"
+    blocks = []
+    rows = []
+    for label, stored, var in _DURATION_ROWS:
+        name = stored if summary else var
+        if name in ds.data_vars and (summary or _monitor_ok(ds, name, along)):
+            rows.append((label, _monitor_value(ds, name, along, kernels)))
+    if rows:
+        blocks.append(_plain_table("Duration", rows, kernels, fl_duration, width2=len("Elapsed")))
+    rows = []
+    if summary:
+        order = json.loads(ds.attrs.get("mmtests_ops_rows", "[]"))
+        for label in order:
+            var = _OPS_VAR.get(label, label)
+            rows.append((label, _monitor_value(ds, var, along, kernels)))
+    else:
+        have = {v: np.array(_monitor_value(ds, v, along, kernels)) for v in _VMSTAT_SOURCE if v in ds.data_vars
+                and _monitor_ok(ds, v, along)}
+        rows = _vmstat_ops_rows(have)
+    if rows:
+        blocks.append(_plain_table("Ops", rows, kernels, 15))
+    return blocks
+
+
+def _monitor_ok(ds, var, along):
+    return along in ds[var].dims and "time" not in ds[var].dims
+
+
+def _plain_table(stat, rows, kernels, fl, width2=None):
+    w2 = max(len(r[0]) for r in rows) if width2 is None else max(width2, *(len(r[0]) for r in rows))
+    lines = _header(kernels, len(stat) + 1 + w2, fl)
+    for label, values in rows:
+        cells = "".join(f"{0.0 if math.isnan(v) else v:{fl}.2f}" for v in values)
+        lines.append(f"{stat} {label:<{w2}}{cells}")
+    return lines
+
+
+def mmtests(
+    ds,
+    metric=None,
+    along: str | None = None,
+    baseline=None,
+    era: str = "2023",
+    *,
+    direction: str = "lower",
+    sample_dim: str = "seed",
+    workload: str | None = None,
+    monitors: bool = True,
+    title: str | None = None,
+) -> str:
+    """The mmtests ``compare-kernels`` text for ``ds`` (§2.5), monitor tables included (§2.6).
+
+    ``metric``: a variable name or list (default: ``syst``, ``elsp`` for 2019-2025;
+    ``elsp``, ``syst``, ``user`` (those present) for ``era="2026"``); each becomes one op per
+    workload, named ``<prefix>-<TEST>`` (``elsp-NUMA01_THREADLOCAL``, ``Elapsed-NUMA02``).
+    ``along``: the dim holding the compared kernels (default ``"policy"``, else ``"kernel"``).
+    ``baseline``: the column the percentages compare against (default: the first).
+    ``era``: one of :data:`numalab.stats.ERAS`; decides the layout and the significance test.
+    ``monitors``: append the Duration table (total elsp/syst/user over every run) and the vmstat
+    ``Ops`` table (counter totals over every run, as mmtests' test-begin/test-end delta).
+    A Dataset from :func:`read_mmtests` is printed as read (``era`` and ``direction`` ignored).
+    """
+    era = check_choice("era", era, stats.ERAS)
+    check_choice("direction", direction, stats.DIRECTIONS)
+    _refuse_other_summary(ds, "mmtests")
+    summary = _summary_kind(ds) == "mmtests"
+    if summary:
+        era = "2026" if int(ds.attrs.get("mmtests_field_width", 12)) == 18 else "2023"
+    along = _along(ds, along)
+    kernels = _order_kernels(ds, along, baseline)
+    if metric is None:
+        if summary:
+            metric = json.loads(ds.attrs.get("mmtests_vars", "[]"))
+        elif era == "2026":
+            metric = [v for v in ("elsp", "syst", "user") if v in ds.data_vars]
+        else:
+            metric = [v for v in ("syst", "elsp") if v in ds.data_vars]
+        if not metric:
+            raise NumalabValueError(f"no elsp/syst variables to report; variables are {sorted(ds.data_vars)}")
+    elif isinstance(metric, str):
+        metric = [metric]
+    labels, ops = _main_rows(ds, list(metric), along, kernels, era, direction, sample_dim, workload)
+    fl = 18 if era == "2026" else 12
+    w1 = max(len(s) for s in labels)
+    w2 = max(len(o[0]) for o in ops)
+    lines = []
+    if title is None:
+        title = ds.attrs.get("mmtests_title", "autonumabench") if summary else "autonumabench"
+    if title:
+        lines.append(title)
+    lines += _header(kernels, w1 + 1 + w2, fl + 7 + 4)
+    for i, label in enumerate(labels):
+        for op, _var, vals, pct, sg in ops:
+            base = float(vals[0, i])
+            cells = "".join(
+                _cell(float(vals[k, i]), float(pct[k, i]), base if k else None, bool(sg[k, i]), fl)
+                for k in range(len(kernels))
+            )
+            lines.append(f"{label:<{w1}} {op:<{w2}}{cells}")
+    if monitors:
+        for block in _monitor_tables(ds, along, kernels, era):
+            lines.append("")
+            lines += block
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# reader
+
+_CELL = r"(-?(?:\d+\.\d+|nan|inf))\s*([(*])\s*(-?(?:\d+\.\d+|nan|inf))%([)*])"
+_CELLS = re.compile(rf"^(?:\s*{_CELL})+\s*$", re.I)
+_CELL_RE = re.compile(_CELL, re.I)
+_ROW = re.compile(r"^(\S+) +(\S+)(\s.*)$")
+
+
+def _cells(text):
+    if not _CELLS.match(text):
+        return None
+    out = []
+    for m in _CELL_RE.finditer(text):
+        if (m.group(2) == "(") != (m.group(4) == ")"):
+            return None
+        out.append((float(m.group(1)), float(m.group(3)), m.group(2) == "*"))
+    return out
+
+
+def _continued(lines, i, rest):
+    """Row ``i``'s cell text with the lines a mail client wrapped it onto (a row starts with its
+    label in column 0, so a following non-blank line starting with a space continues it);
+    returns (text, index of the row's last line)."""
+    while i + 1 < len(lines) and lines[i + 1][:1] == " " and lines[i + 1].strip():
+        i += 1
+        rest += " " + lines[i]
+    return rest, i
+
+
+def read_mmtests(text: str):
+    """Parse an mmtests ``compare-kernels`` text table (§2.5) and its Duration / Ops monitor
+    tables (§2.6) into an mmtests summary Dataset (see :mod:`numalab.report`).
+
+    Accepts e-mail quoting and rows wrapped by a mail client. The kernel names are rebuilt from
+    the two header lines (split at the first ``-``, with compare-kernels' quirks). Malformed or
+    truncated input raises ``ValueError`` naming the line and what was expected."""
+    lines = _unquote(text)
+    first, h1, h2, title = _find_table(lines)
+    rows, i, k = _table_rows(lines, first)
+    labels, ops = _check_complete(rows)
+    w1 = max(map(len, labels))
+    w2 = max(map(len, ops))
+    fl = _field_width(rows, ops, w1 + 1 + w2, k)
+    kernels = _header_names(h1, h2, w1 + 1 + w2, fl + 11, k, first - 1)
+    variables, var_names, workloads = _main_variables(rows, labels, k)
+    ops_rows = _monitor_variables(lines, i, k, kernels, variables)
+    attrs = {
+        "numalab_summary": "mmtests",
+        "source": "read_mmtests",
+        "mmtests_baseline": kernels[0],
+        "mmtests_title": title,
+        "mmtests_field_width": fl,
+        "mmtests_ops": json.dumps(ops),
+        "mmtests_vars": json.dumps(var_names),
+        "mmtests_ops_rows": json.dumps(ops_rows),
+    }
+    ds = _summary_dataset(kernels, variables, attrs)
+    return ds.assign_coords(stat=labels, **({"workload": workloads} if workloads else {}))
+
+
+def _find_table(lines):
+    """(index of the first row, the two header lines, the title or "") of the main table."""
+    first = None
+    for i, line in enumerate(lines):
+        m = _ROW.match(line)
+        if m and _cells(_continued(lines, i, m.group(3))[0]):
+            first = i
+            break
+    if first is None:
+        raise _err(1, "no mmtests table: expected rows like 'Amean     elsp-NUMA01      292.51 (   0.00%) ...'")
+    # line 1 of the header is all spaces when no name has a '-' before its last character
+    if first < 2 or not lines[first - 1].strip():
+        raise _err(first + 1, "expected two header lines with the kernel names above the first row")
+    h1, h2 = lines[first - 2], lines[first - 1]
+    title = ""
+    t = first - 3
+    if t >= 0 and lines[t].strip():
+        title = lines[t]
+    return first, h1, h2, title
+
+
+def _table_rows(lines, first):
+    """The main table's rows from line ``first`` to the first blank line: ([(label, op, cells,
+    lineno, raw)], index of the line after the table, number of kernel cells per row)."""
+    n = len(lines)
+    rows = []  # (label, op, cells, lineno, raw)
+    i = first
+    k = None
+    while i < n and lines[i].strip():
+        ln = i + 1
+        m = _ROW.match(lines[i])
+        if not m:
+            raise _err(ln, f"expected a table row '<stat> <op> <value> (<pct>%) ...', got {lines[i]!r}")
+        rest, end = _continued(lines, i, m.group(3))
+        raw = lines[i] if end == i else None  # the unwrapped text, for the column widths
+        i = end
+        cells = _cells(rest)
+        if cells is None:
+            raise _err(ln, f"expected '%12.2f (%7.2f%)' cells after {m.group(1)!r} {m.group(2)!r}, got {rest.strip()!r}")
+        if k is None:
+            k = len(cells)
+        if len(cells) != k:
+            raise _err(ln, f"expected {k} kernel cells (as in the first row), found {len(cells)}")
+        rows.append((m.group(1), m.group(2), cells, ln, raw))
+        i += 1
+    return rows, i, k
+
+
+def _check_complete(rows):
+    """The stat labels and ops of ``rows``, first-seen order; every (label, op) exactly once."""
+    labels = list(dict.fromkeys(r[0] for r in rows))
+    ops = list(dict.fromkeys(r[1] for r in rows))
+    seen = {(r[0], r[1]): r[3] for r in rows}
+    if len(seen) != len(rows):
+        dup = next(r for r in rows if sum(1 for s in rows if s[:2] == r[:2]) > 1)
+        raise _err(dup[3], f"row {dup[0]} {dup[1]} appears twice")
+    for lab in labels:
+        for op in ops:
+            if (lab, op) not in seen:
+                last = rows[-1][3]
+                raise _err(last + 1, f"truncated table: expected a row '{lab} {op}'")
+    return labels, ops
+
+
+def _field_width(rows, ops, start, k):
+    """The value field width (12 or 18) from an unwrapped row, else from the op names."""
+    fl = None
+    for r in rows:
+        if r[4] is not None:
+            width = (len(r[4]) - start) / k
+            fl = int(width) - 11 if width == int(width) else None
+            break
+    if fl not in (12, 18):
+        fl = 18 if any(o.split("-", 1)[0] in ("Elapsed", "System", "User") for o in ops) else 12
+    return fl
+
+
+def _main_variables(rows, labels, k):
+    """Variables of the main table: ({name: (dims, values, attrs)}, metric names, workloads)."""
+    stat_index = {s: j for j, s in enumerate(labels)}
+    per_var: dict[str, dict] = {}
+    workloads: list[str] = []
+    for lab, op, cells, ln, _raw in rows:
+        prefix, _, test = op.partition("-")
+        var = _PREFIX_VAR.get(prefix, prefix) if test else op
+        w = lkp_test_name(test) if test else None
+        if w is not None and w not in workloads:
+            workloads.append(w)
+        entry = per_var.setdefault(var, {"per_test": w is not None, "cells": {}})
+        if entry["per_test"] != (w is not None):
+            raise _err(ln, f"op {op!r} mixes per-test and plain ops for variable {var!r}")
+        entry["cells"].setdefault(w, {})[lab] = cells
+    variables = {}
+    for var, entry in per_var.items():
+        tests = workloads if entry["per_test"] else [None]
+        val = np.full((k, len(tests), len(labels)), np.nan)
+        pct = np.full_like(val, np.nan)
+        sig = np.zeros(val.shape, dtype=bool)
+        for ti, w in enumerate(tests):
+            for lab, cells in entry["cells"].get(w, {}).items():
+                for kk, (v, p, s) in enumerate(cells):
+                    val[kk, ti, stat_index[lab]] = v
+                    pct[kk, ti, stat_index[lab]] = p
+                    sig[kk, ti, stat_index[lab]] = s
+        if entry["per_test"]:
+            dims = ("kernel", "workload", "stat")
+        else:
+            dims, val, pct, sig = ("kernel", "stat"), val[:, 0], pct[:, 0], sig[:, 0]
+        variables[var] = (dims, val, {**_attrs_for(var), "mmtests_stat": "row values as printed; CoeffVar in %"})
+        variables[f"{var}_pct"] = (dims, pct, {"units": "%", "long_name": f"mmtests percentage of {var} against the baseline "
+                                               "(positive = better)"})
+        variables[f"{var}_significant"] = (dims, sig, {"long_name": f"{var} cell marked significant (asterisks)"})
+    return variables, list(per_var), workloads
+
+
+def _monitor_variables(lines, i, k, kernels, variables):
+    """Read the Duration / Ops tables from line ``i`` on into ``variables`` (over "kernel");
+    returns the Ops labels in print order."""
+    n = len(lines)
+    duration_rows, ops_rows = {}, {}
+    while i < n:
+        if not lines[i].strip():
+            i += 1
+            continue
+        i = _read_monitor_block(lines, i, k, kernels, duration_rows, ops_rows)
+    for label, (_, var, _v) in zip(("User", "System", "Elapsed"), _DURATION_ROWS):
+        if label in duration_rows:
+            variables[var] = (("kernel",), np.array(duration_rows[label]),
+                              {"units": "s", "long_name": f"Duration {label}: whole benchmark run"})
+    for label, vals in ops_rows.items():
+        var = _OPS_VAR.get(label, label)
+        variables[var] = (("kernel",), np.array(vals), {**_attrs_for(var), "mmtests_label": f"Ops {label}"})
+    return list(ops_rows)
+
+
+def _header_names(h1, h2, start, width, k, lineno):
+    """Rebuild kernel names from the two header lines."""
+    def cut(line):
+        if not line.strip():
+            return [""] * k
+        if len(line) == start + k * width and not line[:start].strip():
+            return [line[start + j * width : start + (j + 1) * width].strip() for j in range(k)]
+        toks = line.split()
+        return toks if len(toks) == k else None
+
+    tops, bottoms = cut(h1), cut(h2)
+    if tops is None or bottoms is None:
+        raise _err(lineno if tops is not None else lineno - 1,
+                   f"expected a header line with {k} kernel-name halves")
+    names = []
+    for a, b in zip(tops, bottoms):
+        # a name without '-' prints as name[:-1] / name (compare-kernels quirk)
+        names.append(b if (len(b) == len(a) + 1 and b.startswith(a)) else f"{a}-{b}")
+    if len(set(names)) != len(names):
+        raise _err(lineno, f"kernel names are not unique: {names}")
+    return names
+
+
+def _read_monitor_block(lines, i, k, kernels, duration_rows, ops_rows):
+    """One Duration/Ops table whose header starts at line ``i``; returns the next line index.
+
+    The header lines start with spaces (the first is all spaces when no kernel name has a
+    '-'), the rows with ``Duration`` or ``Ops``; the names were already read from the main table."""
+    n = len(lines)
+    j = i
+    while j < n and lines[j][:1] == " " and lines[j].strip():
+        j += 1
+    if j == i:
+        raise _err(i + 1, f"expected a monitor table header (kernel names), got {lines[i]!r}")
+    if j >= n or not lines[j].strip():
+        raise _err(j + 1, "truncated monitor table: expected rows after the header")
+    while j < n and lines[j].strip():
+        toks = lines[j].split()
+        stat = toks[0]
+        if stat not in ("Duration", "Ops") or len(toks) < 2 + k:
+            raise _err(j + 1, f"expected a 'Duration <name> v1 .. v{k}' or 'Ops <label> v1 .. v{k}' row, got {lines[j]!r}")
+        vals = toks[-k:]
+        if not all(_NUMBER.match(v) for v in vals):
+            raise _err(j + 1, f"expected {k} numbers at the end of {lines[j]!r}")
+        label = " ".join(toks[1:-k])
+        target = duration_rows if stat == "Duration" else ops_rows
+        if label in target:
+            raise _err(j + 1, f"row '{stat} {label}' appears twice")
+        target[label] = [float(v) for v in vals]
+        j += 1
+    return j
