@@ -2,7 +2,7 @@
 dask LocalCluster), progress and the ``numalab sweep`` command.
 
 The machinery is driven by the deterministic "toy" runner of tests/_sweep_helpers.py, registered
-through the public ``numalab.sweep.register_runner`` hook; the real engine / futex runners have
+through the public ``numalab.sweeps.register_runner`` hook; the real engine / futex runners have
 their own tests at the end of this file.
 """
 
@@ -23,7 +23,7 @@ import pytest
 import xarray as xr
 
 import _sweep_helpers as helpers
-import numalab.sweep as S
+import numalab.sweeps as S
 from numalab.cli import main
 from numalab.errors import NumalabValueError
 
@@ -198,7 +198,7 @@ def test_cache_key_covers_version_every_parameter_and_seed():
 
 
 def test_incompatible_version_is_recomputed_with_one_warning(tmp_path, monkeypatch):
-    monkeypatch.setattr(S, "_code_version", lambda: "0.0.1+c1")
+    monkeypatch.setattr(S.grid, "code_version", lambda: "0.0.1+c1")
     S.sweep(GRID, seeds=2, cache=tmp_path, progress=False, workers=1)
     monkeypatch.undo()
     os.environ["NUMALAB_CACHE"] = str(tmp_path / "unused")  # undo() dropped the fixture's env
@@ -276,7 +276,7 @@ def test_local_processes_match_in_process(monkeypatch):
     serial = S.sweep(GRID, seeds=4, cache=False, progress=False, workers=1)
     assert helpers.CALLS == [24, 24]
     helpers.CALLS.clear()
-    monkeypatch.setattr(S, "POOL_MIN_S", 0.0)  # toy points are too quick to be worth processes
+    monkeypatch.setattr(S.executors, "POOL_MIN_S", 0.0)  # toy points are too quick to be worth processes
     res = S.run_sweep(GRID, seeds=4, cache=False, progress=False, workers=2)
     assert res.executor == "local" and res.tasks >= 4
     xr.testing.assert_identical(res.dataset, serial)

@@ -110,7 +110,7 @@ def _seeds(text: str):
 def build_grid(args) -> tuple[str | None, dict]:
     """(kind, grid) from parsed arguments; values are typed by each parameter's own check."""
     from numalab.errors import NumalabValueError
-    from numalab.sweep import get_runner
+    from numalab.sweeps import get_runner
 
     raw: dict[str, str] = {}
     for name in (*_NUMA_OPTS, "topology", *_FUTEX_OPTS):
@@ -143,7 +143,7 @@ def build_grid(args) -> tuple[str | None, dict]:
 def run(args) -> int:
     from numalab.errors import NumalabValueError
     from numalab.storage import write_netcdf
-    from numalab.sweep import StaleCacheWarning, run_sweep
+    from numalab.sweeps import StaleCacheWarning, run_sweep
 
     kind, grid = build_grid(args)
     out = Path(args.out)
