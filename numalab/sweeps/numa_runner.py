@@ -85,7 +85,12 @@ def _check_policy(name, value):
     check_str(name, value)
     from numalab.policy import Policy
 
-    Policy.parse(value)
+    try:
+        Policy.parse(value)
+    except NumalabValueError as exc:
+        if str(exc).startswith(f"{name}={value!r}"):
+            raise
+        raise NumalabValueError(f"{name}={value!r}: {exc}") from None
     return value
 
 
