@@ -508,3 +508,121 @@ def test_cli_futex_kind_is_inferred(tmp_path, capsys):
                  "--no-cache", "--workers", "1"]) == 0
     with xr.open_dataset(out, engine="h5netcdf") as ds:
         assert ds.attrs["sweep_kind"] == "futex" and ds["ops_per_s"].dims == ("mode", "seed")
+
+
+# ------------------------------------------------------------------------------ package shape (issue 10)
+_IMPORT_ORDERS = [
+    "import numalab.sweeps; import numalab as nl",
+    "import numalab as nl; f = nl.sweep; import numalab.sweeps, numalab.sweeps.api, numalab.sweeps.grid",
+    "import numalab.commands.sweep, numalab.cli; import numalab as nl",
+    "from numalab.sweeps import *; import numalab.sweeps.numa_runner, numalab.sweeps.futex_runner; import numalab as nl",
+]
+
+
+@pytest.mark.parametrize("imports", _IMPORT_ORDERS)
+def test_nl_sweep_is_the_function_however_modules_are_imported(imports):
+    """``nl.sweep`` is the function whatever was imported before, and no module ``numalab.sweep``
+    exists to shadow it (``import numalab.sweep`` fails instead of replacing the function)."""
+    code = f"""
+import sys, types
+# only the checkout under test: an editable install of another checkout (which may still hold
+# numalab/sweep.py) must not answer for modules this one does not have
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in str(getattr(f, "__module__", "")).lower()]
+sys.path.insert(0, {str(Path(helpers.__file__).parent)!r})
+{imports}
+import _sweep_helpers
+import numalab.sweeps
+try:
+    import numalab.sweep
+except ModuleNotFoundError:
+    pass
+else:
+    raise SystemExit("numalab.sweep is importable")
+import numalab as nl
+assert isinstance(nl.sweep, types.FunctionType) and nl.sweep is numalab.sweeps.sweep, nl.sweep
+ds = nl.sweep({{"size": [3, 4]}}, seeds=2, cache=False, progress=False, kind="toy", workers=1)
+assert ds["value"].dims == ("size", "seed")
+print("ok")
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(S.__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_machinery_knows_no_model_and_loads_builtin_runners_lazily():
+    """The machinery modules import no model and no runner; a built-in kind's module (found in
+    registry.BUILTIN_RUNNERS) is imported the first time that kind is asked for."""
+    import ast
+
+    pkg = Path(S.__file__).parent
+    runner_modules = {m.rsplit(".", 1)[-1] for m in S.registry.BUILTIN_RUNNERS.values()}
+    models = ("numalab.engine", "numalab.futex", "numalab.policy", "numalab.workloads", "numalab.topology")
+    for path in sorted(pkg.glob("*.py")):
+        names = []
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names += [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names += [a.name for a in node.names]
+        if path.stem in runner_modules:  # a runner uses the registry and the checks, nothing else of sweeps
+            assert not [n for n in names if n.startswith("numalab.sweeps") and not n.startswith("numalab.sweeps.registry")
+                        or n in runner_modules or any(r in n for r in runner_modules - {path.stem})], path
+            continue
+        assert not [n for n in names if n.startswith(models) or any(r in n for r in runner_modules)], (path, names)
+    code = """
+import sys
+import numalab.sweeps as S
+assert "numalab.sweeps.numa_runner" not in sys.modules and "numalab.sweeps.futex_runner" not in sys.modules
+assert "numalab.engine" not in sys.modules and "numalab.futex" not in sys.modules
+assert S.runners()[:2] == ["numa", "futex"]
+assert S.get_runner("futex").kind == "futex"
+assert "numalab.sweeps.futex_runner" in sys.modules and "numalab.sweeps.numa_runner" not in sys.modules
+print("ok")
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(S.__file__).parents[2])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_public_names_and_stable_cache_keys():
+    for name in ("sweep", "run_sweep", "register_runner", "get_runner", "runners", "point_key",
+                 "default_cache_dir", "MAX_BATCH", "SweepResult", "Param", "Runner", "StaleCacheWarning",
+                 "CACHE_FORMAT"):
+        assert name in S.__all__ and hasattr(S, name), name
+    # the keys numalab/sweep.py gave before it became a package: existing caches stay valid
+    assert S.point_key("toy", {"size": 3, "rate": 1.0, "label": "a", "seed": 0}, version="0.3.0+c1") == \
+        "ff03a3718993e5eed587d20f5b0bc4cc9a9eb4e9eb42b730dce08ee75367a87e"
+    point = {"workload": "numa02", "history": 4, "profile": "6.12", "policy": "", "seed": 7}
+    assert S.point_key("numa", point, version="0.3.0+c1") == \
+        "1b9af5ef38464da423d99036661faf09205836219c04cdf415656a0e0bbc065d"
+
+
+def test_policy_texts_are_read_by_policy_parse():
+    """The sweep's policy= and history= values are whatever Policy.parse reads, kept as written."""
+    from numalab.policy import Policy
+
+    grid = S.grid.expand({"policy": ["adaptive:span", "6.4+N=8+rules=own_pid,hot>=1,shared>=3"]}, 1, "numa")
+    assert grid.values["policy"] == ["adaptive:span", "6.4+N=8+rules=own_pid,hot>=1,shared>=3"]
+    assert S.grid.expand({"history": ["adaptive:span", 4]}, 1, "numa").values["history"] == ["adaptive:span", 4]
+    from numalab.sweeps import numa_runner
+
+    assert numa_runner._numa_policy({"policy": "adaptive:span", "profile": "6.12", "history": "profile"}) == \
+        Policy.parse("6.12+adaptive=span")
+    assert numa_runner._numa_policy({"policy": "", "profile": "6.8", "history": 6}) == Policy.profile("6.8", history=6)
+    with pytest.raises(NumalabValueError, match="policy='6.13' is not known"):
+        S.sweep({"policy": ["6.13"]}, cache=False, progress=False)
+    with pytest.raises(NumalabValueError, match="history='adaptive:nope': adapt='nope' is not known"):
+        S.sweep({"history": ["adaptive:nope"]}, cache=False, progress=False)
+
+
+def test_cli_policy_list_keeps_rules_lists_whole():
+    from numalab.cli import build_parser
+    from numalab.commands.sweep import build_grid
+
+    text = "6.12,6.4+N=8+rules=own_pid,hot>=1,shared>=3,N=4,adaptive:span"
+    args = build_parser().parse_args(["sweep", "--policy", text, "--out", "x.nc"])
+    assert build_grid(args) == ("numa", {"policy": ["6.12", "6.4+N=8+rules=own_pid,hot>=1,shared>=3", "N=4",
+                                                    "adaptive:span"]})
+    args = build_parser().parse_args(["sweep", "--policy", "6.12,6.12+N=x", "--out", "x.nc"])
+    with pytest.raises(NumalabValueError, match=r"--policy '6.12\+N=x': policy N='x' must be an integer"):
+        build_grid(args)

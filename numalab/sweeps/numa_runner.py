@@ -67,7 +67,10 @@ def _check_history(name, value):
     if isinstance(value, str) and value.startswith("adaptive:"):
         from numalab.policy import Policy
 
-        Policy.parse("6.12", history=value)  # the one parser: refuses an unknown rule
+        try:
+            Policy.parse("6.12", history=value)  # the one parser: refuses an unknown rule
+        except NumalabValueError as exc:
+            raise NumalabValueError(f"{name}={value!r}: {exc}") from None
         return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise NumalabValueError(
