@@ -555,20 +555,33 @@ def test_machinery_knows_no_model_and_loads_builtin_runners_lazily():
     import ast
 
     pkg = Path(S.__file__).parent
-    runner_modules = {m.rsplit(".", 1)[-1] for m in S.registry.BUILTIN_RUNNERS.values()}
+    runner_modules = set(S.registry.BUILTIN_RUNNERS.values())
     models = ("numalab.engine", "numalab.futex", "numalab.policy", "numalab.workloads", "numalab.topology")
-    for path in sorted(pkg.glob("*.py")):
-        names = []
+
+    def imported(path: Path) -> set[str]:
+        """Absolute names of the modules (and from-imported names) a module imports."""
+        names = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
-                names += [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                base = node.module or ""
+                if node.level:  # relative to numalab.sweeps
+                    base = ".".join(["numalab", "sweeps"][: 3 - node.level] + ([base] if base else []))
+                names |= {base} | {f"{base}.{a.name}" for a in node.names}
             elif isinstance(node, ast.Import):
-                names += [a.name for a in node.names]
-        if path.stem in runner_modules:  # a runner uses the registry and the checks, nothing else of sweeps
-            assert not [n for n in names if n.startswith("numalab.sweeps") and not n.startswith("numalab.sweeps.registry")
-                        or n in runner_modules or any(r in n for r in runner_modules - {path.stem})], path
+                names |= {a.name for a in node.names}
+        return names
+
+    def hits(names, prefixes):
+        return sorted(n for n in names for p in prefixes if n == p or n.startswith(p + "."))
+
+    for path in sorted(pkg.glob("*.py")):
+        module = "numalab.sweeps" if path.stem == "__init__" else f"numalab.sweeps.{path.stem}"
+        names = imported(path)
+        if module in runner_modules:  # a runner: models, the registry and the checks, no other sweeps module
+            sweeps = [n for n in hits(names, ["numalab.sweeps"]) if not n.startswith("numalab.sweeps.registry")]
+            assert not sweeps and not hits(names, runner_modules - {module}), (path, sweeps)
             continue
-        assert not [n for n in names if n.startswith(models) or any(r in n for r in runner_modules)], (path, names)
+        assert not hits(names, [*models, *runner_modules]), (path, hits(names, [*models, *runner_modules]))
     code = """
 import sys
 import numalab.sweeps as S
