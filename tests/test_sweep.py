@@ -8,6 +8,7 @@ their own tests at the end of this file.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -515,7 +516,8 @@ _IMPORT_ORDERS = [
     "import numalab.sweeps; import numalab as nl",
     "import numalab as nl; f = nl.sweep; import numalab.sweeps, numalab.sweeps.api, numalab.sweeps.grid",
     "import numalab.commands.sweep, numalab.cli; import numalab as nl",
-    "from numalab.sweeps import *; import numalab.sweeps.numa_runner, numalab.sweeps.futex_runner; import numalab as nl",
+    "from numalab.sweeps import *; import importlib, numalab.sweeps.registry as R; "
+    "[importlib.import_module(m) for m in R.BUILTIN_RUNNERS.values()]; import numalab as nl",
 ]
 
 
@@ -585,11 +587,12 @@ def test_machinery_knows_no_model_and_loads_builtin_runners_lazily():
     code = """
 import sys
 import numalab.sweeps as S
-assert "numalab.sweeps.numa_runner" not in sys.modules and "numalab.sweeps.futex_runner" not in sys.modules
+numa, futex = S.registry.BUILTIN_RUNNERS["numa"], S.registry.BUILTIN_RUNNERS["futex"]
+assert numa not in sys.modules and futex not in sys.modules
 assert "numalab.engine" not in sys.modules and "numalab.futex" not in sys.modules
 assert S.runners()[:2] == ["numa", "futex"]
 assert S.get_runner("futex").kind == "futex"
-assert "numalab.sweeps.futex_runner" in sys.modules and "numalab.sweeps.numa_runner" not in sys.modules
+assert futex in sys.modules and numa not in sys.modules
 print("ok")
 """
     env = {**os.environ, "PYTHONPATH": str(Path(S.__file__).parents[2])}
@@ -617,8 +620,7 @@ def test_policy_texts_are_read_by_policy_parse():
     grid = S.grid.expand({"policy": ["adaptive:span", "6.4+N=8+rules=own_pid,hot>=1,shared>=3"]}, 1, "numa")
     assert grid.values["policy"] == ["adaptive:span", "6.4+N=8+rules=own_pid,hot>=1,shared>=3"]
     assert S.grid.expand({"history": ["adaptive:span", 4]}, 1, "numa").values["history"] == ["adaptive:span", 4]
-    from numalab.sweeps import numa_runner
-
+    numa_runner = importlib.import_module(S.registry.BUILTIN_RUNNERS["numa"])
     assert numa_runner._numa_policy({"policy": "adaptive:span", "profile": "6.12", "history": "profile"}) == \
         Policy.parse("6.12+adaptive=span")
     assert numa_runner._numa_policy({"policy": "", "profile": "6.8", "history": 6}) == Policy.profile("6.8", history=6)
