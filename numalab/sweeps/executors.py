@@ -27,7 +27,7 @@ from numalab.errors import NumalabError, NumalabValueError
 from .assembly import normalise_point_ds
 from .grid import Grid, canon
 
-__all__ = ["MAX_BATCH", "POOL_MIN_S", "SCHEDULER_TIMEOUT_S", "call_runner", "plan_batches", "default_workers",
+__all__ = ["MAX_BATCH", "POOL_MIN_S", "SCHEDULER_TIMEOUT_S", "call_runner", "plan_batches", "default_workers", "check_client",
            "run_local", "connect", "cluster_threads", "run_dask", "progress_bar"]
 
 #: Largest number of points handed to the model in one call (bounds a task's memory).
