@@ -36,7 +36,7 @@ import time
 import xarray as xr
 
 import numalab
-from numalab.sweep import run_sweep
+from numalab.sweeps import run_sweep
 
 WORKLOADS = ["numa01", "numa01_THREAD_ALLOC", "numa02", "numa02_SMT"]
 POLICIES = ["6.12", "6.12+N=4", "6.12+N=6", "6.12+N=8", "rfc2024-hot-shared"]

@@ -22,7 +22,7 @@ _LAZY = {
     "workloads": ("numalab.workloads", "workloads"),
     "simulate": ("numalab.engine", "simulate"),
     "scan_trace": ("numalab.tracing", "scan_trace"),
-    "sweep": ("numalab.sweep", "sweep"),
+    "sweep": ("numalab.sweeps", "sweep"),
     "futex": ("numalab.futex", None),
     "report": ("numalab.report", None),
     "stats": ("numalab.stats", None),

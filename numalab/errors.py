@@ -8,6 +8,7 @@ what is allowed -- never a traceback from deep inside numpy.
 from __future__ import annotations
 
 import difflib
+import math
 import numbers
 from dataclasses import fields, is_dataclass
 from collections.abc import Iterable
@@ -155,3 +156,31 @@ def coerce_dataclass(cls, value, name: str):
             raise NumalabValueError(f"{name} key {bad[0]!r} is not known; allowed: {', '.join(sorted(known))}")
         return cls(**value)
     raise NumalabValueError(f"{name}={_fmt(value)} must be a {cls.__name__} or a dict of its fields")
+
+
+def check_str(name: str, value) -> str:
+    """A non-empty string value."""
+    if not isinstance(value, str) or not value:
+        raise NumalabValueError(f"{name}={value!r} must be a non-empty string")
+    return value
+
+
+def check_scalar(name: str, value):
+    """Any netCDF-safe scalar (str, int or finite float); bools become ints."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        if not math.isfinite(value):
+            raise NumalabValueError(f"{name}={value!r} must be finite")
+        return value
+    if isinstance(value, str) and value:
+        return value
+    raise NumalabValueError(
+        f"{name}={value!r} has type {type(value).__name__}; allowed: a string, an integer or a number"
+    )
+
+
+__all__ += ["check_str", "check_scalar"]

@@ -1,7 +1,7 @@
 """A tiny deterministic point runner for tests/test_sweep.py (importable by worker processes).
 
 Importing this module registers the ``"toy"`` kind through the public hook
-``numalab.sweep.register_runner``. The runner is slow on demand (``NUMALAB_TOY_SLEEP_S`` seconds
+``numalab.sweeps.register_runner``. The runner is slow on demand (``NUMALAB_TOY_SLEEP_S`` seconds
 per point, read at call time) so a test can kill a sweep halfway, and it counts the points it
 computed in this process (``CALLS``) so a test can check that a cache hit computes nothing.
 
@@ -22,7 +22,8 @@ import numpy as np
 import xarray as xr
 
 from numalab.errors import check_int, check_number
-from numalab.sweep import Param, Runner, check_str, register_runner
+from numalab.errors import check_str
+from numalab.sweeps import Param, Runner, register_runner
 
 CALLS: list[int] = []  # points per run_toy call, in this process
 
@@ -90,7 +91,7 @@ KILL_SEEDS = 4  # 2 * 3 * 2 * 4 = 48 points
 
 
 def main(argv: list[str]) -> int:
-    from numalab.sweep import sweep
+    from numalab.sweeps import sweep
 
     sweep(KILL_GRID, seeds=KILL_SEEDS, cache=argv[0], progress=False, kind="toy", workers=1, batch_size=1)
     return 0

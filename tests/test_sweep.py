@@ -2,12 +2,13 @@
 dask LocalCluster), progress and the ``numalab sweep`` command.
 
 The machinery is driven by the deterministic "toy" runner of tests/_sweep_helpers.py, registered
-through the public ``numalab.sweep.register_runner`` hook; the real engine / futex runners have
+through the public ``numalab.sweeps.register_runner`` hook; the real engine / futex runners have
 their own tests at the end of this file.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -23,7 +24,7 @@ import pytest
 import xarray as xr
 
 import _sweep_helpers as helpers
-import numalab.sweep as S
+import numalab.sweeps as S
 from numalab.cli import main
 from numalab.errors import NumalabValueError
 
@@ -131,10 +132,10 @@ def test_kind_is_inferred_from_the_grid_keys():
         ({"label": [3]}, 2, r"label=3 must be a non-empty string"),
         ({"size": [3, 3]}, 2, r"holds duplicates"),
         ({"size": [3], "seed": [1]}, 2, r"'seed' is not allowed; pass seeds="),
-        ({"size": [3]}, [], r"seeds=\[\] is empty"),
+        ({"size": [3]}, [], r"seeds is empty; allowed: a count in \[1, 100000\]"),
         ({"size": [3]}, 0, r"seeds=0 is out of range"),
-        ({"size": [3]}, [1, 1], r"holds duplicates"),
-        ({"size": [3]}, "8", r"must be a count or a list"),
+        ({"size": [3]}, [1, 1], r"seeds=\[1, 1\] has duplicates"),
+        ({"size": [3]}, "8", r"seeds='8'; allowed: a count"),
         ({"size": [3]}, [-1], r"seeds=-1 is out of range"),
         ([("size", [3])], 2, r"must be a mapping"),
     ],
@@ -198,7 +199,7 @@ def test_cache_key_covers_version_every_parameter_and_seed():
 
 
 def test_incompatible_version_is_recomputed_with_one_warning(tmp_path, monkeypatch):
-    monkeypatch.setattr(S, "_code_version", lambda: "0.0.1+c1")
+    monkeypatch.setattr(S.grid, "code_version", lambda: "0.0.1+c1")
     S.sweep(GRID, seeds=2, cache=tmp_path, progress=False, workers=1)
     monkeypatch.undo()
     os.environ["NUMALAB_CACHE"] = str(tmp_path / "unused")  # undo() dropped the fixture's env
@@ -276,7 +277,7 @@ def test_local_processes_match_in_process(monkeypatch):
     serial = S.sweep(GRID, seeds=4, cache=False, progress=False, workers=1)
     assert helpers.CALLS == [24, 24]
     helpers.CALLS.clear()
-    monkeypatch.setattr(S, "POOL_MIN_S", 0.0)  # toy points are too quick to be worth processes
+    monkeypatch.setattr(S.executors, "POOL_MIN_S", 0.0)  # toy points are too quick to be worth processes
     res = S.run_sweep(GRID, seeds=4, cache=False, progress=False, workers=2)
     assert res.executor == "local" and res.tasks >= 4
     xr.testing.assert_identical(res.dataset, serial)
@@ -344,7 +345,7 @@ def test_progress_is_silent_when_not_interactive(capsys):
 
 
 def test_progress_bar_counts_points_when_interactive(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(S, "_interactive", lambda: True)
+    monkeypatch.setattr(S.executors, "_interactive", lambda: True)
     S.sweep({"size": [3]}, seeds=2, cache=tmp_path, progress=True, workers=1)
     S.sweep({"size": [3]}, seeds=5, cache=tmp_path, progress=True, workers=1)
     err = capsys.readouterr().err
@@ -392,7 +393,7 @@ def test_cli_bad_input_is_one_line(tmp_path, capsys, extra, match):
 
 
 def test_cli_scheduler_unreachable_exits_2(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(S, "SCHEDULER_TIMEOUT_S", 1)  # the 10 s bound is tested above
+    monkeypatch.setattr(S.executors, "SCHEDULER_TIMEOUT_S", 1)  # the 10 s bound is tested above
     argv = ["sweep", "--kind", "toy", "--set", "size=3", "--out", str(tmp_path / "o.nc"), "--no-cache",
             "--scheduler", "127.0.0.1:9"]
     t0 = time.monotonic()
@@ -455,7 +456,7 @@ def test_numa_policy_parameter_and_bad_combinations():
     assert ds["numa_pte_updates"].sel(policy="6.12+N=4").item() == one["numa_pte_updates"].item()
     with pytest.raises(NumalabValueError, match="give policy= or profile=/history=, not both"):
         S.sweep({"policy": ["6.12+N=4"], "history": [4]}, cache=False, progress=False)
-    with pytest.raises(NumalabValueError, match=r"policy='6.12\+N=x': allowed: a profile name or"):
+    with pytest.raises(NumalabValueError, match=r"policy='6.12\+N=x': policy N='x' must be an integer in \[1, 64\]"):
         S.sweep({"policy": ["6.12+N=x"]}, cache=False, progress=False)
     with pytest.raises(NumalabValueError, match="workload='numa03' is not known"):
         S.sweep({"workload": ["numa03"]}, cache=False, progress=False)
@@ -508,3 +509,135 @@ def test_cli_futex_kind_is_inferred(tmp_path, capsys):
                  "--no-cache", "--workers", "1"]) == 0
     with xr.open_dataset(out, engine="h5netcdf") as ds:
         assert ds.attrs["sweep_kind"] == "futex" and ds["ops_per_s"].dims == ("mode", "seed")
+
+
+# ------------------------------------------------------------------------------ package shape (issue 10)
+_IMPORT_ORDERS = [
+    "import numalab.sweeps; import numalab as nl",
+    "import numalab as nl; f = nl.sweep; import numalab.sweeps, numalab.sweeps.api, numalab.sweeps.grid",
+    "import numalab.commands.sweep, numalab.cli; import numalab as nl",
+    "from numalab.sweeps import *; import importlib, numalab.sweeps.registry as R; "
+    "[importlib.import_module(m) for m in R.BUILTIN_RUNNERS.values()]; import numalab as nl",
+]
+
+
+@pytest.mark.parametrize("imports", _IMPORT_ORDERS)
+def test_nl_sweep_is_the_function_however_modules_are_imported(imports):
+    """``nl.sweep`` is the function whatever was imported before, and no module ``numalab.sweep``
+    exists to shadow it (``import numalab.sweep`` fails instead of replacing the function)."""
+    code = f"""
+import sys, types
+# only the checkout under test: an editable install of another checkout (which may still hold
+# numalab/sweep.py) must not answer for modules this one does not have
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in str(getattr(f, "__module__", "")).lower()]
+sys.path.insert(0, {str(Path(helpers.__file__).parent)!r})
+{imports}
+import _sweep_helpers
+import numalab.sweeps
+try:
+    import numalab.sweep
+except ModuleNotFoundError:
+    pass
+else:
+    raise SystemExit("numalab.sweep is importable")
+import numalab as nl
+assert isinstance(nl.sweep, types.FunctionType) and nl.sweep is numalab.sweeps.sweep, nl.sweep
+ds = nl.sweep({{"size": [3, 4]}}, seeds=2, cache=False, progress=False, kind="toy", workers=1)
+assert ds["value"].dims == ("size", "seed")
+print("ok")
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(S.__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_machinery_knows_no_model_and_loads_builtin_runners_lazily():
+    """The machinery modules import no model and no runner; a built-in kind's module (found in
+    registry.BUILTIN_RUNNERS) is imported the first time that kind is asked for."""
+    import ast
+
+    pkg = Path(S.__file__).parent
+    runner_modules = set(S.registry.BUILTIN_RUNNERS.values())
+    models = ("numalab.engine", "numalab.futex", "numalab.policy", "numalab.workloads", "numalab.topology")
+
+    def imported(path: Path) -> set[str]:
+        """Absolute names of the modules (and from-imported names) a module imports."""
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative to numalab.sweeps
+                    base = ".".join(["numalab", "sweeps"][: 3 - node.level] + ([base] if base else []))
+                names |= {base} | {f"{base}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+        return names
+
+    def hits(names, prefixes):
+        return sorted(n for n in names for p in prefixes if n == p or n.startswith(p + "."))
+
+    for path in sorted(pkg.glob("*.py")):
+        module = "numalab.sweeps" if path.stem == "__init__" else f"numalab.sweeps.{path.stem}"
+        names = imported(path)
+        if module in runner_modules:  # a runner: models, the registry and the checks, no other sweeps module
+            sweeps = [n for n in hits(names, ["numalab.sweeps"]) if not n.startswith("numalab.sweeps.registry")]
+            assert not sweeps and not hits(names, runner_modules - {module}), (path, sweeps)
+            continue
+        assert not hits(names, [*models, *runner_modules]), (path, hits(names, [*models, *runner_modules]))
+    code = """
+import sys
+import numalab.sweeps as S
+numa, futex = S.registry.BUILTIN_RUNNERS["numa"], S.registry.BUILTIN_RUNNERS["futex"]
+assert numa not in sys.modules and futex not in sys.modules
+assert "numalab.engine" not in sys.modules and "numalab.futex" not in sys.modules
+assert S.runners()[:2] == ["numa", "futex"]
+assert S.get_runner("futex").kind == "futex"
+assert futex in sys.modules and numa not in sys.modules
+print("ok")
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(S.__file__).parents[2])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_public_names_and_stable_cache_keys():
+    for name in ("sweep", "run_sweep", "register_runner", "get_runner", "runners", "point_key",
+                 "default_cache_dir", "MAX_BATCH", "SweepResult", "Param", "Runner", "StaleCacheWarning",
+                 "CACHE_FORMAT"):
+        assert name in S.__all__ and hasattr(S, name), name
+    # the keys numalab/sweep.py gave before it became a package: existing caches stay valid
+    assert S.point_key("toy", {"size": 3, "rate": 1.0, "label": "a", "seed": 0}, version="0.3.0+c1") == \
+        "ff03a3718993e5eed587d20f5b0bc4cc9a9eb4e9eb42b730dce08ee75367a87e"
+    point = {"workload": "numa02", "history": 4, "profile": "6.12", "policy": "", "seed": 7}
+    assert S.point_key("numa", point, version="0.3.0+c1") == \
+        "1b9af5ef38464da423d99036661faf09205836219c04cdf415656a0e0bbc065d"
+
+
+def test_policy_texts_are_read_by_policy_parse():
+    """The sweep's policy= and history= values are whatever Policy.parse reads, kept as written."""
+    from numalab.policy import Policy
+
+    grid = S.grid.expand({"policy": ["adaptive:span", "6.4+N=8+rules=own_pid,hot>=1,shared>=3"]}, 1, "numa")
+    assert grid.values["policy"] == ["adaptive:span", "6.4+N=8+rules=own_pid,hot>=1,shared>=3"]
+    assert S.grid.expand({"history": ["adaptive:span", 4]}, 1, "numa").values["history"] == ["adaptive:span", 4]
+    numa_runner = importlib.import_module(S.registry.BUILTIN_RUNNERS["numa"])
+    assert numa_runner._numa_policy({"policy": "adaptive:span", "profile": "6.12", "history": "profile"}) == \
+        Policy.parse("6.12+adaptive=span")
+    assert numa_runner._numa_policy({"policy": "", "profile": "6.8", "history": 6}) == Policy.profile("6.8", history=6)
+    with pytest.raises(NumalabValueError, match="policy='6.13' is not known"):
+        S.sweep({"policy": ["6.13"]}, cache=False, progress=False)
+    with pytest.raises(NumalabValueError, match="history='adaptive:nope': adapt='nope' is not known"):
+        S.sweep({"history": ["adaptive:nope"]}, cache=False, progress=False)
+
+
+def test_cli_policy_list_keeps_rules_lists_whole():
+    from numalab.cli import build_parser
+    from numalab.commands.sweep import build_grid
+
+    text = "6.12,6.4+N=8+rules=own_pid,hot>=1,shared>=3,N=4,adaptive:span"
+    args = build_parser().parse_args(["sweep", "--policy", text, "--out", "x.nc"])
+    assert build_grid(args) == ("numa", {"policy": ["6.12", "6.4+N=8+rules=own_pid,hot>=1,shared>=3", "N=4",
+                                                    "adaptive:span"]})
+    args = build_parser().parse_args(["sweep", "--policy", "6.12,6.12+N=x", "--out", "x.nc"])
+    with pytest.raises(NumalabValueError, match=r"--policy '6.12\+N=x': policy N='x' must be an integer"):
+        build_grid(args)

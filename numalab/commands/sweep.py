@@ -45,9 +45,10 @@ def add_parser(subparsers) -> None:
                    help="model: numa (default) or futex (inferred from --mode/--buckets/--threads)")
     g = p.add_argument_group("NUMA engine parameters (comma-separated lists)")
     g.add_argument("--workload", help="e.g. numa01,numa01_THREAD_ALLOC,numa02,numa02_SMT")
-    g.add_argument("--history", help="access-PID history lengths N, e.g. 2,4,6,8 ('profile' = the profile's own)")
+    g.add_argument("--history", help="access-PID history lengths N, e.g. 2,4,6,8 ('profile' = the profile's own; adaptive or adaptive:RULE)")
     g.add_argument("--profile", help="kernel profiles, e.g. 6.12,rfc2024-hot-shared")
-    g.add_argument("--policy", help="policy names instead of --profile/--history, e.g. 6.12,6.12+N=4,rfc2024-hot-shared")
+    g.add_argument("--policy", help="policies instead of --profile/--history, any text Policy.parse reads, "
+                                    "e.g. 6.12,6.12+N=4,adaptive:span,6.4+rules=own_pid,hot>=1")
     g.add_argument("--topology", help="topology presets, e.g. 2s-128 (also for futex)")
     f = p.add_argument_group("futex model parameters (comma-separated lists)")
     f.add_argument("--mode", help="futex hash modes: classic, numa, private")
@@ -69,6 +70,43 @@ def add_parser(subparsers) -> None:
 def _split(text: str) -> list[str]:
     items = [t.strip() for t in text.split(",")]
     return [t for t in items if t] if any(items) else []
+
+
+def _parses(text: str) -> bool:
+    from numalab.errors import NumalabValueError
+    from numalab.policy import Policy
+
+    try:
+        Policy.parse(text)
+    except NumalabValueError:
+        return False
+    return True
+
+
+def _policy_texts(text: str) -> list[str]:
+    """The policies of ``--policy``, each read by :meth:`numalab.policy.Policy.parse`.
+
+    Commas separate policies, but a policy's ``rules=`` list has commas of its own
+    (``6.4+N=8+rules=own_pid,hot>=1,shared>=3``, as ``Policy.name`` writes it): a piece that
+    continues a ``rules=`` list (the joined text parses, the piece is no profile and holds no
+    ``+``) is joined to the policy before it. Each text is kept as written (it is part of the
+    points' cache keys)."""
+    from numalab.errors import NumalabValueError
+    from numalab.policy import Policy
+
+    out: list[str] = []
+    for piece in _split(text):
+        if (out and out[-1].rsplit("+", 1)[-1].startswith("rules=") and "+" not in piece
+                and piece not in Policy.profiles() and _parses(f"{out[-1]},{piece}")):
+            out[-1] = f"{out[-1]},{piece}"
+        else:
+            out.append(piece)
+    for policy in out:
+        try:
+            Policy.parse(policy)
+        except NumalabValueError as exc:
+            raise NumalabValueError(f"--policy {policy!r}: {exc}") from None
+    return out
 
 
 def _coerce(param, token: str):
@@ -110,7 +148,7 @@ def _seeds(text: str):
 def build_grid(args) -> tuple[str | None, dict]:
     """(kind, grid) from parsed arguments; values are typed by each parameter's own check."""
     from numalab.errors import NumalabValueError
-    from numalab.sweep import get_runner
+    from numalab.sweeps import get_runner
 
     raw: dict[str, str] = {}
     for name in (*_NUMA_OPTS, "topology", *_FUTEX_OPTS):
@@ -133,7 +171,7 @@ def build_grid(args) -> tuple[str | None, dict]:
             raise NumalabValueError(
                 f"unknown {runner.kind} sweep parameter {name!r}; allowed: {', '.join(params)}"
             )
-        tokens = _split(text)
+        tokens = _policy_texts(text) if name == "policy" and runner.kind == "numa" else _split(text)
         if not tokens:
             raise NumalabValueError(f"--{name} {text!r} is an empty list; give at least one value")
         grid[name] = [_coerce(params[name], t) for t in tokens]
@@ -143,7 +181,7 @@ def build_grid(args) -> tuple[str | None, dict]:
 def run(args) -> int:
     from numalab.errors import NumalabValueError
     from numalab.storage import write_netcdf
-    from numalab.sweep import StaleCacheWarning, run_sweep
+    from numalab.sweeps import StaleCacheWarning, run_sweep
 
     kind, grid = build_grid(args)
     out = Path(args.out)

@@ -1,0 +1,234 @@
+"""Executors: batches of points on local processes, in this process or on a dask cluster;
+and the progress bar.
+
+Without a client the points run in a :class:`concurrent.futures.ProcessPoolExecutor` (a
+``forkserver`` context, so no thread state is forked) with one process per core, or in this
+process when one worker is asked for or there is a single batch. With a
+:class:`dask.distributed.Client` (or a scheduler address such as ``"tcp://10.0.0.1:8786"``) the
+same batches are submitted as dask tasks. Results do not depend on the executor or the batch
+size: the models draw every random number from a per-seed ``numpy.random.Generator``. Workers
+return Datasets; only the calling process writes files.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import math
+import multiprocessing
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Hashable
+
+from numalab.errors import NumalabError, NumalabValueError
+
+from .assembly import normalise_point_ds
+from .grid import Grid, canon
+
+__all__ = ["MAX_BATCH", "POOL_MIN_S", "SCHEDULER_TIMEOUT_S", "call_runner", "plan_batches", "default_workers", "check_client",
+           "run_local", "connect", "cluster_threads", "run_dask", "progress_bar"]
+
+#: Largest number of points handed to the model in one call (bounds a task's memory).
+MAX_BATCH = 512
+
+#: Local worker processes are started only when the points left after the first batch would
+#: take longer than this many seconds in this process (see :func:`run_local`).
+POOL_MIN_S = 2.0
+
+#: Seconds to wait for a dask scheduler before giving up.
+SCHEDULER_TIMEOUT_S = 5
+
+
+def call_runner(run: Callable, points: list[dict]) -> list:
+    """Run one batch (in a worker) and split the result into one Dataset per point."""
+    import xarray as xr
+
+    out = run(points)
+    if isinstance(out, xr.Dataset):
+        if "point" not in out.dims or out.sizes["point"] != len(points):
+            raise NumalabError(f"runner {run.__qualname__} must return a 'point' dim of length {len(points)}")
+        out = [out.isel(point=i) for i in range(len(points))]
+    out = list(out)
+    if len(out) != len(points):
+        raise NumalabError(f"runner {run.__qualname__} returned {len(out)} results for {len(points)} points")
+    return [normalise_point_ds(d.drop_vars("point", errors="ignore")) for d in out]
+
+
+def plan_batches(grid: Grid, todo: list[int], points: list[dict], workers: int, batch_size) -> list[list[int]]:
+    """Group the missing points by batch key, then cut each group into about 4 tasks per worker.
+
+    Within a group points stay in grid order, seed fastest, so a chunk holds whole seed vectors
+    of a few settings of the runner's ``batch_vary`` parameters: a model that vectorises over
+    seeds loses nothing when a cut falls between settings, and the workers can balance groups
+    of very different cost."""
+    groups: dict[Hashable, list[int]] = {}
+    bkey = [n for n in grid.names if n not in grid.runner.batch_vary]
+    for i in todo:
+        groups.setdefault(tuple(canon(points[i][n]) for n in bkey), []).append(i)
+    total = len(todo)
+    nseeds = len(grid.seeds)
+    target_tasks = 4 * workers if workers > 1 else 1
+    batches = []
+    for idx in groups.values():
+        idx.sort()
+        if batch_size is not None:
+            size = batch_size
+        else:
+            n_chunks = max(1, round(target_tasks * len(idx) / total))
+            size = math.ceil(len(idx) / n_chunks)
+            if size >= nseeds:  # whole seed vectors
+                size = math.ceil(size / nseeds) * nseeds
+        size = max(1, min(size, MAX_BATCH))
+        batches += [idx[j : j + size] for j in range(0, len(idx), size)]
+    batches.sort(key=len, reverse=True)  # longest first: better packing on the workers
+    return batches
+
+
+def default_workers() -> int:
+    """The CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _run_here(run, batches, points, on_done) -> str:
+    for b in batches:
+        on_done(b, call_runner(run, [points[i] for i in b]))
+    return "in-process"
+
+
+def run_local(run, batches, points, workers, on_done) -> str:
+    """Run the batches on local processes; returns the executor used ("local" or "in-process").
+
+    One point of the largest batch first runs alone in this process as a probe: when all the
+    other points would take less than :data:`POOL_MIN_S` at that pace (unbatched, so an
+    overestimate), starting worker processes (about a second each: a fresh interpreter
+    importing numpy, xarray and numalab) would cost more than it saves, and the rest runs
+    here too. The probe costs one point's time, whatever the size of the sweep."""
+    if workers <= 1 or len(batches) <= 1:
+        return _run_here(run, batches, points, on_done)
+    t0 = time.perf_counter()
+    probe, batches = batches[0][:1], [batches[0][1:], *batches[1:]]
+    on_done(probe, call_runner(run, [points[i] for i in probe]))
+    pace = time.perf_counter() - t0
+    batches = [b for b in batches if b]
+    if pace * sum(map(len, batches)) < POOL_MIN_S or len(batches) <= 1:
+        return _run_here(run, batches, points, on_done)
+    ctx = multiprocessing.get_context("forkserver")
+    pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(batches)), mp_context=ctx)
+    ok = False
+    try:
+        futs = {pool.submit(call_runner, run, [points[i] for i in b]): b for b in batches}
+        for fut in cf.as_completed(futs):
+            on_done(futs[fut], fut.result())
+        ok = True
+        return "local"
+    finally:
+        if not ok:
+            # an error or Ctrl-C: finished points are cached already; do not wait for the
+            # batches still running (they may take minutes), stop our worker processes
+            procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() drops the map
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:
+                proc.terminate()
+        pool.shutdown(wait=True)
+
+
+def check_client(client) -> None:
+    """Refuse a ``client=`` that is neither a dask Client nor a string address."""
+    if client is not None and not isinstance(client, str):
+        connect(client)
+
+
+def connect(client):
+    """A dask Client from a Client or an address; (client, owned)."""
+    if not isinstance(client, str):
+        if not hasattr(client, "submit") or not hasattr(client, "scheduler_info"):
+            raise NumalabValueError(
+                f"client={client!r} must be a dask.distributed.Client or a scheduler address like 'tcp://host:8786'"
+            )
+        return client, False
+    address = client
+    if "://" not in address and ":" not in address:
+        raise NumalabValueError(f"scheduler={address!r} is not an address; expected like 'tcp://host:8786'")
+    try:
+        from distributed import Client
+    except ImportError:
+        raise NumalabValueError(
+            f"scheduler={address!r} needs dask.distributed; install it with pip install 'numalab[dask]'"
+        ) from None
+    silence = [logging.getLogger(n) for n in ("distributed", "distributed.client", "distributed.comm.core")]
+    levels = [lg.level for lg in silence]
+    for lg in silence:
+        lg.setLevel(logging.CRITICAL)
+    t0 = time.monotonic()
+    try:
+        c = Client(address, timeout=SCHEDULER_TIMEOUT_S, set_as_default=False)
+    except Exception as exc:  # OSError / TimeoutError / ValueError from comm parsing
+        waited = time.monotonic() - t0
+        raise NumalabValueError(
+            f"scheduler={address!r} is not reachable (gave up after {waited:.0f} s: "
+            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no answer'}); "
+            "start one with `dask scheduler` and `dask worker ADDRESS`, or run without --scheduler"
+        ) from None
+    finally:
+        for lg, lv in zip(silence, levels):
+            lg.setLevel(lv)
+    return c, True
+
+
+def cluster_threads(client) -> int:
+    """Worker threads of a dask cluster (1 when the scheduler does not say)."""
+    try:
+        info = client.scheduler_info()["workers"]
+        return max(1, sum(int(w.get("nthreads", 1)) for w in info.values()))
+    except Exception:
+        return 1
+
+
+def run_dask(client, run, batches, points, on_done) -> None:
+    """Run the batches as dask tasks; ``on_done`` is called here as each one finishes."""
+    from distributed import as_completed
+
+    futs = {}
+    for b in batches:
+        key = f"numalab-sweep-{uuid.uuid4().hex}"
+        futs[client.submit(call_runner, run, [points[i] for i in b], key=key, pure=False)] = b
+    try:
+        for fut in as_completed(list(futs), loop=client.loop):
+            if fut.status == "error":
+                exc = fut.exception()
+                raise exc.with_traceback(None)
+            on_done(futs[fut], fut.result())
+    finally:
+        client.cancel([f for f in futs if not f.done()])
+
+
+def _interactive() -> bool:
+    """True in a terminal (stderr is a TTY) or a Jupyter kernel."""
+    try:
+        if sys.stderr is not None and sys.stderr.isatty():
+            return True
+    except (AttributeError, ValueError):
+        pass
+    if "IPython" in sys.modules:
+        try:
+            from IPython import get_ipython
+
+            ip = get_ipython()
+            return ip is not None and "IPKernelApp" in ip.config
+        except Exception:
+            return False
+    return False
+
+
+def progress_bar(progress: bool, total: int, initial: int, kind: str):
+    """A ``tqdm.auto`` bar in a terminal or notebook when ``progress``, else None."""
+    if not progress or not _interactive():
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, desc=f"numalab sweep ({kind})", unit="point", smoothing=0.1)

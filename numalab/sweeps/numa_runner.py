@@ -1,0 +1,257 @@
+"""The ``"numa"`` sweep runner: :func:`numalab.engine.simulate` driven by the sweep machinery.
+
+Parameters: ``workload``, ``topology``, ``profile``, ``history`` (an int, ``"profile"`` = the
+profile's own window count, ``"adaptive"`` or ``"adaptive:<rule>"``), or instead of those two
+``policy`` (any text :meth:`numalab.policy.Policy.parse` reads, such as ``"6.12+N=4"``);
+``workload_threads``, ``workload_loops``, ``workload_size_bytes``, ``workload_nproc``
+(overrides of :func:`numalab.workloads.workload`, 0 = the workload's own); and every engine
+option with a scalar default (``dt``, ``max_time``, ``scan_delay_ms``, ``thp`` as 0/1, ...).
+Points that differ only in policy and seed share one ``simulate`` call; time series are dropped
+(a sweep keeps the per-run figures).
+
+Self-contained: it uses the public model APIs (engine, workloads, policy, topology) and the
+sweeps registry only; importing it registers the runner.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+
+from numalab.errors import NumalabValueError, check_int, check_number, check_str
+from numalab.sweeps.registry import Param, Runner, names_or_str, register_runner
+
+__all__ = ["run_numa", "RUNNER", "HISTORY_WORDS"]
+
+HISTORY_WORDS = ("profile", "adaptive")
+
+_NUMA_FIXED = ("workload", "topology", "profile", "history", "policy")
+_POLICY_KNOBS = ("policy", "profile", "history")
+#: grid name -> numalab.workloads.workload() override; 0 means "the workload's own value"
+_WORKLOAD_OVERRIDES = {
+    "workload_threads": "threads",
+    "workload_loops": "loops",
+    "workload_size_bytes": "size_bytes",
+    "workload_nproc": "nproc",
+}
+
+
+def _topology_names():
+    from numalab.topology import Topology
+
+    return Topology.presets()
+
+
+def _workload_names():
+    from numalab.workloads import workloads
+
+    return workloads()
+
+
+def _profile_names():
+    from numalab.policy import Policy
+
+    return Policy.profiles()
+
+
+def _check_history(name, value):
+    """An integer window count 1..64, "profile" (the profile's own count), "adaptive" or
+    "adaptive:<rule>"."""
+    if isinstance(value, str) and value in HISTORY_WORDS:
+        return value
+    if isinstance(value, str) and value.startswith("adaptive:"):
+        from numalab.policy import Policy
+
+        try:
+            Policy.parse("6.12", history=value)  # the one parser: refuses an unknown rule
+        except NumalabValueError as exc:
+            raise NumalabValueError(f"{name}={value!r}: {exc}") from None
+        return value
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise NumalabValueError(
+            f"{name}={value!r} must be an integer 1..64 or one of {', '.join(HISTORY_WORDS)}"
+        )
+    return check_int(name, value, lo=1, hi=64)
+
+
+def _check_policy(name, value):
+    """A policy text :meth:`numalab.policy.Policy.parse` reads (``"6.12"``, ``"6.12+N=4"``, ...),
+    kept as written (it is part of the point's cache key); ``""`` = built from ``profile`` and
+    ``history``."""
+    if value == "":
+        return value
+    check_str(name, value)
+    from numalab.policy import Policy
+
+    try:
+        Policy.parse(value)
+    except NumalabValueError as exc:
+        if str(exc).startswith(f"{name}={value!r}"):
+            raise
+        raise NumalabValueError(f"{name}={value!r}: {exc}") from None
+    return value
+
+
+def _check_override(name, value):
+    return check_int(name, value, lo=0)
+
+
+def _typed_check(default):
+    """A check that keeps a value of the default's type (int 0/1 for bools), so 1 and 1.0 are
+    one point, not two."""
+
+    def check(name, value):
+        if isinstance(default, float):
+            return check_number(name, value)
+        if isinstance(default, int):
+            return check_int(name, value)
+        return check_str(name, value)
+
+    return check
+
+
+def _engine_options() -> dict:
+    """Options of ``numalab.engine.simulate`` with a scalar default: its keyword parameters and
+    ``engine.DEFAULTS`` (bools become 0/1 in the grid; options whose default is None, such as
+    ``pid_base``, are not sweepable)."""
+    try:
+        from numalab import engine
+    except ImportError:
+        return {}
+    found = dict(getattr(engine, "DEFAULTS", {}))
+    for p in inspect.signature(engine.simulate).parameters.values():
+        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or p.default is inspect.Parameter.empty:
+            continue
+        found[p.name] = p.default
+    out = {}
+    for name, d in found.items():
+        if name in ("workload", "policies", "seeds", *_NUMA_FIXED, *_WORKLOAD_OVERRIDES):
+            continue
+        if d is None or not isinstance(d, (str, int, float, bool)):
+            continue
+        out[name] = int(d) if isinstance(d, bool) else d
+    return out
+
+
+def _numa_params() -> list[Param]:
+    params = [
+        Param("workload", names_or_str("workloads", _workload_names), default="numa01",
+              long_name="autonuma-benchmark workload"),
+        Param("topology", names_or_str("topologies", _topology_names), default="2s-128",
+              long_name="machine topology preset"),
+        Param("profile", names_or_str("policy profiles", _profile_names), default="6.12",
+              long_name="kernel scan-filter profile"),
+        Param("history", _check_history, default="profile", units="windows",
+              long_name="access-PID history length (profile = the profile's own)",
+              kernel_name="NR_ACCESS_PID_HIST"),
+        Param("policy", _check_policy, default="",
+              long_name="scan-filter policy ('6.12', '6.12+N=4'); replaces profile and history"),
+        Param("workload_threads", _check_override, default=0, units="threads",
+              long_name="threads per process (0 = the workload's own)"),
+        Param("workload_loops", _check_override, default=0, units="loops",
+              long_name="benchmark loops (0 = the workload's own)"),
+        Param("workload_size_bytes", _check_override, default=0, units="bytes",
+              long_name="buffer bytes per process (0 = the workload's own)"),
+        Param("workload_nproc", _check_override, default=0, units="processes",
+              long_name="processes, numa01 only (0 = the workload's own)"),
+    ]
+    for name, default in _engine_options().items():
+        params.append(Param(name, _typed_check(default), default=default, long_name=f"engine option {name}"))
+    return params
+
+
+def _engine_kwargs(point: Mapping) -> dict:
+    """The engine options of a point, with 0/1 turned back into bools where the engine's
+    default is a bool."""
+    from numalab import engine
+
+    bools = {k for k, v in getattr(engine, "DEFAULTS", {}).items() if isinstance(v, bool)}
+    skip = ("seed", *_NUMA_FIXED, *_WORKLOAD_OVERRIDES)
+    return {k: (bool(v) if k in bools else v) for k, v in point.items() if k not in skip}
+
+
+def _numa_policy(point: Mapping):
+    """The :class:`~numalab.policy.Policy` of a point: ``Policy.parse`` of ``policy`` if given,
+    else of ``profile`` with ``history`` windows ("profile": the profile's own)."""
+    from numalab.policy import Policy
+
+    return Policy.parse(point.get("policy") or point["profile"], history=point["history"])
+
+
+def _numa_workload(point: Mapping):
+    from numalab.workloads import workload
+
+    overrides = {w: point[g] for g, w in _WORKLOAD_OVERRIDES.items() if point.get(g, 0)}
+    return workload(point["workload"], point["topology"], **overrides)
+
+
+def _numa_prepare(values: dict) -> None:
+    """Build every policy and every workload once, so a bad combination fails before any work."""
+    if values["policy"] != [""] and (values["profile"] != ["6.12"] or values["history"] != ["profile"]):
+        raise NumalabValueError("give policy= or profile=/history=, not both (policy names the profile)")
+    for combo in itertools.product(values["policy"], values["profile"], values["history"]):
+        _numa_policy(dict(zip(("policy", "profile", "history"), combo)))
+    names = ["workload", "topology", *_WORKLOAD_OVERRIDES]
+    for combo in itertools.product(*(values[n] for n in names)):
+        _numa_workload(dict(zip(names, combo)))
+
+
+def _point_record(ds, j: int, n_policies: int, policy) -> dict:
+    """Attrs of the ``j``-th policy of a call: the engine records the call's policy list; a
+    point records its own policy only, so what is stored does not depend on which policies
+    shared the call."""
+    try:
+        record = json.loads(ds.attrs.get("parameters", "{}"))
+    except ValueError:
+        record = None
+    if not (isinstance(record, dict) and "policies" in record):
+        return ds.attrs
+    rec = {k: v for k, v in record.items() if k != "policies"}
+    rec["policy"] = record["policies"][j] if len(record["policies"]) == n_policies else policy.name
+    return {**ds.attrs, "parameters": json.dumps(rec, sort_keys=True)}  # a new dict: isel shares attrs
+
+
+def run_numa(points: list[dict]):
+    """Point runner of the NUMA engine: one ``engine.simulate`` call per set of policies that
+    share their seeds (all points share workload, topology and engine options)."""
+    from numalab import engine
+
+    p0 = points[0]
+    wl = _numa_workload(p0)
+    opts = _engine_kwargs(p0)
+    seeds_of: dict[tuple, list[int]] = {}
+    for p in points:
+        pk = tuple(p[k] for k in _POLICY_KNOBS)
+        seeds_of.setdefault(pk, []).append(p["seed"])
+    # policies with the same seed set go into one call (policies x seeds vectorised)
+    calls: dict[tuple, list[tuple]] = {}
+    for pk, s in seeds_of.items():
+        calls.setdefault(tuple(sorted(s)), []).append(pk)
+    out: dict = {}
+    for seeds, pks in calls.items():
+        pols = [_numa_policy(dict(zip(_POLICY_KNOBS, pk))) for pk in pks]
+        ds = engine.simulate(wl, pols, seeds=list(seeds), **opts)
+        if "time" in ds.dims:  # series have run-dependent lengths; a sweep keeps per-run figures
+            ds = ds.drop_dims("time")
+        for j, pk in enumerate(pks):
+            one = ds.isel(policy=j)
+            attrs = _point_record(ds, j, len(pks), pols[j])
+            if attrs is not ds.attrs:
+                one.attrs = attrs
+            for si, s in enumerate(seeds):
+                out[(pk, s)] = one.isel(seed=si)
+    return [out[(tuple(p[k] for k in _POLICY_KNOBS), p["seed"])] for p in points]
+
+
+RUNNER = register_runner(Runner(
+    "numa", _numa_params, run_numa,
+    batch_vary=_POLICY_KNOBS,
+    requires=("numalab.engine", "numalab.workloads", "numalab.policy"),
+    prepare=_numa_prepare,
+    description="NUMA-balancing engine (numalab.engine.simulate)",
+))
