@@ -14,7 +14,7 @@ time its kind is asked for (``registry.BUILTIN_RUNNERS`` lists where they live):
 ``"numa"`` (:mod:`numalab.sweeps.numa_runner`)
     :func:`numalab.engine.simulate`: ``workload``, ``topology``, ``profile``, ``history`` or
     ``policy``, workload overrides and every engine option with a scalar default.
-``"futex"`` (:mod:`numalab.sweeps.futex_runner`)
+``"futex"`` (:mod:`numalab.futex.runner`)
     :func:`numalab.futex.simulate`: ``mode``, ``buckets``, ``threads``, ``topology``, ...
 
 ``get_runner(kind).params()`` lists every parameter with its default, units and check.

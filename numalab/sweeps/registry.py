@@ -22,7 +22,7 @@ __all__ = ["Param", "Runner", "register_runner", "runners", "get_runner", "names
 #: lists modules only; how a model is run is that module's business, not the machinery's.
 BUILTIN_RUNNERS = {
     "numa": "numalab.sweeps.numa_runner",
-    "futex": "numalab.sweeps.futex_runner",
+    "futex": "numalab.futex.runner",
 }
 
 _REQUIRED = object()

@@ -4,8 +4,8 @@ Parameters: ``mode``, ``buckets`` (-1 = kernel size), ``threads`` (0 = the progr
 ``topology``, ``program``, ``futexes``, ``shared``, ``method``, ``ops``. One call per point (see
 :func:`run_futex`).
 
-Self-contained: it uses the public futex and topology APIs and the sweeps registry only;
-importing it registers the runner.
+It lives beside the model it runs and uses the public futex and topology APIs and the sweeps
+registry only; importing it registers the runner.
 """
 
 from __future__ import annotations
@@ -13,21 +13,20 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 
+from numalab import futex
 from numalab.errors import check_int
 from numalab.sweeps.registry import Param, Runner, names_or_str, register_runner
+from numalab.topology import Topology
 
 __all__ = ["run_futex", "RUNNER"]
 
 
 def _topology_names():
-    from numalab.topology import Topology
-
     return Topology.presets()
 
 
 def _futex_choices(attr: str):
     def lister():
-        from numalab import futex
 
         return getattr(futex, attr)
 
@@ -72,7 +71,6 @@ def _futex_params() -> list[Param]:
 
 
 def _futex_workload(point: Mapping):
-    from numalab import futex
 
     kw = {}
     if point["program"] == "perf-bench-futex-hash":
@@ -98,7 +96,6 @@ def run_futex(points: list[dict]):
     call's points is below tolerance, so a seed solved next to other seeds can differ in the
     last bits from the same seed solved alone -- and a sweep must not depend on its batching.
     The workload is built once per batch (all points share it)."""
-    from numalab import futex
 
     p0 = points[0]
     wl = _futex_workload(p0)
