@@ -52,6 +52,7 @@ import numpy as np
 
 from .errors import NumalabValueError, check_choice, check_int, check_uint32_array
 from .history import MAX_WINDOWS, ROTATIONS, _check_history, bit_masks, newest_mask
+from .reasons import CODE
 
 __all__ = [
     "ADAPT_RULES",
@@ -93,7 +94,7 @@ N_MAX_DEFAULT = 8
 #: span rule: window lengths are clamped to [1 ms, LEN_MAX_MS] (a u32 of ms in a kernel).
 LEN_MAX_MS = 2**31 - 1
 
-#: reasons (names of numalab.policy.REASONS) produced by vma_is_accessed() or the checks after
+#: reasons (names of numalab.reasons.REASONS) produced by vma_is_accessed() or the checks after
 #: it: a visit with one of these reached the PID test (the grow-shrink "visit" event).
 PID_TEST_REASONS = ("pid_inactive", "disjoint_wait", "early_passes", "own_pid", "hot", "shared",
                     "ignore_pid_inactive", "starvation", "disjoint_select")
@@ -648,7 +649,5 @@ def visit_events(pids_active, idx, scanner_tid, windows_active, *, rotation="shi
 def reached_pid_test(reason) -> np.ndarray:
     """Bool: the decision (int8 codes of :data:`numalab.policy.REASONS`) came from
     ``vma_is_accessed()`` or the checks after it -- the ``tested`` event of grow-shrink."""
-    from .policy import CODE
-
     codes = np.array([CODE[r] for r in PID_TEST_REASONS], dtype=np.int8)
     return np.isin(np.asarray(reason), codes)

@@ -42,8 +42,9 @@ import numpy as np
 from . import adaptive as AD
 from . import history as hist
 from .costs import Costs, progress_rates
+from .counters import COUNTER_NAMES
 from .errors import EngineInvariantError, NumalabValueError, check_int, check_number
-from .policy import ALLOWED, CODE, REASONS, Policy, decide_unchecked
+from .policy import ALLOWED, CODE, REASONS, Policy, decide_unchecked, unfiltered_reasons
 from .topology import Topology
 from .workloads import (INIT_B, INIT_MAIN, INIT_OWNER, PH_DONE, PH_INIT, PH_LOOP, PH_WAIT, REGION_PAGES,
                         UNSUITABLE, SHARED_RO, INACCESSIBLE, Workload, workload as make_workload)
@@ -322,10 +323,7 @@ class _Batch:
                                                for i in range(R)]).astype(np.int64)
 
         # ---- counters
-        self.cnt = {k: np.zeros(R, dtype=np.int64) for k in (
-            "numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
-            "numa_pages_migrated", "false_skips", "idle_scans", "scan_runs", "task_migrations",
-            "numa_migrate_fail", "group_joins", "lb_migrations", "scan_period_resets")}
+        self.cnt = {k: np.zeros(R, dtype=np.int64) for k in COUNTER_NAMES}
         self.reasons = np.zeros((R, len(REASONS)), dtype=np.int64)
         self.syst = np.full(R, wl.zero_bytes_init / (costs.zero_GBps * 1e9))
         self.done = np.zeros(R, dtype=bool)
@@ -775,13 +773,7 @@ class _Batch:
             if sel is not None:
                 st["select"] = np.asarray(sel, dtype=np.int64)
         else:
-            shape = (n, nv)
-            z = np.zeros(shape, dtype=bool)
-            u = z if unsuitable is None else np.broadcast_to(unsuitable, shape)
-            s_ro = z if shared_ro is None else np.broadcast_to(shared_ro, shape)
-            ina = z if inacc is None else np.broadcast_to(inacc, shape)
-            reason = np.where(u, CODE["unsuitable"], np.where(s_ro, CODE["shared_ro"], np.where(
-                ina, CODE["inaccessible"], CODE["unfiltered"]))).astype(np.int8)
+            reason = unfiltered_reasons((n, nv), unsuitable=unsuitable, shared_ro=shared_ro, inaccessible=inacc)
             allowed = ALLOWED[reason]
         return allowed, reason, st
 
