@@ -21,7 +21,7 @@ _LAZY = {
     "workload": ("numalab.workloads", "workload"),
     "workloads": ("numalab.workloads", "workloads"),
     "simulate": ("numalab.engine", "simulate"),
-    "scan_trace": ("numalab.tracing", "scan_trace"),
+    "scan_trace": ("numalab.engine.tracing", "scan_trace"),
     "sweep": ("numalab.sweep", "sweep"),
     "futex": ("numalab.futex", None),
     "report": ("numalab.report", None),

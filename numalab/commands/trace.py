@@ -33,7 +33,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args) -> int:
     from ..errors import check_int
     from ..policy import Policy
-    from ..tracing import format_perf, format_runs, scan_trace
+    from ..engine.tracing import format_perf, format_runs, scan_trace
 
     seed = check_int("--seed", args.seed, lo=0)
     pol = Policy.profile(args.profile, history=args.history)

@@ -11,9 +11,9 @@ import json
 
 import numpy as np
 
-from ._version import __version__
-from .counters import COUNTER_NAMES, VARIABLE_ATTRS as _VARIABLE_ATTRS, reason_variable
-from .policy import REASONS, SKIP_REASONS
+from .._version import __version__
+from ..counters import COUNTER_NAMES, VARIABLE_ATTRS as _VARIABLE_ATTRS, reason_variable
+from ..reasons import REASONS, SKIP_REASONS
 
 __all__ = ["to_dataset", "VARIABLE_ATTRS"]
 
@@ -52,23 +52,23 @@ def to_dataset(wl, policies, seeds, batches, o, costs):
         arr = np.stack([np.asarray(getter(b), dtype=dtype) for b in batches])
         data[name] = (("policy", "seed"), arr, dict(VARIABLE_ATTRS.get(name, {})))
 
-    per_run("elsp", lambda b: b.elsp, float)
-    per_run("syst", lambda b: b.syst, float)
+    per_run("elsp", lambda b: b.outcome.elsp, float)
+    per_run("syst", lambda b: b.counters.syst, float)
     for k in COUNTER_NAMES:
-        per_run(k, lambda b, k=k: b.cnt[k], np.int64)
-    per_run("finished", lambda b: b.finished, np.int8)
+        per_run(k, lambda b, k=k: b.counters.events[k], np.int64)
+    per_run("finished", lambda b: b.outcome.finished, np.int8)
     for i, reason in enumerate(REASONS):
         var = reason_variable(reason, reason in SKIP_REASONS)
-        arr = np.stack([b.reasons[:, i] for b in batches]).astype(np.int64)
+        arr = np.stack([b.counters.reasons[:, i] for b in batches]).astype(np.int64)
         data[var.name] = (("policy", "seed"), arr, var.attrs)
 
     # series: pad to the longest run
-    L = max(len(b.series_t) for b in batches)
+    L = max(len(b.obs.series_t) for b in batches)
     res = o["time_resolution"]
     time = np.arange(L) * res
 
     def pad(b, key, shape_tail):
-        arr = np.stack(b.series[key], axis=0).astype(float)                  # (L_b, R, ...)
+        arr = np.stack(b.obs.series[key], axis=0).astype(float)                  # (L_b, R, ...)
         out = np.full((L, *arr.shape[1:]), np.nan)
         out[: arr.shape[0]] = arr
         return np.moveaxis(out, 0, 1)                                        # (R, L, ...)
