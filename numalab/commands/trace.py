@@ -36,7 +36,7 @@ def run(args) -> int:
     from ..engine.tracing import format_perf, format_runs, scan_trace
 
     seed = check_int("--seed", args.seed, lo=0)
-    pol = Policy.profile(args.profile, history=args.history)
+    pol = Policy.parse(args.profile, history=args.history)
     ds = scan_trace(args.workload, pol, seed, topology=args.topology, max_time=args.max_time)
     if args.format == "perf":
         text = format_perf(ds)

@@ -63,7 +63,10 @@ def coerce_policies(policies) -> list[Policy]:
     out = []
     for p in policies:
         if isinstance(p, str):
-            p = Policy.parse(p)
+            try:
+                p = Policy.parse(p)
+            except NumalabValueError as e:
+                raise NumalabValueError(f"{e} (a policy is a profile name or a policy text, see Policy.parse)") from None
         if not isinstance(p, Policy):
             raise NumalabValueError(f"policy {p!r} must be a Policy or a profile name; allowed: {', '.join(Policy.profiles())}")
         out.append(p)
