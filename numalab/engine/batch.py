@@ -29,7 +29,7 @@ from ..errors import check_int
 from ..workloads import INIT_B, INIT_MAIN, INIT_OWNER, PH_DONE, PH_INIT, PH_LOOP, PH_WAIT
 from . import balance, faults, observe, placement, progress, scan
 from .layout import Layout
-from .state import (NO_NODE, PID_UNSET, Counters, Draws, MmNuma, NumaGroups, Observations, Outcome, Protected,
+from .state import (PID_UNSET, Counters, Draws, MmNuma, NumaGroups, Observations, Outcome, Protected,
                     Rates, Regions, StepContext, TaskNuma, Tasks, VmaNumab)
 
 __all__ = ["Batch", "draws", "DRAW_BLOCK"]
