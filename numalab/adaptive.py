@@ -38,6 +38,11 @@ counters saturating. :func:`effective_windows` gives the ``windows_active=`` arg
 :func:`numalab.policy.decide`. With ``enabled=False`` every update is the identity and
 ``nr_hist == n_init`` forever: the policy decides exactly as ``Policy(history=n_init)``.
 
+The engine calls a rule through one hook object per rule (:class:`GrowShrinkHooks`,
+:class:`PopcountHooks`, :class:`SpanHooks`; :class:`FixedHistory` for a fixed N), chosen once
+per batch by :func:`hooks_for`: ``begin_pass`` / ``on_rotate`` / ``windows_active`` /
+``after_decide`` / ``commit`` in ``task_numa_work``, ``on_fault`` in the fault path.
+
 The scalar oracle is :mod:`numalab.reference.adaptive`; the engine wiring recipe (which event,
 at which line of ``task_numa_work`` / the fault path) is in ``docs/adaptive.md`` ("Engine
 wiring") and in each function's docstring.
@@ -73,6 +78,11 @@ __all__ = [
     "visit_events",
     "reached_pid_test",
     "visited_union",
+    "FixedHistory",
+    "GrowShrinkHooks",
+    "PopcountHooks",
+    "SpanHooks",
+    "hooks_for",
 ]
 
 #: the adaptive rules, and whether each keeps its window count per VMA or per mm.
