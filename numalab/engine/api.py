@@ -7,8 +7,10 @@ options through :meth:`.options.EngineOptions.coerce`.
 
 from __future__ import annotations
 
+import numbers
+
 from ..costs import Costs
-from ..errors import NumalabValueError, check_seeds
+from ..errors import NumalabValueError, check_int, check_seeds
 from ..policy import Policy
 from ..topology import Topology
 from ..workloads import Workload, workload as make_workload
@@ -27,10 +29,16 @@ def engine_options(options: dict) -> EngineOptions:
 
 def make_batch(wl: Workload, policy: Policy, seeds, *, layout: Layout | None = None, **options) -> Batch:
     """One policy over ``seeds`` as one batch, set up but not run (options checked).
+    ``seeds``: a count or a list of ints >= 0; unlike :func:`simulate`, a list may repeat a
+    seed (identical replicas, e.g. to time a batch whose events all line up).
     ``layout``: the workload's static arrays when already built for these options."""
     opts = engine_options(options)
     lay = Layout(wl, opts) if layout is None else layout
-    return Batch(lay, coerce_policies(policy)[0], check_seeds(seeds), opts, Costs.coerce(options.get("costs")))
+    if isinstance(seeds, numbers.Integral) and not isinstance(seeds, bool):
+        seeds = check_seeds(seeds)
+    else:
+        seeds = [check_int("seeds", s, lo=0) for s in seeds]
+    return Batch(lay, coerce_policies(policy)[0], seeds, opts, Costs.coerce(options.get("costs")))
 
 
 def run_batch(wl: Workload, policy: Policy, seeds, **options) -> Batch:
