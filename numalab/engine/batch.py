@@ -57,7 +57,7 @@ class Batch:
         self.dt = opts.dt
         self.now = 0.0
         self.steps = 0
-        # optional observer of task_numa_work runs and VMA visits (numalab.tracing); it only
+        # optional observer of task_numa_work runs and VMA visits (numalab.engine.tracing); it only
         # reads engine state, so a traced run gives the same numbers as an untraced one
         self.tracer = None
         init_node, pid_base, perm = self._seed_draws()

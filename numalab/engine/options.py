@@ -81,7 +81,8 @@ class EngineOptions:
                                   "unless costs set it)", kind="bool")
     pid_base: int | None = _opt(None, "first pid of the run; None = drawn per seed in [pid_lo, pid_hi)",
                                 kind="int", lo=1, hi=PID_MAX - 1)
-    pid_lo: int = _opt(2000, "lowest pid a seed draws (a booted system's first free pids)", kind="int", lo=1)
+    pid_lo: int = _opt(2000, "lowest pid a seed draws (assumed: a booted system has used the first ~2000 pids; "
+                       "not measured)", kind="int", lo=1)
     pid_hi: int = _opt(40000, "pid draws stay below this", kind="int", hi=PID_MAX)
     init_node: int | None = _opt(None, "node B / the main thread's node; None = drawn per seed", kind="int", lo=0)
     check_invariants: bool = _opt(True, "check page conservation, CPU counts and counters every 20 steps",
