@@ -7,8 +7,7 @@ import pytest
 
 import numalab as nl
 from numalab.engine import DEFAULTS, make_batch, run_batch, simulate
-from numalab.engine import balance, groups, observe, placement, scan, scan_period
-from numalab.engine.state import Protected, StepContext
+from numalab.engine import observe
 from numalab.errors import EngineInvariantError, NumalabValueError
 from numalab.policy import SKIP_REASONS, Policy
 from numalab.topology import Topology
@@ -189,62 +188,6 @@ def test_cli_simulate(tmp_path, capsys):
     assert "numa01" in capsys.readouterr().err
 
 
-def _one_process_batch(profile):
-    topo = Topology(nodes=2, cpus_per_node=4, smt=2, name="tiny")
-    wl = nl.workloads.from_access_matrix(np.array([[1.0, 0.0], [0.0, 1.0]]), topology=topo,
-                                         chunk_bytes=4 << 20, loops=1000)
-    b = make_batch(wl, Policy.profile(profile), [0])
-    b.tasks.phase[:] = np.where(wl.thread_main, 3, 2)         # everyone in the loop phase, main done
-    buf = [v for v in range(wl.nvmas) if wl.vma_kind[v] == "buffer"][0]
-    return b, wl, buf
-
-
-def _quiet_step(b):
-    """A step context with all-zero draws (no real step), for calling one phase alone."""
-    R, T = b.R, b.lay.T
-    z = np.zeros((R, T))
-    return StepContext(t0=b.now, t1=b.now + b.dt, live=np.ones(R, dtype=bool), running=np.ones((R, T), dtype=bool),
-                       u_prot=np.zeros((R, b.lay.K, 2)), u_task=z, u_lb=z, slot=np.zeros(R, dtype=np.int64))
-
-
-def test_false_skip_is_a_pid_skip_of_a_vma_the_scanner_writes():
-    b, wl, buf = _one_process_batch("6.4")
-    scanner = int(np.flatnonzero(~wl.thread_main)[0])
-    # past the early passes, every VMA's state exists, empty windows, no scan delay
-    b.mm.numa_scan_seq[0, 0] = 5
-    b.vmas.has_state[0] = True
-    b.vmas.next_scan[0] = 0.0
-    b.vmas.pids_active_reset[0] = 1e9
-    b.vmas.start_scan_seq[0] = 0
-    scan.task_numa_work(b, _quiet_step(b), np.array([0]), 0, np.array([scanner]), np.array([10.0]))
-    stacks = sum(1 for v in range(wl.nvmas) if wl.vma_kind[v] == "stack")
-    skipped = int(b.counters.reasons[0, list(nl.policy.REASONS).index("pid_inactive")])
-    # every suitable VMA fails the PID test; the scanner writes the buffer, its stack and the
-    # data/libc_data globals -- those skips are false, the other thread's stack and the
-    # main thread's VMAs are not
-    assert skipped > stacks
-    writes = {v for v in range(wl.nvmas) if b.lay.writes_vma[scanner, 2, v]}
-    assert buf in writes
-    assert int(b.cnt["false_skips"][0]) == len(writes)
-    assert int(b.cnt["numa_pte_updates"][0]) == 0
-
-
-def test_idle_scan_counts_a_rescan_without_faults():
-    b, wl, buf = _one_process_batch("pre-6.4")
-    scanner = int(np.flatnonzero(~wl.thread_main)[0])
-    ctx = _quiet_step(b)
-    scan.task_numa_work(b, ctx, np.array([0]), 0, np.array([scanner]), np.array([1.0]))
-    assert int(b.cnt["numa_huge_pte_updates"][0]) == 4     # the 8 MiB buffer: 4 THPs
-    assert int(b.cnt["idle_scans"][0]) == 0
-    # nothing faulted; unprotect so the next pass finds work again, then rescan
-    b.regions.prot_none[:] = False
-    b.prot = Protected.empty()
-    ctx.slot[:] = 0
-    scan.task_numa_work(b, ctx, np.array([0]), 0, np.array([scanner]), np.array([2.0]))
-    scanned_vmas = int(b.vmas.scanned[0].sum())
-    assert int(b.cnt["idle_scans"][0]) == scanned_vmas > 0
-
-
 def test_adaptive_history_runs_in_the_engine_and_reduces_to_fixed_n_when_off():
     """Every adaptive rule is usable wherever a fixed N is; with adaptation pinned
     (n_min == n_max == N) the engine's results equal the fixed-N policy's, variable for variable."""
@@ -284,52 +227,6 @@ def test_load_balancer_pulls_at_the_option_rate():
     assert abs(pulls - mu) < 5 * np.sqrt(mu), (pulls, mu)
     off = run_batch(wl, Policy.profile("6.12"), [0, 1, 2, 3], lb_migrate_hz=0.0, max_time=40.0)
     assert int(off.cnt["lb_migrations"].sum()) == 0
-
-
-def test_load_balancer_pull_onto_a_full_node_is_a_swap():
-    """With no free CPU on the target node the pulled task's place is taken by the
-    floor(w * n)-th running task there (w = the event's uniform rescaled), which moves back."""
-    from numalab.engine.progress import running_mask
-    from numalab.workloads import PH_DONE, from_access_matrix
-
-    topo = Topology(nodes=2, cpus_per_node=2, smt=2, name="tiny")
-    wl = from_access_matrix(np.ones((4, 1)), topology=topo, chunk_bytes=4 * MiB, loops=20000)
-    b = make_batch(wl, Policy.profile("6.12"), [0], lb_migrate_hz=1.0)
-    assert running_mask(b)[0].tolist() == [False, True, True, True, True]   # the main thread waits
-    b.tasks.node[0] = [0, 0, 0, 1, 1]
-    p = 1.0 * b.dt
-    u = np.ones((1, 5))
-    u[0, 1] = p * 0.75                      # task 1 is pulled; w = 0.75 -> the 2nd of tasks {3, 4}
-    balance.lb_moves(b, u)
-    assert b.tasks.node[0].tolist() == [0, 1, 0, 1, 0]
-    assert b.cnt["lb_migrations"][0] == 2
-    b.tasks.node[0] = [0, 0, 0, 1, 1]
-    b.tasks.phase[0, 4] = PH_DONE                 # task 4 done: a free CPU on node 1, a single move
-    u[0, 1] = p * 0.25
-    balance.lb_moves(b, u)
-    assert b.tasks.node[0].tolist()[1:4] == [1, 0, 1] and b.cnt["lb_migrations"][0] == 3
-
-
-def test_load_balancer_move_resets_the_scan_period_only_away_from_the_preferred_node(small02):
-    """update_scan_period (spec §3.5): a task with faults, past its first sequence, that is moved
-    off its preferred node restarts at task_scan_start; moved onto it, it keeps its period."""
-    b = make_batch(small02, Policy.profile("6.12"), [0])
-    t = 1
-    b.numa.has_faults[0, t] = True
-    b.numa.numa_scan_seq[0, t] = 3
-    home = int(b.tasks.node[0, t])
-    away = 1 - home
-    b.numa.numa_preferred_nid[0, t] = home
-    b.numa.numa_scan_period[0, t] = 7777
-    gm, gc, gsize = groups.group_stats(b)
-    start = int(scan_period.task_scan_start(b, (np.array([0]), np.array([t])), gm, gsize)[0])
-    assert start != 7777
-    placement.move_task(b, 0, t, away, lb=True)
-    assert b.numa.numa_scan_period[0, t] == start and b.cnt["scan_period_resets"][0] == 1
-    b.numa.numa_scan_period[0, t] = 7777
-    placement.move_task(b, 0, t, home, lb=True)                       # back onto the preferred node: no reset
-    assert b.numa.numa_scan_period[0, t] == 7777 and b.cnt["scan_period_resets"][0] == 1
-    assert b.cnt["lb_migrations"][0] == 2 and b.cnt["task_migrations"][0] == 0
 
 
 def test_load_balancer_keeps_cpu_counts_and_is_recorded(small01):

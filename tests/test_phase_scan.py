@@ -3,8 +3,10 @@
 
 import numpy as np
 
+import numalab as nl
 from _phase_helpers import quiet_step, tiny_batch, workers
 from numalab.engine import observe, scan
+from numalab.engine.state import Protected
 from numalab.reasons import CODE, REASONS
 
 
@@ -53,3 +55,48 @@ def test_trigger_runs_task_numa_work_for_the_earliest_thread():
     assert b.cnt["scan_runs"][0] == 1
     assert b.tasks.kdebt[0, 2] > 0 and b.tasks.kdebt[0, 1] == 0     # thread 2 scanned and pays
     assert b.mm.numa_next_scan[0, 0] > 0
+
+
+# ---- moved from tests/test_engine.py (false skips and idle scans are booked by the walk)
+def _one_process_batch(profile):
+    b, wl = tiny_batch(profile=profile)               # everyone in the loop phase, main done
+    buf = [v for v in range(wl.nvmas) if wl.vma_kind[v] == "buffer"][0]
+    return b, wl, buf
+
+
+def test_false_skip_is_a_pid_skip_of_a_vma_the_scanner_writes():
+    b, wl, buf = _one_process_batch("6.4")
+    scanner = int(np.flatnonzero(~wl.thread_main)[0])
+    # past the early passes, every VMA's state exists, empty windows, no scan delay
+    b.mm.numa_scan_seq[0, 0] = 5
+    b.vmas.has_state[0] = True
+    b.vmas.next_scan[0] = 0.0
+    b.vmas.pids_active_reset[0] = 1e9
+    b.vmas.start_scan_seq[0] = 0
+    scan.task_numa_work(b, quiet_step(b), np.array([0]), 0, np.array([scanner]), np.array([10.0]))
+    stacks = sum(1 for v in range(wl.nvmas) if wl.vma_kind[v] == "stack")
+    skipped = int(b.counters.reasons[0, list(nl.policy.REASONS).index("pid_inactive")])
+    # every suitable VMA fails the PID test; the scanner writes the buffer, its stack and the
+    # data/libc_data globals -- those skips are false, the other thread's stack and the
+    # main thread's VMAs are not
+    assert skipped > stacks
+    writes = {v for v in range(wl.nvmas) if b.lay.writes_vma[scanner, 2, v]}
+    assert buf in writes
+    assert int(b.cnt["false_skips"][0]) == len(writes)
+    assert int(b.cnt["numa_pte_updates"][0]) == 0
+
+
+def test_idle_scan_counts_a_rescan_without_faults():
+    b, wl, buf = _one_process_batch("pre-6.4")
+    scanner = int(np.flatnonzero(~wl.thread_main)[0])
+    ctx = quiet_step(b)
+    scan.task_numa_work(b, ctx, np.array([0]), 0, np.array([scanner]), np.array([1.0]))
+    assert int(b.cnt["numa_huge_pte_updates"][0]) == 4     # the 8 MiB buffer: 4 THPs
+    assert int(b.cnt["idle_scans"][0]) == 0
+    # nothing faulted; unprotect so the next pass finds work again, then rescan
+    b.regions.prot_none[:] = False
+    b.prot = Protected.empty()
+    ctx.slot[:] = 0
+    scan.task_numa_work(b, ctx, np.array([0]), 0, np.array([scanner]), np.array([2.0]))
+    scanned_vmas = int(b.vmas.scanned[0].sum())
+    assert int(b.cnt["idle_scans"][0]) == scanned_vmas > 0
