@@ -23,26 +23,27 @@ import resource
 import time
 
 import numalab as nl
-from numalab import engine
-from numalab.engine import run_batch
+from numalab.engine import balance, batch, faults, observe, placement, progress, run_batch, scan
 
-#: engine stages timed by --breakdown: (object, attribute, label); nested ones are indented
+#: engine phases timed by --breakdown: (module, function, label); nested ones are indented.
+#: Phases call each other through their modules' globals, so patching the module attribute
+#: times every call.
 STAGES = [
-    (engine._Batch, "draws", "draws (per-replica Generators)"),
-    (engine._Batch, "refresh", "refresh (speeds, touch rates)"),
-    (engine._Batch, "_advance", "progress"),
-    (engine._Batch, "_record_locality", "locality series"),
-    (engine._Batch, "_scan_trigger", "scan triggering + task_numa_work"),
-    (engine._Batch, "_evaluate", "  per-VMA evaluation"),
-    (engine, "decide_unchecked", "    policy.decide_unchecked"),
-    (engine._Batch, "_walk", "  VMA walks"),
-    (engine._Batch, "_faults", "hinting faults"),
-    (engine._Batch, "_handle_faults", "  fault handling"),
-    (engine._Batch, "_placement", "    task_numa_placement"),
-    (engine._Batch, "_move_tasks", "task placement"),
-    (engine._Batch, "_lb_moves", "load balancer"),
-    (engine._Batch, "_check", "invariants"),
-    (engine._Batch, "sample", "time series"),
+    (batch, "draws", "draws (per-replica Generators)"),
+    (progress, "refresh", "refresh (speeds, touch rates)"),
+    (progress, "advance", "progress"),
+    (progress, "record_locality", "locality series"),
+    (scan, "scan_trigger", "scan triggering + task_numa_work"),
+    (scan, "evaluate", "  per-VMA evaluation"),
+    (scan, "decide_unchecked", "    policy.decide_unchecked"),
+    (scan, "walk", "  VMA walks"),
+    (faults, "hinting_faults", "hinting faults"),
+    (faults, "handle_faults", "  fault handling"),
+    (faults, "task_numa_placement", "    task_numa_placement"),
+    (placement, "numa_migrate_preferred", "task placement"),
+    (balance, "lb_moves", "load balancer"),
+    (observe, "check_invariants", "invariants"),
+    (observe, "sample", "time series"),
 ]
 
 

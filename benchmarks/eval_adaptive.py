@@ -37,7 +37,7 @@ import xarray as xr
 import numalab as nl
 from numalab import stats
 from numalab.adaptive import ADAPT_RULES
-from numalab.results import per_run
+from numalab.engine.results import per_run
 from numalab.storage import atomic_write, write_text
 
 WORKLOADS = ("numa01", "numa01_THREAD_ALLOC", "numa02", "numa02_SMT")

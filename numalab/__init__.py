@@ -17,11 +17,12 @@ from ._version import __version__
 _LAZY = {
     "Topology": ("numalab.topology", "Topology"),
     "Policy": ("numalab.policy", "Policy"),
+    "policy": ("numalab.policy", None),
     "decision_matrix": ("numalab.policy", "decision_matrix"),
     "workload": ("numalab.workloads", "workload"),
     "workloads": ("numalab.workloads", "workloads"),
     "simulate": ("numalab.engine", "simulate"),
-    "scan_trace": ("numalab.tracing", "scan_trace"),
+    "scan_trace": ("numalab.engine.tracing", "scan_trace"),
     "sweep": ("numalab.sweeps", "sweep"),
     "futex": ("numalab.futex", None),
     "report": ("numalab.report", None),
@@ -34,6 +35,8 @@ _LAZY = {
     "adaptive": ("numalab.adaptive", None),
     "fidelity": ("numalab.fidelity", None),
     "errors": ("numalab.errors", None),
+    "engine": ("numalab.engine", None),
+    "counters": ("numalab.counters", None),
 }
 
 __all__ = ["__version__", *_LAZY]

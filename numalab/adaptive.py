@@ -38,6 +38,11 @@ counters saturating. :func:`effective_windows` gives the ``windows_active=`` arg
 :func:`numalab.policy.decide`. With ``enabled=False`` every update is the identity and
 ``nr_hist == n_init`` forever: the policy decides exactly as ``Policy(history=n_init)``.
 
+The engine calls a rule through one hook object per rule (:class:`GrowShrinkHooks`,
+:class:`PopcountHooks`, :class:`SpanHooks`; :class:`FixedHistory` for a fixed N), chosen once
+per batch by :func:`hooks_for`: ``begin_pass`` / ``on_rotate`` / ``windows_active`` /
+``after_decide`` / ``commit`` in ``task_numa_work``, ``on_fault`` in the fault path.
+
 The scalar oracle is :mod:`numalab.reference.adaptive`; the engine wiring recipe (which event,
 at which line of ``task_numa_work`` / the fault path) is in ``docs/adaptive.md`` ("Engine
 wiring") and in each function's docstring.
@@ -52,6 +57,7 @@ import numpy as np
 
 from .errors import NumalabValueError, check_choice, check_int, check_uint32_array
 from .history import MAX_WINDOWS, ROTATIONS, _check_history, bit_masks, newest_mask
+from .reasons import CODE
 
 __all__ = [
     "ADAPT_RULES",
@@ -72,6 +78,11 @@ __all__ = [
     "visit_events",
     "reached_pid_test",
     "visited_union",
+    "FixedHistory",
+    "GrowShrinkHooks",
+    "PopcountHooks",
+    "SpanHooks",
+    "hooks_for",
 ]
 
 #: the adaptive rules, and whether each keeps its window count per VMA or per mm.
@@ -93,7 +104,7 @@ N_MAX_DEFAULT = 8
 #: span rule: window lengths are clamped to [1 ms, LEN_MAX_MS] (a u32 of ms in a kernel).
 LEN_MAX_MS = 2**31 - 1
 
-#: reasons (names of numalab.policy.REASONS) produced by vma_is_accessed() or the checks after
+#: reasons (names of numalab.reasons.REASONS) produced by vma_is_accessed() or the checks after
 #: it: a visit with one of these reached the PID test (the grow-shrink "visit" event).
 PID_TEST_REASONS = ("pid_inactive", "disjoint_wait", "early_passes", "own_pid", "hot", "shared",
                     "ignore_pid_inactive", "starvation", "disjoint_select")
@@ -648,7 +659,133 @@ def visit_events(pids_active, idx, scanner_tid, windows_active, *, rotation="shi
 def reached_pid_test(reason) -> np.ndarray:
     """Bool: the decision (int8 codes of :data:`numalab.policy.REASONS`) came from
     ``vma_is_accessed()`` or the checks after it -- the ``tested`` event of grow-shrink."""
-    from .policy import CODE
-
     codes = np.array([CODE[r] for r in PID_TEST_REASONS], dtype=np.int8)
     return np.isin(np.asarray(reason), codes)
+
+
+# ------------------------------------------------------------------------------ engine hooks
+#
+# One hook object per rule, chosen once when a batch is built (:func:`hooks_for`), so the
+# engine's scan and fault paths call the same methods whatever the rule and never compare
+# rule names. Each method says where in ``task_numa_work`` / the fault path it runs; the
+# rule's state lives in the engine (``VmaNumab.adapt``) and is passed in and returned.
+# ``visit`` is the rule's view for one task_numa_work evaluation: the per-VMA state gathered
+# for the scanned VMAs (VMA rules), or which VMAs the run sees (popcount).
+
+
+class FixedHistory:
+    """No adaptive rule (a fixed N): every hook changes nothing and the PID test ORs all
+    ``policy.windows`` windows."""
+
+    adapt = None
+
+    def init_state(self, R, M, V):
+        """The rule's state for R replicas of M mms and V VMAs (None: no state)."""
+        return None
+
+    def begin_pass(self, state, *, gather, new, seen, rows, m, numa_scan_seq, nr_threads):
+        """Start of a task_numa_work evaluation for mm ``m`` of replicas ``rows``, after the
+        lazy ``vma_numab_state`` creation of the VMAs in ``new``: returns (state, visit).
+        ``gather(arr)`` takes the evaluated VMAs' columns of a per-VMA array; ``seen`` the
+        VMAs past the suitability and scan-delay checks."""
+        return state, None
+
+    def on_rotate(self, visit, due, *, now_ms, reset_period_ms):
+        """The ``pids_active`` windows of the VMAs in ``due`` rotated (at ``now_ms``)."""
+        return visit
+
+    def windows_active(self, state, visit, rows, m):
+        """``windows_active=`` of :func:`numalab.policy.decide` (None: all windows)."""
+        return None
+
+    def after_decide(self, visit, *, pids_active, idx, scanner_tid, windows_active, reason, allowed, rotation,
+                     width):
+        """The decisions of the evaluated VMAs are known (before any rotation after the test)."""
+        return visit
+
+    def commit(self, state, visit, *, r, m, v, vmas, i, cols, pids_active):
+        """The walk of replica ``r`` (row ``i`` of the evaluation) visited the VMAs ``v`` (a
+        slice or indices into the VMA axis; ``vmas`` their indices, ``cols`` their columns in
+        the evaluation): make the rule's tentative updates real."""
+
+    def on_fault(self, state, where):
+        """Hinting faults in VMAs with numab state; ``where`` = (replica, vma) index arrays."""
+        return state
+
+
+class _VmaRule(FixedHistory):
+    """A rule with per-VMA state: gathered for the evaluated VMAs, fresh for new VMA state,
+    written back for the visited ones."""
+
+    def __init__(self, adapt):
+        self.adapt = adapt
+
+    def init_state(self, R, M, V):
+        return init_state(self.adapt, (R, V))
+
+    def begin_pass(self, state, *, gather, new, seen, rows, m, numa_scan_seq, nr_threads):
+        return state, reset_state(self.adapt, {k: gather(v) for k, v in state.items()}, new)
+
+    def windows_active(self, state, visit, rows, m):
+        return effective_windows(self.adapt, visit)
+
+    def commit(self, state, visit, *, r, m, v, vmas, i, cols, pids_active):
+        for key, val in visit.items():
+            state[key][r, v] = val[i, cols]
+
+
+class GrowShrinkHooks(_VmaRule):
+    """Rule "grow-shrink": :func:`grow_shrink_visit` after each decision,
+    :func:`grow_shrink_fault` on faults."""
+
+    def after_decide(self, visit, *, pids_active, idx, scanner_tid, windows_active, reason, allowed, rotation,
+                     width):
+        own, others = visit_events(pids_active, idx, scanner_tid, windows_active, rotation=rotation, width=width,
+                                   grow_others=self.adapt.grow_others)
+        return grow_shrink_visit(self.adapt, visit, own_bit=own, others_recent=others,
+                                 tested=reached_pid_test(reason), scanned=allowed)
+
+    def on_fault(self, state, where):
+        return grow_shrink_fault(self.adapt, state, where)
+
+
+class SpanHooks(_VmaRule):
+    """Rule "span": :func:`span_rotate` at every window rotation."""
+
+    def on_rotate(self, visit, due, *, now_ms, reset_period_ms):
+        return span_rotate(self.adapt, visit, due, now_ms=now_ms, reset_period_ms=reset_period_ms)
+
+
+class PopcountHooks(FixedHistory):
+    """Rule "popcount" (per-mm state): :func:`popcount_begin` at the start of each run, and the
+    visited VMAs' windows ORed into the mm's ``pids_seen`` (:func:`popcount_visit`)."""
+
+    def __init__(self, adapt):
+        self.adapt = adapt
+
+    def init_state(self, R, M, V):
+        return init_state(self.adapt, (R, M))
+
+    def begin_pass(self, state, *, gather, new, seen, rows, m, numa_scan_seq, nr_threads):
+        mask = np.zeros(numa_scan_seq.shape, dtype=bool)
+        mask[rows, m] = True
+        state = popcount_begin(self.adapt, state, mask, numa_scan_seq=numa_scan_seq,
+                               nr_threads=np.broadcast_to(nr_threads, numa_scan_seq.shape))
+        return state, seen
+
+    def windows_active(self, state, visit, rows, m):
+        return effective_windows(self.adapt, state)[rows, m]
+
+    def commit(self, state, visit, *, r, m, v, vmas, i, cols, pids_active):
+        seen = vmas[visit[i, cols]]
+        if seen.size:
+            state["pids_seen"][r, m] |= np.bitwise_or.reduce(pids_active[r, seen].reshape(-1, pids_active.shape[-1]),
+                                                             axis=0)
+
+
+_HOOKS = {"grow-shrink": GrowShrinkHooks, "popcount": PopcountHooks, "span": SpanHooks}
+
+
+def hooks_for(adapt) -> FixedHistory:
+    """The hook object of a policy's adaptive rule (``policy.adapt``; None: :class:`FixedHistory`)."""
+    return FixedHistory() if adapt is None else _HOOKS[_check_adapt(adapt).rule](adapt)

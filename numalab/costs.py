@@ -68,7 +68,9 @@ class Costs:
     task_migration_us : 60
         Moving a task to another node: runqueue locks and the cold caches it finds there.
     harness_overhead_s : 0.0
-        Added to ``elsp`` (mmtests' compile step is seconds; LKP ``seconds`` exclude it).
+        Added to ``elsp`` (mmtests' compile step is seconds; LKP ``seconds`` exclude it). The
+        engine option ``harness_overhead=False`` switches it off; the LKP job time's own
+        per-iteration overhead is ``numalab.fidelity.JOB_OVERHEAD_S``.
     """
 
     write_efficiency: float = 0.21

@@ -134,7 +134,7 @@ def simulate_calibration(tables=None, *, seeds=8, topology="2s-128", progress=Fa
     ``elsp``/``syst``/counters on dims ``("workload", "policy", "seed")``."""
     from . import data
     from .engine import simulate
-    from .results import per_run
+    from .engine.results import per_run
 
     tables = calibration_tables() if tables is None else list(tables)
     published = {name: data.load(name) for name in tables}

@@ -36,6 +36,7 @@ from .errors import NumalabValueError, check_choice, check_int, check_uint32_arr
 from .history import MAX_WINDOWS, ROTATIONS, _check_history, newest_mask
 from .hashing import pid_bit
 from .adaptive import ADAPT_KEYWORDS, ADAPT_RULES, Adaptive
+from .reasons import ALLOW_REASONS, ALLOWED, CODE, REASONS, SKIP_REASONS
 
 __all__ = [
     "REASONS",
@@ -48,32 +49,6 @@ __all__ = [
     "decide",
     "decision_matrix",
 ]
-
-#: decision names; the index in this tuple is the int8 code returned by :func:`decide`.
-#: Skip reasons use the ``sched_skip_vma_numa`` trace strings (kernel enum order), then ours.
-REASONS = (
-    "unsuitable",
-    "shared_ro",
-    "inaccessible",
-    "scan_delay",
-    "pid_inactive",
-    "seq_completed",
-    "disjoint_wait",  # RFC 2023 p2: PID test failed and the select counter was > 0
-    "early_passes",
-    "own_pid",
-    "hot",
-    "shared",
-    "ignore_pid_inactive",  # NUMAB_SKIP_IGNORE_PID: traced although the VMA is scanned
-    "starvation",
-    "disjoint_select",
-    "forced",
-    "unfiltered",  # <= v6.3: no per-VMA state, every suitable VMA is scanned
-)
-SKIP_REASONS = REASONS[:7]
-ALLOW_REASONS = REASONS[7:]
-CODE = {name: np.int8(i) for i, name in enumerate(REASONS)}
-#: ALLOWED[code] is True when that decision lets the scanner change protections in the VMA.
-ALLOWED = np.array([name not in SKIP_REASONS for name in REASONS], dtype=bool)
 
 #: rule switches that ``Policy(rules=...)`` can name.
 RULES = (
@@ -616,6 +591,31 @@ def _first_true(conditions: list, codes: list, default, shape: tuple) -> np.ndar
     return out
 
 
+
+def _flag_tests(unsuitable, shared_ro, inaccessible):
+    """The VMA flag tests every kernel version runs first (vma_migratable / vma_policy_mof,
+    the shared read-only file check, PROT_NONE VMAs), as (conditions, codes) in kernel order;
+    a flag given as None is never set and is left out."""
+    conds, codes = [], []
+    for flag, code in ((unsuitable, "unsuitable"), (shared_ro, "shared_ro"), (inaccessible, "inaccessible")):
+        if flag is not None:
+            conds.append(flag)
+            codes.append(CODE[code])
+    return conds, codes
+
+
+def _unfiltered(conds, codes, shape):
+    return _first_true(conds, codes, CODE["unfiltered"], shape)
+
+
+def unfiltered_reasons(shape, *, unsuitable=None, shared_ro=None, inaccessible=None) -> np.ndarray:
+    """The <= v6.3 decision (no ``vma_numab_state``, so no per-VMA filter): int8 codes of
+    ``shape``, the first failed flag test (``unsuitable``, ``shared_ro``, ``inaccessible``;
+    bool arrays broadcastable to ``shape``, None = never) or ``unfiltered``. Unchecked: for the
+    engine's scan of a pre-6.4 profile, which has no PID history to pass to :func:`decide`."""
+    conds, codes = _flag_tests(unsuitable, shared_ro, inaccessible)
+    return _unfiltered(conds, codes, shape)
+
 def decide(policy: Policy, *, pids_active, idx, scanner_tid, numa_scan_seq, start_scan_seq, prev_scan_seq,
            scan_offset, vm_start, next_scan, now, nr_threads, forced=False, vma_scan_select=None,
            vm_end=None, page_bytes: int = 4096, unsuitable=None, shared_ro=None, inaccessible=None,
@@ -720,11 +720,7 @@ def decide_unchecked(policy: Policy, *, pids_active, idx, scanner_tid, numa_scan
     def mm(value):
         return np.asarray(value)[..., None]
 
-    conds, codes = [], []
-    for flag, code in ((unsuitable, "unsuitable"), (shared_ro, "shared_ro"), (inaccessible, "inaccessible")):
-        if flag is not None:
-            conds.append(flag)
-            codes.append(CODE[code])
+    conds, codes = _flag_tests(unsuitable, shared_ro, inaccessible)
     return _decide_core(policy, pids_active, scanner_tid, False, batch, vshape, mm(numa_scan_seq), mm(scan_offset),
                         mm(now), mm(nr_threads), mm(forced), start_scan_seq, prev_scan_seq, vm_start, next_scan,
                         idx if policy.rotation == "ring" else None, conds, codes, vma_scan_select, vm_end,
@@ -737,7 +733,7 @@ def _decide_core(policy, pids_active, tid, matrix, batch, vshape, seq, offset, n
     (*B, V) or broadcastable, ``conds``/``codes`` the VMA flag tests in kernel order."""
     nvma, windows, words = pids_active.shape[-3:]
     if not policy.numab_state:  # <= v6.3: no filter, nothing else to decide
-        code = _first_true(conds, codes, CODE["unfiltered"], vshape)
+        code = _unfiltered(conds, codes, vshape)
         reason = np.broadcast_to(code[..., None, :], (*tid.shape, nvma)) if matrix else code
         reason = np.ascontiguousarray(reason, dtype=np.int8)
         return ALLOWED[reason], reason, vma_scan_select
@@ -768,41 +764,9 @@ def _decide_core(policy, pids_active, tid, matrix, batch, vshape, seq, offset, n
         n_act = _windows_active(windows_active, batch, vshape, windows)
         include = newest_mask(vshape, windows, n_act, ring, rotation=policy.rotation)
         union_all = np.bitwise_or.reduce(np.where(include[..., None], pids_active, np.uint64(0)), axis=-2)
-    pre_own, post_own = [], []  # vma_is_accessed() rules that need no scanner tid
-    if policy.hot:
-        if policy.rotation == "ring":
-            cur = np.take_along_axis(pids_active, (ring % windows)[..., None, None].astype(np.int64), axis=-2)[..., 0, :]
-        else:
-            cur = pids_active[..., windows - 1, :]
-        hot = np.bitwise_count(cur).sum(axis=-1, dtype=np.int64) >= policy.hot
-        # RFC 2023 p5 checks hot first in vma_is_accessed(); RFC 2024 after the own-PID test
-        (pre_own if policy.hot_first else post_own).append((hot, CODE["hot"]))
-    if policy.early_passes == "mm":
-        pre_own.append((seq < 2, CODE["early_passes"]))
-    elif policy.early_passes == "vma":
-        pre_own.append((seq - start_seq < 2, CODE["early_passes"]))
-    if policy.shared:
-        shared = np.bitwise_count(union_all).sum(axis=-1, dtype=np.int64) >= policy.shared
-        post_own.append((shared, CODE["shared"]))
-    if policy.ignore_pid_partial:
-        post_own.append((offset > start, CODE["ignore_pid_inactive"]))
-    if policy.starvation:
-        post_own.append((seq > prev_seq + nthreads, CODE["starvation"]))
-
-    select = None
-    if policy.disjoint_select:
-        select = _select_counters(vma_scan_select, vshape)
-        fallback = np.where(select > 0, CODE["disjoint_wait"], CODE["disjoint_select"]).astype(np.int8)
-        if vm_end is None:
-            raise NumalabValueError(f"vm_end is required: policy {policy.name!r} uses the disjoint_select counter")
-        end = _as_num("vm_end", vm_end, vshape, "per-VMA")
-        size_bytes = (end.astype(np.int64) - start.astype(np.int64)) * int(page_bytes)
-        if size_bytes.size and size_bytes.min() <= 0:
-            raise NumalabValueError("vm_end must be greater than vm_start for every VMA")
-        # task_disjoint_vma_select(): refill = 1 + ((VMA_4M / size) >> VMA_RATELIMIT_SCALEDOWN_F)
-        refill = 1 + ((_VMA_4M // size_bytes) >> _VMA_RATELIMIT_SCALEDOWN_F)
-    else:
-        fallback = CODE["pid_inactive"]
+    pre_own, post_own = _access_rules(policy, pids_active, union_all, ring, seq, start_seq, prev_seq, offset, start,
+                                      nthreads)
+    select, fallback, refill = _disjoint_fallback(policy, vma_scan_select, vshape, vm_end, start, page_bytes)
     pre = conds + [c for c, _ in pre_own]
     pre_codes = codes + [k for _, k in pre_own]
     # the tests before the PID test decide alike for own and foreign scanners: evaluate once
@@ -842,6 +806,55 @@ def _decide_core(policy, pids_active, tid, matrix, batch, vshape, seq, offset, n
         return allowed, reason, vma_scan_select
     select_tab = _select_after(select[..., None, :], reason_tab, refill[..., None, :])
     return allowed, reason, _gather_rows(np.ascontiguousarray(select_tab), bit)
+
+
+def _access_rules(policy, pids_active, union_all, ring, seq, start_seq, prev_seq, offset, start, nthreads):
+    """The ``vma_is_accessed()`` rules that need no scanner tid, as (condition, code) lists:
+    those tested before the own-PID test and those after it, each in kernel order."""
+    windows = pids_active.shape[-2]
+    pre_own, post_own = [], []
+    if policy.hot:
+        if policy.rotation == "ring":
+            cur = np.take_along_axis(pids_active, (ring % windows)[..., None, None].astype(np.int64), axis=-2)[..., 0, :]
+        else:
+            cur = pids_active[..., windows - 1, :]
+        hot = np.bitwise_count(cur).sum(axis=-1, dtype=np.int64) >= policy.hot
+        # RFC 2023 p5 checks hot first in vma_is_accessed(); RFC 2024 after the own-PID test
+        (pre_own if policy.hot_first else post_own).append((hot, CODE["hot"]))
+    if policy.early_passes == "mm":
+        pre_own.append((seq < 2, CODE["early_passes"]))
+    elif policy.early_passes == "vma":
+        pre_own.append((seq - start_seq < 2, CODE["early_passes"]))
+    if policy.shared:
+        shared = np.bitwise_count(union_all).sum(axis=-1, dtype=np.int64) >= policy.shared
+        post_own.append((shared, CODE["shared"]))
+    if policy.ignore_pid_partial:
+        post_own.append((offset > start, CODE["ignore_pid_inactive"]))
+    if policy.starvation:
+        post_own.append((seq > prev_seq + nthreads, CODE["starvation"]))
+    return pre_own, post_own
+
+
+def _disjoint_fallback(policy, vma_scan_select, vshape, vm_end, start, page_bytes):
+    """The decision of a VMA that fails every access rule: ``pid_inactive``, or with the RFC 2023
+    p2 counter ``disjoint_wait``/``disjoint_select``. Returns (counters or None, fallback code(s),
+    refill or None)."""
+    refill = None
+    select = None
+    if policy.disjoint_select:
+        select = _select_counters(vma_scan_select, vshape)
+        fallback = np.where(select > 0, CODE["disjoint_wait"], CODE["disjoint_select"]).astype(np.int8)
+        if vm_end is None:
+            raise NumalabValueError(f"vm_end is required: policy {policy.name!r} uses the disjoint_select counter")
+        end = _as_num("vm_end", vm_end, vshape, "per-VMA")
+        size_bytes = (end.astype(np.int64) - start.astype(np.int64)) * int(page_bytes)
+        if size_bytes.size and size_bytes.min() <= 0:
+            raise NumalabValueError("vm_end must be greater than vm_start for every VMA")
+        # task_disjoint_vma_select(): refill = 1 + ((VMA_4M / size) >> VMA_RATELIMIT_SCALEDOWN_F)
+        refill = 1 + ((_VMA_4M // size_bytes) >> _VMA_RATELIMIT_SCALEDOWN_F)
+    else:
+        fallback = CODE["pid_inactive"]
+    return select, fallback, refill
 
 
 def _windows_active(value, batch: tuple, vshape: tuple, windows: int) -> np.ndarray:

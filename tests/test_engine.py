@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import numalab as nl
-from numalab.engine import DEFAULTS, run_batch, simulate
+from numalab.engine import DEFAULTS, make_batch, run_batch, simulate
+from numalab.engine import observe
 from numalab.errors import EngineInvariantError, NumalabValueError
 from numalab.policy import SKIP_REASONS, Policy
 from numalab.topology import Topology
@@ -78,8 +79,8 @@ def test_batch_independence(small02):
     assert alone.syst[0] == batch.syst[5]
     for k, v in alone.cnt.items():
         assert v[0] == batch.cnt[k][5], k
-    np.testing.assert_array_equal(alone.reasons[0], batch.reasons[5])
-    np.testing.assert_array_equal(alone.r_node[0], batch.r_node[5])
+    np.testing.assert_array_equal(alone.counters.reasons[0], batch.counters.reasons[5])
+    np.testing.assert_array_equal(alone.regions.node[0], batch.regions.node[5])
 
 
 def test_same_seed_same_result_and_seeds_differ(small02):
@@ -106,35 +107,31 @@ def test_balancing_moves_memory_off_the_first_touch_node(small02):
 def test_class_sums_match_region_recount(small02):
     """The time series summed per access class equal the recount over regions (the path a
     workload with non-uniform classes takes), value for value."""
-    from numalab.costs import Costs
-    from numalab.engine import _Batch, _opts
+    import copy
 
     by_class = run_batch(small02, Policy.profile("6.12"), [0, 1])
-    assert by_class._cls_pp is not None
-    by_region = _Batch(small02, Policy.profile("6.12"), [0, 1], _opts({}), Costs())
-    by_region._cls_pp = None
+    assert by_class.lay.cls_pages is not None
+    by_region = make_batch(small02, Policy.profile("6.12"), [0, 1])
+    by_region.lay = copy.copy(by_region.lay)
+    by_region.lay.cls_pages = None
     by_region.run()
     for key in ("pages_node", "converged_fraction"):
-        a, b = np.asarray(by_class.series[key]), np.asarray(by_region.series[key])
+        a, b = np.asarray(by_class.obs.series[key]), np.asarray(by_region.obs.series[key])
         assert np.isfinite(a).any()
         np.testing.assert_array_equal(a, b)
 
 
 def test_invariant_violation_raises(small02):
-    from numalab.costs import Costs
-    from numalab.engine import _Batch, _opts
-
-    b = _Batch(small02, Policy.profile("6.12"), [0], _opts({}), Costs())
+    b = make_batch(small02, Policy.profile("6.12"), [0])
     for _ in range(3):
         b.step()
-    b.region_present = b.region_present.copy()
-    b.total_pages = b.total_pages + 1          # a page went missing
+    b.regions.total_pages = b.regions.total_pages + 1          # a page went missing
     with pytest.raises(EngineInvariantError, match="pages not conserved"):
-        b._check()
-    b2 = _Batch(small02, Policy.profile("6.12"), [0], _opts({}), Costs())
+        observe.check_invariants(b)
+    b2 = make_batch(small02, Policy.profile("6.12"), [0])
     b2.cnt["numa_hint_faults_local"][0] = 5
     with pytest.raises(EngineInvariantError, match="numa_hint_faults_local"):
-        b2._check()
+        observe.check_invariants(b2)
 
 
 @pytest.mark.parametrize("kwargs, needle", [
@@ -191,58 +188,6 @@ def test_cli_simulate(tmp_path, capsys):
     assert "numa01" in capsys.readouterr().err
 
 
-def _one_process_batch(profile):
-    from numalab.costs import Costs
-    from numalab.engine import _Batch, _opts
-
-    topo = Topology(nodes=2, cpus_per_node=4, smt=2, name="tiny")
-    wl = nl.workloads.from_access_matrix(np.array([[1.0, 0.0], [0.0, 1.0]]), topology=topo,
-                                         chunk_bytes=4 << 20, loops=1000)
-    b = _Batch(wl, Policy.profile(profile), [0], _opts({}), Costs())
-    b.phase[:] = np.where(wl.thread_main, 3, 2)         # everyone in the loop phase, main done
-    buf = [v for v in range(wl.nvmas) if wl.vma_kind[v] == "buffer"][0]
-    return b, wl, buf
-
-
-def test_false_skip_is_a_pid_skip_of_a_vma_the_scanner_writes():
-    b, wl, buf = _one_process_batch("6.4")
-    scanner = int(np.flatnonzero(~wl.thread_main)[0])
-    # past the early passes, every VMA's state exists, empty windows, no scan delay
-    b.mm_seq[0, 0] = 5
-    b.has_state[0] = True
-    b.v_next_scan[0] = 0.0
-    b.v_reset[0] = 1e9
-    b.v_start_seq[0] = 0
-    b._u_prot, b._slot = np.zeros((1, b.K, 2)), np.zeros(1, dtype=np.int64)
-    b._task_numa_work(np.array([0]), 0, np.array([scanner]), np.array([10.0]))
-    stacks = sum(1 for v in range(wl.nvmas) if wl.vma_kind[v] == "stack")
-    skipped = int(b.reasons[0, list(nl.policy.REASONS).index("pid_inactive")])
-    # every suitable VMA fails the PID test; the scanner writes the buffer, its stack and the
-    # data/libc_data globals -- those skips are false, the other thread's stack and the
-    # main thread's VMAs are not
-    assert skipped > stacks
-    writes = {v for v in range(wl.nvmas) if b.writes_vma[scanner, 2, v]}
-    assert buf in writes
-    assert int(b.cnt["false_skips"][0]) == len(writes)
-    assert int(b.cnt["numa_pte_updates"][0]) == 0
-
-
-def test_idle_scan_counts_a_rescan_without_faults():
-    b, wl, buf = _one_process_batch("pre-6.4")
-    scanner = int(np.flatnonzero(~wl.thread_main)[0])
-    b._u_prot, b._slot = np.zeros((1, b.K, 2)), np.zeros(1, dtype=np.int64)
-    b._task_numa_work(np.array([0]), 0, np.array([scanner]), np.array([1.0]))
-    assert int(b.cnt["numa_huge_pte_updates"][0]) == 4     # the 8 MiB buffer: 4 THPs
-    assert int(b.cnt["idle_scans"][0]) == 0
-    # nothing faulted; unprotect so the next pass finds work again, then rescan
-    b.prot[:] = False
-    b.prot_idx = np.zeros(0, dtype=np.int64)
-    b._slot[:] = 0
-    b._task_numa_work(np.array([0]), 0, np.array([scanner]), np.array([2.0]))
-    scanned_vmas = int(b.v_scanned[0].sum())
-    assert int(b.cnt["idle_scans"][0]) == scanned_vmas > 0
-
-
 def test_adaptive_history_runs_in_the_engine_and_reduces_to_fixed_n_when_off():
     """Every adaptive rule is usable wherever a fixed N is; with adaptation pinned
     (n_min == n_max == N) the engine's results equal the fixed-N policy's, variable for variable."""
@@ -277,61 +222,11 @@ def test_load_balancer_pulls_at_the_option_rate():
     hz = 1.0
     b = run_batch(wl, Policy.profile("6.12"), [0, 1, 2, 3], lb_migrate_hz=hz, max_time=40.0)
     pulls = int(b.cnt["lb_migrations"].sum())
-    mu = hz * float(b.runtime.sum())
+    mu = hz * float(b.tasks.runtime.sum())
     assert mu > 100
     assert abs(pulls - mu) < 5 * np.sqrt(mu), (pulls, mu)
     off = run_batch(wl, Policy.profile("6.12"), [0, 1, 2, 3], lb_migrate_hz=0.0, max_time=40.0)
     assert int(off.cnt["lb_migrations"].sum()) == 0
-
-
-def test_load_balancer_pull_onto_a_full_node_is_a_swap():
-    """With no free CPU on the target node the pulled task's place is taken by the
-    floor(w * n)-th running task there (w = the event's uniform rescaled), which moves back."""
-    from numalab.costs import Costs
-    from numalab.engine import _Batch, _opts
-    from numalab.workloads import PH_DONE, from_access_matrix
-
-    topo = Topology(nodes=2, cpus_per_node=2, smt=2, name="tiny")
-    wl = from_access_matrix(np.ones((4, 1)), topology=topo, chunk_bytes=4 * MiB, loops=20000)
-    b = _Batch(wl, Policy.profile("6.12"), [0], _opts(dict(lb_migrate_hz=1.0)), Costs())
-    assert b.running()[0].tolist() == [False, True, True, True, True]   # the main thread waits
-    b.node[0] = [0, 0, 0, 1, 1]
-    p = 1.0 * b.dt
-    u = np.ones((1, 5))
-    u[0, 1] = p * 0.75                      # task 1 is pulled; w = 0.75 -> the 2nd of tasks {3, 4}
-    b._lb_moves(u)
-    assert b.node[0].tolist() == [0, 1, 0, 1, 0]
-    assert b.cnt["lb_migrations"][0] == 2
-    b.node[0] = [0, 0, 0, 1, 1]
-    b.phase[0, 4] = PH_DONE                 # task 4 done: a free CPU on node 1, a single move
-    u[0, 1] = p * 0.25
-    b._lb_moves(u)
-    assert b.node[0].tolist()[1:4] == [1, 0, 1] and b.cnt["lb_migrations"][0] == 3
-
-
-def test_load_balancer_move_resets_the_scan_period_only_away_from_the_preferred_node(small02):
-    """update_scan_period (spec §3.5): a task with faults, past its first sequence, that is moved
-    off its preferred node restarts at task_scan_start; moved onto it, it keeps its period."""
-    from numalab.costs import Costs
-    from numalab.engine import _Batch, _opts
-
-    b = _Batch(small02, Policy.profile("6.12"), [0], _opts({}), Costs())
-    t = 1
-    b.has_faults[0, t] = True
-    b.task_seq[0, t] = 3
-    home = int(b.node[0, t])
-    away = 1 - home
-    b.preferred[0, t] = home
-    b.scan_period[0, t] = 7777
-    gm, gc, gsize = b.group_stats()
-    start = int(b.task_scan_start((np.array([0]), np.array([t])), gm, gsize)[0])
-    assert start != 7777
-    b._move(0, t, away, lb=True)
-    assert b.scan_period[0, t] == start and b.cnt["scan_period_resets"][0] == 1
-    b.scan_period[0, t] = 7777
-    b._move(0, t, home, lb=True)                       # back onto the preferred node: no reset
-    assert b.scan_period[0, t] == 7777 and b.cnt["scan_period_resets"][0] == 1
-    assert b.cnt["lb_migrations"][0] == 2 and b.cnt["task_migrations"][0] == 0
 
 
 def test_load_balancer_keeps_cpu_counts_and_is_recorded(small01):
@@ -344,7 +239,7 @@ def test_load_balancer_keeps_cpu_counts_and_is_recorded(small01):
 
 
 def test_convergence_time_picks_the_first_sample_after_the_last_miss():
-    from numalab.results import convergence_time
+    from numalab.engine.results import convergence_time
 
     nan = np.nan
     cf = np.array([

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numalab.costs import Costs
-from numalab.engine import LB_MIGRATE_HZ, _Batch, _opts
+from numalab.engine import LB_MIGRATE_HZ, EngineOptions, make_batch
 from numalab.policy import REASONS, Policy
 from numalab.reference import engine as ref_engine
 from numalab.topology import Topology
@@ -57,20 +57,20 @@ def cases(draw):
 @given(cases())
 def test_engine_matches_reference(case):
     wl, policy, seed, opts = case
-    o = _opts(opts)
-    batch = _Batch(wl, policy, [seed], o, Costs()).run()
-    ref = ref_engine.Replica(wl, policy, seed, o, Costs()).run()
+    o = EngineOptions.coerce(opts)
+    batch = make_batch(wl, policy, [seed], **opts).run()
+    ref = ref_engine.Replica(wl, policy, seed, o.to_dict(), Costs()).run()
     for k, v in ref.cnt.items():
         assert int(batch.cnt[k][0]) == v, k
     for i, r in enumerate(REASONS):
-        assert int(batch.reasons[0, i]) == ref.reasons[r], r
+        assert int(batch.counters.reasons[0, i]) == ref.reasons[r], r
     assert batch.syst[0] == ref.syst
     assert batch.elsp[0] == ref.elsp
-    assert batch.r_node[0].tolist() == ref.r_node
-    assert batch.group[0].tolist() == ref.group
-    assert batch.scan_period[0].tolist() == ref.period
-    assert batch.mm_seq[0].tolist() == ref.mm_seq
-    assert batch.node[0].tolist() == ref.node
+    assert batch.regions.node[0].tolist() == ref.r_node
+    assert batch.groups.gid[0].tolist() == ref.group
+    assert batch.numa.numa_scan_period[0].tolist() == ref.period
+    assert batch.mm.numa_scan_seq[0].tolist() == ref.mm_seq
+    assert batch.tasks.node[0].tolist() == ref.node
 
 
 def test_reference_agrees_in_a_batch():
@@ -78,13 +78,13 @@ def test_reference_agrees_in_a_batch():
     topo = Topology(nodes=2, cpus_per_node=4, smt=2, name="tiny")
     wl = from_access_matrix(np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]]), topology=topo,
                             chunk_bytes=4 << 20, loops=40000)
-    o = _opts(dict(max_time=6.0, lb_migrate_hz=2.0))
+    o = EngineOptions.coerce(dict(max_time=6.0, lb_migrate_hz=2.0))
     pol = Policy.profile("6.12")
-    batch = _Batch(wl, pol, [11, 12, 13, 14], o, Costs()).run()
-    ref = ref_engine.Replica(wl, pol, 13, o, Costs()).run()
+    batch = make_batch(wl, pol, [11, 12, 13, 14], **o.to_dict()).run()
+    ref = ref_engine.Replica(wl, pol, 13, o.to_dict(), Costs()).run()
     assert ref.cnt["numa_hint_faults"] > 0
     for k, v in ref.cnt.items():
         assert int(batch.cnt[k][2]) == v, k
     assert batch.syst[2] == ref.syst
     assert ref.cnt["lb_migrations"] > 0
-    assert batch.node[2].tolist() == ref.node
+    assert batch.tasks.node[2].tolist() == ref.node

@@ -1,4 +1,4 @@
-"""numalab.tracing: the per-run / per-VMA trace of task_numa_work, checked against the
+"""numalab.engine.tracing: the per-run / per-VMA trace of task_numa_work, checked against the
 engine's own counters, against an untraced run, and across batch compositions."""
 
 import re
@@ -10,7 +10,7 @@ import numalab as nl
 from numalab.cli import main
 from numalab.engine import run_batch
 from numalab.policy import REASONS
-from numalab.tracing import TRACED, format_perf, format_runs, scan_trace
+from numalab.engine.tracing import TRACED, format_perf, format_runs, scan_trace
 
 IVB = nl.Topology.preset("2s-ivb-40")
 # small, fast cases that exercise every walk path: sequence-based early passes (6.4), the
@@ -38,7 +38,7 @@ def traced(request):
 def test_tracing_changes_nothing(traced):
     ds, plain = traced
     np.testing.assert_array_equal(ds.attrs["elsp"], plain.elsp)
-    assert ds.attrs["finished"] == [int(x) for x in plain.finished]
+    assert ds.attrs["finished"] == [int(x) for x in plain.outcome.finished]
 
 
 def test_trace_agrees_with_the_engine_counters(traced):
@@ -54,7 +54,7 @@ def test_trace_agrees_with_the_engine_counters(traced):
         assert np.all(ds.kernel_s.values[runs][ds.pte_updates.values[runs] > 0] > 0)
         # every reason counter the engine keeps is the number of traced visits with that reason
         got = np.array([np.count_nonzero((seed_of_visit == s) & (ds.reason.values == r)) for r in REASONS])
-        np.testing.assert_array_equal(got, plain.reasons[i])
+        np.testing.assert_array_equal(got, plain.counters.reasons[i])
 
 
 def test_runs_chain_sequence_and_offset(traced):

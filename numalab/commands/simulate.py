@@ -13,8 +13,19 @@ import argparse
 
 HELP = "simulate automatic NUMA balancing for a workload under one or more kernel profiles"
 DEFAULT_PROFILES = ["6.4", "6.12", "rfc2024-hot-shared"]
-COLUMNS = ["elsp", "syst", "numa_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
-           "numa_pages_migrated", "skip_pid_inactive", "false_skips", "idle_scans"]
+
+
+
+def _columns():
+    """The summary's columns, named from the counter table (numalab.counters): the times, the
+    vmstat counters but the PMD count, the PID-filter skips and the model's ground truth."""
+    from ..counters import VMSTAT
+
+    return ["elsp", "syst", *(c for c in VMSTAT if c != "numa_huge_pte_updates"), "skip_pid_inactive",
+            "false_skips", "idle_scans"]
+
+
+COLUMNS = _columns()
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -24,7 +35,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "their _HARD_BIND/_INVERSE_BIND variants)")
     p.add_argument("--topology", default="2s-128", help="topology preset (default: %(default)s)")
     p.add_argument("--profile", action="append", default=None,
-                   help="kernel profile; repeat for several (default: 6.4, 6.12 and rfc2024-hot-shared)")
+                   help="kernel profile or policy text (e.g. 6.12+N=4); repeat for several "
+                        "(default: 6.4, 6.12 and rfc2024-hot-shared)")
     p.add_argument("--history", action="append", type=int, default=None,
                    help="number of PID windows N; repeat to run every profile with each N")
     p.add_argument("--seeds", type=int, default=4, help="number of seeds 0..n-1 (default: %(default)s)")
@@ -33,9 +45,57 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-thp", action="store_true", help="4 KiB page semantics instead of 2 MiB THPs")
     p.add_argument("--fixed-locality", action="store_true",
                    help="clear numa_faults_locality on the slow-down path too (the e81ee0630837 fix)")
+    add_option_arguments(p)
     p.add_argument("--out", default=None, help="write the Dataset to this NetCDF file (h5netcdf)")
     p.set_defaults(command="simulate")
     return p
+
+
+def add_option_arguments(p) -> None:
+    """``--no-<mechanism>`` for every off-switch of EngineOptions (but thp, which has --no-thp)
+    and ``--option NAME=VALUE`` for any engine option: the names come from
+    ``EngineOptions.describe()``."""
+    from ..engine.options import SWITCHES, option_fields
+
+    for name, f in option_fields().items():
+        if name in SWITCHES and f["kind"] == "bool" and name != "thp":
+            p.add_argument(f"--no-{name.replace('_', '-')}", dest=f"off_{name}", action="store_true",
+                           help=f"switch off: {f['doc']}")
+    p.add_argument("--option", action="append", default=None, metavar="NAME=VALUE",
+                   help="set any engine option (see numalab.engine.EngineOptions.describe())")
+
+
+def options_from_args(args) -> dict:
+    """The engine options the arguments set (validated by EngineOptions)."""
+    import json
+
+    from ..engine.options import EngineOptions, option_fields
+    from ..errors import NumalabValueError
+
+    opts = {}
+    if getattr(args, "dt", None) is not None:
+        opts["dt"] = args.dt
+    if getattr(args, "max_time", None) is not None:
+        opts["max_time"] = args.max_time
+    if getattr(args, "no_thp", False):
+        opts["thp"] = False
+    if getattr(args, "fixed_locality", False):
+        opts["sticky_locality"] = False
+    for name in option_fields():
+        if getattr(args, f"off_{name}", False):
+            opts[name] = False
+    for item in getattr(args, "option", None) or []:
+        name, sep, text = item.partition("=")
+        if not sep:
+            raise NumalabValueError(f"--option {item!r}; allowed: NAME=VALUE with NAME one of "
+                                    f"{', '.join(option_fields())}")
+        try:
+            opts[name.strip()] = json.loads(text.strip().lower() if text.strip().lower() in ("true", "false", "null")
+                                            else text)
+        except json.JSONDecodeError:
+            opts[name.strip()] = text.strip()
+    EngineOptions.coerce(opts)          # every name and bound checked here, before any run
+    return opts
 
 
 def policies_from_args(profiles, histories):
@@ -44,11 +104,8 @@ def policies_from_args(profiles, histories):
     profiles = profiles or DEFAULT_PROFILES
     out = []
     for name in profiles:
-        if histories:
-            for n in histories:
-                out.append(Policy.profile(name, history=n))
-        else:
-            out.append(Policy.profile(name))
+        for n in histories or [None]:
+            out.append(Policy.parse(name, history=n))
     return out
 
 
@@ -83,15 +140,7 @@ def run(args) -> int:
     topo = Topology.preset(args.topology)
     wl = workload(args.workload, topo)
     pols = policies_from_args(args.profile, args.history)
-    opts = {}
-    if args.dt is not None:
-        opts["dt"] = args.dt
-    if args.max_time is not None:
-        opts["max_time"] = args.max_time
-    if args.no_thp:
-        opts["thp"] = False
-    if args.fixed_locality:
-        opts["sticky_locality"] = False
+    opts = options_from_args(args)
     ds = simulate(wl, pols, seeds=seeds, **opts)
     print(summary_table(ds))
     if args.out:

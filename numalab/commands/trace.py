@@ -25,6 +25,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("runs", "vmas", "perf"), default="runs",
                    help="runs: a line per run (default); vmas: also a line per visited VMA; "
                         "perf: the skips in `perf script` form")
+    from .simulate import add_option_arguments
+
+    add_option_arguments(p)
     p.add_argument("--out", default=None, help="also write the trace Dataset to this NetCDF file (h5netcdf)")
     p.set_defaults(command="trace")
     return p
@@ -32,12 +35,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from ..errors import check_int
+    from ..engine.tracing import format_perf, format_runs, scan_trace
     from ..policy import Policy
-    from ..tracing import format_perf, format_runs, scan_trace
+    from .simulate import options_from_args
 
     seed = check_int("--seed", args.seed, lo=0)
-    pol = Policy.profile(args.profile, history=args.history)
-    ds = scan_trace(args.workload, pol, seed, topology=args.topology, max_time=args.max_time)
+    pol = Policy.parse(args.profile, history=args.history)
+    opts = options_from_args(args)
+    opts.pop("max_time", None)
+    ds = scan_trace(args.workload, pol, seed, topology=args.topology, max_time=args.max_time, **opts)
     if args.format == "perf":
         text = format_perf(ds)
     else:

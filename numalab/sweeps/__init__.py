@@ -11,7 +11,7 @@ in through a :class:`Runner` registered with :func:`register_runner`. Two runner
 each in its own module that registers it when imported; :func:`get_runner` imports it the first
 time its kind is asked for (``registry.BUILTIN_RUNNERS`` lists where they live):
 
-``"numa"`` (:mod:`numalab.sweeps.numa_runner`)
+``"numa"`` (:mod:`numalab.engine.runner`)
     :func:`numalab.engine.simulate`: ``workload``, ``topology``, ``profile``, ``history`` or
     ``policy``, workload overrides and every engine option with a scalar default.
 ``"futex"`` (:mod:`numalab.futex.runner`)

@@ -21,7 +21,7 @@ __all__ = ["Param", "Runner", "register_runner", "runners", "get_runner", "names
 #: Where the built-in runners live: kind -> the module that registers it when imported. This
 #: lists modules only; how a model is run is that module's business, not the machinery's.
 BUILTIN_RUNNERS = {
-    "numa": "numalab.sweeps.numa_runner",
+    "numa": "numalab.engine.runner",
     "futex": "numalab.futex.runner",
 }
 

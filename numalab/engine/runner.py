@@ -9,13 +9,13 @@ option with a scalar default (``dt``, ``max_time``, ``scan_delay_ms``, ``thp`` a
 Points that differ only in policy and seed share one ``simulate`` call; time series are dropped
 (a sweep keeps the per-run figures).
 
-Self-contained: it uses the public model APIs (engine, workloads, policy, topology) and the
-sweeps registry only; importing it registers the runner.
+It lives beside the engine and uses the public model APIs (engine, workloads, policy, topology)
+and the sweeps registry only; importing it registers the runner. The engine options it offers
+come from :meth:`numalab.engine.options.EngineOptions.describe`, the one list of option names.
 """
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import json
 import numbers
@@ -24,7 +24,13 @@ from collections.abc import Mapping
 import numpy as np
 
 from numalab.errors import NumalabValueError, check_int, check_number, check_str
+from numalab.policy import Policy
 from numalab.sweeps.registry import Param, Runner, names_or_str, register_runner
+from numalab.topology import Topology
+from numalab.workloads import workload, workloads
+
+from .api import simulate
+from .options import EngineOptions
 
 __all__ = ["run_numa", "RUNNER", "HISTORY_WORDS"]
 
@@ -42,20 +48,14 @@ _WORKLOAD_OVERRIDES = {
 
 
 def _topology_names():
-    from numalab.topology import Topology
-
     return Topology.presets()
 
 
 def _workload_names():
-    from numalab.workloads import workloads
-
     return workloads()
 
 
 def _profile_names():
-    from numalab.policy import Policy
-
     return Policy.profiles()
 
 
@@ -65,8 +65,6 @@ def _check_history(name, value):
     if isinstance(value, str) and value in HISTORY_WORDS:
         return value
     if isinstance(value, str) and value.startswith("adaptive:"):
-        from numalab.policy import Policy
-
         try:
             Policy.parse("6.12", history=value)  # the one parser: refuses an unknown rule
         except NumalabValueError as exc:
@@ -86,8 +84,6 @@ def _check_policy(name, value):
     if value == "":
         return value
     check_str(name, value)
-    from numalab.policy import Policy
-
     try:
         Policy.parse(value)
     except NumalabValueError as exc:
@@ -116,25 +112,15 @@ def _typed_check(default):
 
 
 def _engine_options() -> dict:
-    """Options of ``numalab.engine.simulate`` with a scalar default: its keyword parameters and
-    ``engine.DEFAULTS`` (bools become 0/1 in the grid; options whose default is None, such as
-    ``pid_base``, are not sweepable)."""
-    try:
-        from numalab import engine
-    except ImportError:
-        return {}
-    found = dict(getattr(engine, "DEFAULTS", {}))
-    for p in inspect.signature(engine.simulate).parameters.values():
-        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) or p.default is inspect.Parameter.empty:
-            continue
-        found[p.name] = p.default
+    """Sweepable engine options: every :class:`EngineOptions` field with a scalar default
+    (bools become 0/1 in the grid; options whose default is None, such as ``pid_base``, are
+    not sweepable) -> (default, doc)."""
     out = {}
-    for name, d in found.items():
-        if name in ("workload", "policies", "seeds", *_NUMA_FIXED, *_WORKLOAD_OVERRIDES):
-            continue
+    for name, f in EngineOptions.describe().items():
+        d = f["default"]
         if d is None or not isinstance(d, (str, int, float, bool)):
             continue
-        out[name] = int(d) if isinstance(d, bool) else d
+        out[name] = (int(d) if isinstance(d, bool) else d, f["doc"])
     return out
 
 
@@ -160,17 +146,15 @@ def _numa_params() -> list[Param]:
         Param("workload_nproc", _check_override, default=0, units="processes",
               long_name="processes, numa01 only (0 = the workload's own)"),
     ]
-    for name, default in _engine_options().items():
-        params.append(Param(name, _typed_check(default), default=default, long_name=f"engine option {name}"))
+    for name, (default, doc) in _engine_options().items():
+        params.append(Param(name, _typed_check(default), default=default, long_name=f"engine option {name}: {doc}"))
     return params
 
 
 def _engine_kwargs(point: Mapping) -> dict:
-    """The engine options of a point, with 0/1 turned back into bools where the engine's
-    default is a bool."""
-    from numalab import engine
-
-    bools = {k for k, v in getattr(engine, "DEFAULTS", {}).items() if isinstance(v, bool)}
+    """The engine options of a point, with 0/1 turned back into bools where the option is a
+    bool."""
+    bools = {k for k, f in EngineOptions.describe().items() if f["kind"] == "bool"}
     skip = ("seed", *_NUMA_FIXED, *_WORKLOAD_OVERRIDES)
     return {k: (bool(v) if k in bools else v) for k, v in point.items() if k not in skip}
 
@@ -178,14 +162,10 @@ def _engine_kwargs(point: Mapping) -> dict:
 def _numa_policy(point: Mapping):
     """The :class:`~numalab.policy.Policy` of a point: ``Policy.parse`` of ``policy`` if given,
     else of ``profile`` with ``history`` windows ("profile": the profile's own)."""
-    from numalab.policy import Policy
-
     return Policy.parse(point.get("policy") or point["profile"], history=point["history"])
 
 
 def _numa_workload(point: Mapping):
-    from numalab.workloads import workload
-
     overrides = {w: point[g] for g, w in _WORKLOAD_OVERRIDES.items() if point.get(g, 0)}
     return workload(point["workload"], point["topology"], **overrides)
 
@@ -217,10 +197,8 @@ def _point_record(ds, j: int, n_policies: int, policy) -> dict:
 
 
 def run_numa(points: list[dict]):
-    """Point runner of the NUMA engine: one ``engine.simulate`` call per set of policies that
+    """Point runner of the NUMA engine: one ``simulate`` call per set of policies that
     share their seeds (all points share workload, topology and engine options)."""
-    from numalab import engine
-
     p0 = points[0]
     wl = _numa_workload(p0)
     opts = _engine_kwargs(p0)
@@ -235,7 +213,7 @@ def run_numa(points: list[dict]):
     out: dict = {}
     for seeds, pks in calls.items():
         pols = [_numa_policy(dict(zip(_POLICY_KNOBS, pk))) for pk in pks]
-        ds = engine.simulate(wl, pols, seeds=list(seeds), **opts)
+        ds = simulate(wl, pols, seeds=list(seeds), **opts)
         if "time" in ds.dims:  # series have run-dependent lengths; a sweep keeps per-run figures
             ds = ds.drop_dims("time")
         for j, pk in enumerate(pks):

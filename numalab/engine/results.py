@@ -11,36 +11,14 @@ import json
 
 import numpy as np
 
-from ._version import __version__
-from .policy import REASONS, SKIP_REASONS
+from .._version import __version__
+from ..counters import COUNTER_NAMES, VARIABLE_ATTRS as _VARIABLE_ATTRS, reason_variable
+from ..reasons import REASONS, SKIP_REASONS
 
 __all__ = ["to_dataset", "VARIABLE_ATTRS"]
 
-VARIABLE_ATTRS = {
-    "elsp": dict(units="s", long_name="elapsed time of the benchmark binary (last thread done)",
-                 kernel_name="autonuma-benchmark.<test>.seconds"),
-    "syst": dict(units="s", long_name="kernel CPU time: zeroing, scanning, hinting faults, migrations, task moves"),
-    "numa_pte_updates": dict(units="pages", long_name="base pages made PROT_NONE", kernel_name="numa_pte_updates"),
-    "numa_huge_pte_updates": dict(units="PMDs", long_name="huge PMDs made PROT_NONE", kernel_name="numa_huge_pte_updates"),
-    "numa_hint_faults": dict(units="faults", long_name="NUMA hinting faults", kernel_name="numa_hint_faults"),
-    "numa_hint_faults_local": dict(units="faults", long_name="NUMA hinting faults on the faulting CPU's node",
-                                   kernel_name="numa_hint_faults_local"),
-    "numa_pages_migrated": dict(units="pages", long_name="base pages migrated by NUMA balancing",
-                                kernel_name="numa_pages_migrated"),
-    "false_skips": dict(units="visits", long_name="VMA skipped as PID-inactive although the scanning thread writes it"),
-    "idle_scans": dict(units="scans", long_name="VMA scanned whose regions took no hinting fault before its next scan"),
-    "scan_runs": dict(units="runs", long_name="task_numa_work runs that won the numa_next_scan race"),
-    "task_migrations": dict(units="moves", long_name="NUMA task moves and swaps between nodes",
-                            kernel_name="numa_task_migrated + numa_task_swapped"),
-    "lb_migrations": dict(units="moves", long_name="cross-node task moves by the scheduler's load balancer "
-                          "(engine option lb_migrate_hz)"),
-    "scan_period_resets": dict(units="resets", long_name="numa_scan_period reset to task_scan_start by a "
-                               "cross-node move (update_scan_period)"),
-    "group_joins": dict(units="joins", long_name="tasks that joined another task's numa_group"),
-    "numa_migrate_fail": dict(units="faults", long_name="hinting faults whose migration failed (target node full)",
-                              kernel_name="TNF_MIGRATE_FAIL (numa_faults_locality[2])"),
-    "finished": dict(units="1", long_name="1 if every thread finished before max_time"),
-}
+#: variable -> attrs of the per-run variables (the table of numalab.counters)
+VARIABLE_ATTRS = _VARIABLE_ATTRS
 
 
 CONVERGED = 0.9   # issue 9: "until 90 % of each process's pages sit on the node ..."
@@ -74,31 +52,23 @@ def to_dataset(wl, policies, seeds, batches, o, costs):
         arr = np.stack([np.asarray(getter(b), dtype=dtype) for b in batches])
         data[name] = (("policy", "seed"), arr, dict(VARIABLE_ATTRS.get(name, {})))
 
-    per_run("elsp", lambda b: b.elsp, float)
-    per_run("syst", lambda b: b.syst, float)
-    for k in ("numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
-              "numa_pages_migrated", "false_skips", "idle_scans", "scan_runs", "task_migrations", "group_joins",
-              "numa_migrate_fail", "lb_migrations", "scan_period_resets"):
-        per_run(k, lambda b, k=k: b.cnt[k], np.int64)
-    per_run("finished", lambda b: b.finished, np.int8)
+    per_run("elsp", lambda b: b.outcome.elsp, float)
+    per_run("syst", lambda b: b.counters.syst, float)
+    for k in COUNTER_NAMES:
+        per_run(k, lambda b, k=k: b.counters.events[k], np.int64)
+    per_run("finished", lambda b: b.outcome.finished, np.int8)
     for i, reason in enumerate(REASONS):
-        skip = reason in SKIP_REASONS
-        name = ("skip_" if skip else "allow_") + reason
-        arr = np.stack([b.reasons[:, i] for b in batches]).astype(np.int64)
-        attrs = dict(units="visits",
-                     long_name=(f"VMAs skipped by task_numa_work, reason {reason}" if skip else
-                                f"VMAs scanned by task_numa_work, allowed by rule {reason}"))
-        if skip or reason == "ignore_pid_inactive":
-            attrs["kernel_name"] = f"sched_skip_vma_numa reason={reason}"
-        data[name] = (("policy", "seed"), arr, attrs)
+        var = reason_variable(reason, reason in SKIP_REASONS)
+        arr = np.stack([b.counters.reasons[:, i] for b in batches]).astype(np.int64)
+        data[var.name] = (("policy", "seed"), arr, var.attrs)
 
     # series: pad to the longest run
-    L = max(len(b.series_t) for b in batches)
+    L = max(len(b.obs.series_t) for b in batches)
     res = o["time_resolution"]
     time = np.arange(L) * res
 
     def pad(b, key, shape_tail):
-        arr = np.stack(b.series[key], axis=0).astype(float)                  # (L_b, R, ...)
+        arr = np.stack(b.obs.series[key], axis=0).astype(float)                  # (L_b, R, ...)
         out = np.full((L, *arr.shape[1:]), np.nan)
         out[: arr.shape[0]] = arr
         return np.moveaxis(out, 0, 1)                                        # (R, L, ...)

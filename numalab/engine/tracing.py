@@ -25,7 +25,7 @@ from collections import Counter
 
 import numpy as np
 
-from .policy import ALLOWED, REASONS, SKIP_REASONS
+from ..reasons import ALLOWED, REASONS, SKIP_REASONS
 
 __all__ = ["scan_trace", "format_runs", "format_perf"]
 
@@ -56,29 +56,29 @@ class _Recorder:
         self.runs["replica"].append(rows.copy())
         self.runs["mm"].append(np.full(rows.size, m))
         self.runs["scanner"].append(np.asarray(scanner).copy())
-        self.runs["tid"].append(b.tid[rows, scanner].copy())
-        self.runs["seq_before"].append(b.mm_seq[rows, m].copy())
-        self.runs["offset_before"].append(b.mm_offset[rows, m].copy())
-        self._cnt0 = (b.cnt["numa_pte_updates"][rows].copy(), b.cnt["numa_huge_pte_updates"][rows].copy())
+        self.runs["tid"].append(b.tasks.tid[rows, scanner].copy())
+        self.runs["seq_before"].append(b.mm.numa_scan_seq[rows, m].copy())
+        self.runs["offset_before"].append(b.mm.numa_scan_offset[rows, m].copy())
+        self._cnt0 = (b.counters.events["numa_pte_updates"][rows].copy(), b.counters.events["numa_huge_pte_updates"][rows].copy())
 
     def run_end(self, b, rows, m, ktime, retried):
-        self.runs["seq_after"].append(b.mm_seq[rows, m].copy())
-        self.runs["offset_after"].append(b.mm_offset[rows, m].copy())
-        self.runs["pte_updates"].append(b.cnt["numa_pte_updates"][rows] - self._cnt0[0])
-        self.runs["huge_pte_updates"].append(b.cnt["numa_huge_pte_updates"][rows] - self._cnt0[1])
+        self.runs["seq_after"].append(b.mm.numa_scan_seq[rows, m].copy())
+        self.runs["offset_after"].append(b.mm.numa_scan_offset[rows, m].copy())
+        self.runs["pte_updates"].append(b.counters.events["numa_pte_updates"][rows] - self._cnt0[0])
+        self.runs["huge_pte_updates"].append(b.counters.events["numa_huge_pte_updates"][rows] - self._cnt0[1])
         self.runs["kernel_s"].append(np.asarray(ktime, dtype=float).copy())
         self.runs["forced_retry"].append(np.isin(rows, retried))
 
     def visits(self, b, r, m, k0, k1, reasons, offset, forced):
         """VMAs at positions [k0, k1) of mm ``m`` reached by one walk of replica ``r`` that
         started at ``numa_scan_offset`` = ``offset`` (pages)."""
-        vend = b.mm_vend[m][k0:k1]
+        vend = b.lay.mm_vend[m][k0:k1]
         # a seq_completed skip moves numa_scan_offset to that VMA's end before it is traced
         sc = reasons == REASONS.index("seq_completed")
         off = np.maximum(offset, np.maximum.accumulate(np.where(sc, vend, 0)))
         n = k1 - k0
         self.visit_cols["run"].append(np.full(n, self._open[r]))
-        self.visit_cols["vma"].append(b.mm_vmas[m][k0:k1].copy())
+        self.visit_cols["vma"].append(b.lay.mm_vmas[m][k0:k1].copy())
         self.visit_cols["reason"].append(np.asarray(reasons, dtype=np.int64).copy())
         self.visit_cols["offset"].append(off)
         self.visit_cols["forced"].append(np.full(n, bool(forced)))
@@ -98,7 +98,7 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
     seeds : int seed, or a list of distinct seeds run as one batch (a seed's trace is the
         same alone or in a batch).
     max_time : stop after this many simulated seconds (s); default: run to the end.
-    **options : engine options (:data:`numalab.engine.DEFAULTS`), e.g. ``scan_delay_ms``.
+    **options : engine options (:class:`numalab.engine.EngineOptions`), e.g. ``scan_delay_ms``.
 
     Returns
     -------
@@ -108,15 +108,16 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
     """
     import xarray as xr
 
-    from .engine import DEFAULTS, _coerce_policies, _coerce_seeds, _coerce_workload, make_batch
-    from .errors import NumalabValueError
+    from ..errors import NumalabValueError, check_seeds
+    from .api import coerce_policies, coerce_workload, make_batch
+    from .options import DEFAULTS
 
-    wl = _coerce_workload(workload, topology)
+    wl = coerce_workload(workload, topology)
     if isinstance(policy, (list, tuple)):
         raise NumalabValueError("scan_trace takes one policy; allowed: a Policy or a profile name")
-    pol = _coerce_policies(policy)[0]
-    seed_list = _coerce_seeds([seeds] if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool)
-                              else seeds)
+    pol = coerce_policies(policy)[0]
+    seed_list = check_seeds([seeds] if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool)
+                            else seeds)
     if max_time is not None:
         options["max_time"] = max_time
     b = make_batch(wl, pol, seed_list, **options)
@@ -163,9 +164,9 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
     ds = xr.Dataset({**run_vars, **visit_vars})
     ds.attrs.update(workload=wl.name, topology=wl.topology.name, policy=pol.name,
                     seeds=list(map(int, seed_list)), elsp=[float(x) for x in b.elsp],
-                    finished=[int(x) for x in b.finished],
-                    dt=float(o["dt"]), max_time=float(o["max_time"]),
-                    options=repr({k: o[k] for k in DEFAULTS if o[k] != DEFAULTS[k]}))
+                    finished=[int(x) for x in b.outcome.finished],
+                    dt=float(o.dt), max_time=float(o.max_time),
+                    options=repr({k: v for k, v in o.to_dict().items() if v != DEFAULTS[k]}))
     return ds
 
 

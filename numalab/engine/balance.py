@@ -1,0 +1,54 @@
+"""The scheduler's load balancer: its rare cross-node pulls of benchmark threads.
+
+Kernel path modelled (spec §3.5): ``load_balance`` -> ``detach_task`` -> ``set_task_cpu`` ->
+``migrate_task_rq_fair`` -> ``update_scan_period``; a pull onto a full node is refilled by a
+pull the other way (a swap). Rate: option ``lb_migrate_hz`` (:data:`.options.LB_MIGRATE_HZ`,
+0 = off).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .placement import move_task
+from .progress import running_mask
+
+__all__ = ["lb_moves"]
+
+
+def lb_moves(b, u_lb):
+    """The load balancer's cross-node pulls (option ``lb_migrate_hz``): a running, not
+    CPU-bound task ``t`` with ``u_lb[t] < p = lb_migrate_hz * dt`` is pulled to another
+    node; ``v = u_lb[t] / p`` (uniform on [0, 1)) picks the node ``k = floor(v (N-1))``
+    among the others and ``w = v (N-1) - k`` the task pulled back when that node has no
+    free CPU (the ``floor(w * n)``-th running unbound task there, in index order). Tasks
+    in increasing index order, per replica. Each move runs ``update_scan_period``."""
+    p = b.o.lb_migrate_hz * b.dt
+    if p <= 0 or b.lay.N < 2:
+        return
+    running = running_mask(b) & ~b.outcome.done[:, None]
+    free = b.wl.cpu_bind < 0
+    ev = running & (u_lb < p) & free[None, :]
+    if not ev.any():
+        return
+    N, cap = b.lay.N, b.topo.cpus_per_node
+    for r in np.flatnonzero(ev.any(axis=1)).tolist():
+        load = np.bincount(b.tasks.node[r][running[r]], minlength=N)
+        for t in np.flatnonzero(ev[r]).tolist():
+            v = float(u_lb[r, t]) / p
+            a = int(b.tasks.node[r, t])
+            x = v * (N - 1)
+            k = min(int(x), N - 2)
+            w = x - k
+            dst = k if k < a else k + 1
+            if load[dst] < cap:
+                move_task(b, r, t, dst, lb=True)
+                load[a] -= 1
+                load[dst] += 1
+                continue
+            q = np.flatnonzero((b.tasks.node[r] == dst) & running[r] & free)
+            if q.size == 0:
+                continue
+            j = int(q[min(int(w * q.size), q.size - 1)])
+            move_task(b, r, t, dst, lb=True)
+            move_task(b, r, j, a, lb=True)

@@ -1,0 +1,286 @@
+"""Hinting faults: a PROT_NONE region is touched, the task takes a NUMA hinting fault, the
+page may migrate to the faulting task's node, and the fault is recorded for placement.
+
+Kernel functions modelled (spec §5): ``do_numa_page`` / ``do_huge_pmd_numa_page`` (the
+fault; +1 ``numa_hint_faults`` per folio, ``numa_hint_faults_local`` when already local),
+``vma_set_access_pid_bit`` (the faulting task's bit in the VMA's current ``pids_active``
+window), ``numa_migrate_check`` -> ``mpol_misplaced`` -> ``should_numa_migrate_memory`` (the
+two-stage filter on the 8-bit ``last_cpupid``, then the numa-group CPU/memory ratio test;
+option ``migrate_filter``), ``migrate_misplaced_folio`` with ``migrate_balanced_pgdat`` (a
+full target node fails: ``TNF_MIGRATE_FAIL``), and ``task_numa_fault`` (numa groups,
+``task_numa_placement`` when ``numa_migrate_retry`` passed, the fault buffers and
+``numa_faults_locality``).
+
+When a region faults: each protected region of access class ``c`` adds ``lambda_c dt`` to its
+hazard and faults in the step the hazard reaches its Exp(1) threshold (an inhomogeneous
+Poisson first touch); the faulting thread is the class entry where ``selector * lambda_c``
+falls in the cumulative touch rates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..workloads import PH_INIT
+from .groups import active_nodes, group_node_sums, group_stats, join_groups
+from .placement import task_numa_placement
+from .state import NO_NODE, PID_UNSET
+
+__all__ = ["hinting_faults", "handle_faults", "record_hint_faults", "should_migrate", "migrate_balanced",
+           "migrate_folios", "task_numa_fault", "sync_prot", "pid_window", "FaultBatch"]
+
+
+@dataclass
+class FaultBatch:
+    """The step's hinting faults, sorted by (replica, region), one entry per fault: replica
+    ``fr``, region ``freg``, faulting thread ``ft``; flat indices ``rt`` = r*T + t and ``rq`` =
+    r*NR + region (1-D takes are cheaper); the VMA ``fv``, the task's node ``cn``, the folio's
+    node ``fn`` and its resident base pages ``pages``."""
+
+    fr: np.ndarray
+    freg: np.ndarray
+    ft: np.ndarray
+    rt: np.ndarray
+    rq: np.ndarray
+    fv: np.ndarray
+    cn: np.ndarray
+    fn: np.ndarray
+    pages: np.ndarray
+
+    @classmethod
+    def of(cls, b, fr, freg, ft):
+        rt = fr * b.lay.T + ft
+        rq = fr * b.lay.NR + freg
+        return cls(fr=fr, freg=freg, ft=ft, rt=rt, rq=rq, fv=b.lay.region_vma[freg], cn=b.tasks.node.take(rt),
+                   fn=b.regions.node.take(rq), pages=b.lay.region_present[freg])
+
+
+def hinting_faults(b, ctx):
+    """The step's fault phase: protected regions accumulate hazard ``lambda_c * dt`` (rates
+    of the step's start); a region faults in the step its hazard reaches its Exp(1) threshold
+    (an inhomogeneous Poisson first touch). Faults are handled at the step's end time."""
+    if b.prot.idx.size == 0:
+        return
+    wl = b.wl
+    NR = b.lay.NR
+    cum, lam_c = b.rates.cum, b.rates.lam_c                                  # rates at the step's start
+    sync_prot(b)
+    pi = b.prot.idx
+    # prot_lam (flat (replica, class) index) and prot_thresh are kept aligned with prot_idx
+    lam = lam_c.take(b.prot.lam)
+    hz = b.regions.hazard.ravel()                      # flat views: 1-D takes are cheaper
+    h = hz[pi] + lam * b.dt
+    hz[pi] = h
+    hit = (h >= b.prot.thresh) & (lam > 0)
+    if not hit.any():
+        return
+    hi = np.flatnonzero(hit)
+    hi = hi[~b.outcome.done[pi[hi] // NR]]
+    if hi.size == 0:
+        return
+    fr, freg = np.divmod(pi[hi], NR)
+    fc = b.lay.region_class[freg]
+    target = cum[fr, b.lay.cls_start[fc]] + b.regions.selector[fr, freg] * lam[hi]
+    # the entry whose cumulative-rate interval holds the target (searchsorted within the
+    # class's segment, written as a count so it is row-wise and batch-independent)
+    a, z = b.lay.cls_start[fc], b.lay.cls_end[fc]
+    # only as many columns as the widest faulting class needs (the rest are masked anyway)
+    width = int((z - a).max())
+    if width <= 1:
+        e = a
+    else:
+        j = np.arange(width - 1)
+        pos = np.minimum(a[:, None] + 1 + j[None, :], b.lay.E)
+        le = (cum[fr[:, None], pos] <= target[:, None]) & (j[None, :] < (z - a - 1)[:, None])
+        e = a + le.sum(axis=1)
+    ft = wl.entry_thread[e]
+    keep = np.ones(pi.size, dtype=bool)
+    keep[hi] = False
+    b.prot.idx = b.prot.of = pi[keep]
+    b.prot.lam = b.prot.lam[keep]
+    b.prot.thresh = b.prot.thresh[keep]
+    b.regions.prot_none[fr, freg] = False
+    handle_faults(b, ctx, fr, freg, ft, ctx.t1)
+
+
+def handle_faults(b, ctx, fr, freg, ft, now):
+    """do_numa_page for a batch of faults (sorted by replica, region) at ``now`` (s): record
+    them, run the migrate filter, migrate what fits, charge the kernel time, then
+    task_numa_fault."""
+    f = FaultBatch.of(b, fr, freg, ft)
+    inc, local = record_hint_faults(b, f)
+    kt = b.costs.hint_fault_us * 1e-6 * inc
+    # last_cpupid as read before the filter
+    last = (b.regions.last_pid8.take(f.rq), b.regions.last_set.take(f.rq), b.regions.last_node.take(f.rq),
+            b.regions.last_task.take(f.rq))
+    my8 = b.tasks.pid8.take(f.rt)
+    check, want_mig = should_migrate(b, f, local, last, my8)
+    migrate, failed = migrate_balanced(b, f, want_mig)
+    # the filter records the new accessor (only when it ran)
+    b.regions.last_pid8[fr[check], freg[check]] = my8[check]
+    b.regions.last_set[fr[check], freg[check]] = True
+    b.regions.last_node[fr[check], freg[check]] = f.cn[check]
+    b.regions.last_task[fr[check], freg[check]] = ft[check]
+    kt = migrate_folios(b, f, migrate, kt)
+    mem_node = np.where(migrate, f.cn, f.fn)
+    np.add.at(b.tasks.kdebt, (fr, ft), kt)
+    np.add.at(b.tasks.ksys, (fr, ft), kt)
+    np.add.at(b.counters.syst, fr, kt)
+    task_numa_fault(b, ctx, f, now, local, last, my8, mem_node, failed)
+
+
+def record_hint_faults(b, f):
+    """The fault itself: the faulting task's bit in the VMA's current PID window (when the VMA
+    has numab state), the VMA's faulted flag, the adaptive rule's fault hook, and the vmstat
+    counters. Returns (count increment per fault, local per fault)."""
+    fr, fv = f.fr, f.fv
+    # PID bit, when the VMA has numab state (history.set_pid_bits without its argument
+    # checks: the indices are the engine's own)
+    if b.pol.numab_state:
+        hs = b.vmas.has_state.take(fr * b.lay.V + fv)
+        if hs.any():
+            hr, hv = fr[hs], fv[hs]
+            rth = f.rt[hs]
+            word, mask = b.tasks.tid_word.take(rth), b.tasks.tid_mask.take(rth)
+            window = pid_window(b, hr, hv)
+            np.bitwise_or.at(b.vmas.pids_active, (hr, hv, window, word), mask)
+            b.vmas.adapt = b.rule.on_fault(b.vmas.adapt, (hr, hv))
+    b.vmas.faulted[fr, fv] = True
+    inc = b.lay.fault_inc[f.freg]
+    local = f.fn == f.cn
+    np.add.at(b.counters.events["numa_hint_faults"], fr, inc)
+    np.add.at(b.counters.events["numa_hint_faults_local"], fr, np.where(local, inc, 0))
+    return inc, local
+
+
+def should_migrate(b, f, local, last, my8):
+    """mpol_misplaced + should_numa_migrate_memory: ``check`` (the filter runs: the task has
+    no bind policy and the folio is remote) and ``want`` (the filter says migrate). With
+    option ``migrate_filter=False`` every checked fault wants to migrate (last_cpupid is still
+    recorded: numa groups read it)."""
+    wl = b.wl
+    T, N = b.lay.T, b.lay.N
+    fr, ft, rt, cn, fn = f.fr, f.ft, f.rt, f.cn, f.fn
+    last8, _, lnode, _ = last
+    gm, gc, gsize = group_stats(b)
+    # mpol_misplaced: bind task policy -> no; local -> not misplaced (no cpupid refresh)
+    bindp = ((b.tasks.phase.take(rt) == PH_INIT) & wl.init_bind[ft]) | wl.mem_bind[ft]
+    check = ~bindp & ~local
+    if not b.o.migrate_filter:
+        return check, check
+    # two-stage filter (should_numa_migrate_memory)
+    unset = last8 == PID_UNSET
+    mine = last8 == my8
+    early = ((b.numa.numa_preferred_nid.take(rt) == NO_NODE) | (b.numa.numa_scan_seq.take(rt) <= 4)) & (unset | mine)
+    second_stage_fail = ~unset & (lnode != cn)
+    g = b.groups.gid.take(rt)
+    ing = g >= 0
+    gg = np.where(ing, g, 0)
+    gm_n, gc_n = group_node_sums(b, gm, gc)                  # (R, T, N): private + shared
+    rg = (fr * T + gg) * N
+    gcpu_dst = gc_n.take(rg + cn)
+    gcpu_src = gc_n.take(rg + fn)
+    gmem_dst = gm_n.take(rg + cn)
+    gmem_src = gm_n.take(rg + fn)
+    grp_ok = (gcpu_dst > 3 * gcpu_src) | (3 * gcpu_dst * gmem_src > 4 * gcpu_src * gmem_dst)
+    return check, check & (early | (~second_stage_fail & (mine | ~ing | grp_ok)))
+
+
+def migrate_balanced(b, f, want_mig):
+    """migrate_balanced_pgdat: the target node must have room; candidates take room in fault
+    order (a failed candidate still counts), a full node fails the migration. Returns
+    (migrate, failed) per fault."""
+    fr, cn, pages = f.fr, f.cn, f.pages
+    N = b.lay.N
+    migrate, failed = want_mig, np.zeros_like(want_mig)
+    if want_mig.any():
+        key = np.where(want_mig, fr * N + cn, -1)
+        order = np.argsort(key, kind="stable")
+        ks, pg = key[order], np.where(want_mig, pages, 0)[order]
+        csum = np.cumsum(pg)
+        start = np.searchsorted(ks, ks, side="left")
+        before = csum - pg - np.where(start > 0, csum[np.maximum(start - 1, 0)], 0)
+        cum_incl = np.empty_like(csum)
+        cum_incl[order] = before + pg
+        used = b.regions.node_pages[fr, cn]
+        fits = used + cum_incl <= b.lay.node_cap
+        migrate = want_mig & fits
+        failed = want_mig & ~fits
+    return migrate, failed
+
+
+def migrate_folios(b, f, migrate, kt):
+    """migrate_misplaced_folio for the faults that migrate: the folio moves to the faulting
+    task's node; returns the kernel time per fault with the copy added (s)."""
+    if migrate.any():
+        pages = f.pages
+        mr, mreg, mdst, msrc = f.fr[migrate], f.freg[migrate], f.cn[migrate], f.fn[migrate]
+        b.regions.node[mr, mreg] = mdst
+        b.rates.dirty[mr] = True
+        cls = b.lay.region_class[mreg]
+        np.add.at(b.regions.cls_node, (mr, cls, msrc), -1)
+        np.add.at(b.regions.cls_node, (mr, cls, mdst), 1)
+        np.add.at(b.counters.events["numa_pages_migrated"], mr, pages[migrate])
+        np.add.at(b.regions.node_pages, (mr, msrc), -pages[migrate])
+        np.add.at(b.regions.node_pages, (mr, mdst), pages[migrate])
+        kt = kt + np.where(migrate, b.costs.migrate_time_s(pages, 1), 0.0)
+    return kt
+
+
+def task_numa_fault(b, ctx, f, now, local, last, my8, mem_node, failed):
+    """task_numa_fault: numa groups (option ``numa_groups``), task_numa_placement (once per
+    task per step, when its retry time has passed, before this step's faults are added),
+    then the fault buffers and numa_faults_locality (a shared remote fault between two of the
+    group's active nodes counts as local)."""
+    R, T = b.R, b.lay.T
+    fr, ft, cn, pages = f.fr, f.ft, f.cn, f.pages
+    last8, lset, _, ltask = last
+    priv = ~lset | (last8 == my8)
+    shared_f = ~priv
+    gm, gc, gsize = group_stats(b)
+    if b.o.numa_groups and shared_f.any():
+        join_groups(b, fr[shared_f], ft[shared_f], ltask[shared_f], last8[shared_f])
+        gm, gc, gsize = group_stats(b)
+    seen = np.zeros(R * T, dtype=bool)
+    seen[f.rt] = True
+    uk = np.flatnonzero(seen)                                   # np.unique(fr * T + ft)
+    pr_, pt_ = np.divmod(uk, T)
+    due = now > b.numa.numa_migrate_retry[pr_, pt_]
+    if due.any():
+        task_numa_placement(b, ctx, pr_[due], pt_[due], now, gm, gc, gsize)
+    # buffers
+    flocal = local.copy()
+    ing2 = b.groups.gid[fr, ft] >= 0
+    if (shared_f & ~flocal & ing2).any():
+        gm, gc, gsize = group_stats(b)
+        active = active_nodes(b, gc)                                  # (R, T(gid), N)
+        gid = np.where(ing2, b.groups.gid[fr, ft], 0)
+        nact = active[fr, gid].sum(axis=-1)
+        relabel = shared_f & ~flocal & ing2 & (nact > 1) & active[fr, gid, cn] & active[fr, gid, mem_node]
+        flocal = flocal | relabel
+    p_i = priv.astype(np.int64)
+    np.add.at(b.numa.buf_mem, (fr, ft, mem_node, p_i), pages)
+    np.add.at(b.numa.buf_cpu, (fr, ft, cn, p_i), pages)
+    np.add.at(b.numa.numa_faults_locality, (fr, ft, flocal.astype(np.int64)), pages)
+    if failed.any():
+        np.add.at(b.numa.numa_faults_locality, (fr[failed], ft[failed], 2), pages[failed])
+        np.add.at(b.counters.events["numa_migrate_fail"], fr[failed], 1)
+    b.numa.has_faults[fr, ft] = True
+
+
+def sync_prot(b):
+    """Rebuild prot_lam / prot_thresh if prot_idx was replaced from outside the engine."""
+    if b.prot.of is not b.prot.idx:
+        pr, preg = np.divmod(b.prot.idx, b.lay.NR)
+        b.prot.lam = pr * b.lay.C + b.lay.region_class[preg]
+        b.prot.thresh = b.regions.thresh.take(b.prot.idx)
+        b.prot.of = b.prot.idx
+
+
+def pid_window(b, r, v):
+    """The window hinting faults of VMAs (r, v) write to (history.current_window_index)."""
+    if b.pol.rotation == "shift":
+        return np.full(r.shape, b.pol.windows - 1, dtype=np.int64)
+    return np.mod(b.vmas.pids_idx[r, v], b.pol.windows).astype(np.int64)

@@ -1,0 +1,133 @@
+"""The static per-workload arrays: what a process's address space and its threads' accesses
+look like, before anything runs. Built ONCE per ``simulate`` call (shared by every policy's
+batch; nothing here is written while running).
+
+Kernel structures they stand for: ``mm_struct``'s VMA list in address order (``vm_start``,
+``vm_end`` in pages, the flags ``vma_migratable`` / ``vma_policy_mof`` / the shared read-only and
+PROT_NONE checks of ``task_numa_work`` test), its ``get_mm_rss`` (for ``task_nr_scan_windows``),
+the 2 MiB regions (folios: THP or not) each VMA maps, and the ground truth of which thread
+writes which VMA -- the access classes of :mod:`numalab.workloads`, which the kernel never sees.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..reasons import REASONS
+from ..workloads import INACCESSIBLE, PH_INIT, PH_LOOP, REGION_PAGES, SHARED_RO, UNSUITABLE
+
+__all__ = ["Layout"]
+
+
+class Layout:
+    """Static arrays of one workload under one set of engine options (``thp`` and
+    ``scan_size_mb`` shape them). Sizes: ``T`` threads, ``V`` VMAs, ``NR`` regions, ``N`` nodes,
+    ``M`` processes (mms), ``C`` access classes, ``E`` access entries, ``K`` the most regions one
+    step's scans can protect. Addresses and lengths in 4 KiB pages; rates in 1/s."""
+
+    def __init__(self, wl, opts):
+        topo = self.topo = wl.topology
+        self.wl = wl
+        T, V, NR, N, M = wl.nthreads, wl.nvmas, wl.nregions, topo.nodes, wl.nproc
+        self.T, self.V, self.NR, self.N, self.M = T, V, NR, N, M
+        self.cpu_node = topo.cpu_node
+        self._regions(wl, opts)
+        self._vmas(wl)
+        self.nreasons = len(REASONS)
+        self.mm_rss = np.array([self.region_present[self.region_mm == m].sum() for m in range(M)], dtype=np.int64)
+        self.scan_size_pages = opts.scan_size_mb << 8
+        # task_nr_scan_windows: scan windows of scan_size the mm's RSS makes (at least 1)
+        self.nr_scan_windows = np.array([-(-(int(rss) or self.scan_size_pages) // self.scan_size_pages)
+                                         for rss in self.mm_rss], dtype=np.int64)
+        self._entries(wl)
+        # most regions one step's scans can protect: per mm, the budget's 2 MiB regions + 1,
+        # one (partial) region per VMA, and the forced retry's VMA
+        self.K = int(sum(self.scan_size_pages // REGION_PAGES + 2 + len(v) for v in self.mm_vmas))
+        self._threads(wl)
+        # what a node's memory can take (migrate_balanced_pgdat), base pages
+        self.node_cap = int(topo.mem_per_node_GiB * (1 << 30) // 4096)
+
+    def _regions(self, wl, opts):
+        self.region_vma = wl.region_vma
+        self.region_mm = wl.vma_mm[wl.region_vma]
+        self.region_class = wl.region_class
+        self.region_present = wl.region_present.copy()             # resident base pages per region
+        self.region_huge = wl.region_huge & opts.thp
+        # one hinting fault counts 1 for a THP, else one per base page (4 KiB semantics)
+        self.fault_inc = np.where(self.region_huge, 1, self.region_present).astype(np.int64)
+        self.vma_first = np.searchsorted(wl.region_vma, np.arange(wl.nvmas + 1))
+        self.vma_first_l = self.vma_first.tolist()
+        self.C = int(wl.region_class.max()) + 1
+
+    def _vmas(self, wl):
+        M = wl.nproc
+        self.v_code = wl.vma_code
+        self.mm_vmas = [np.flatnonzero(wl.vma_mm == m) for m in range(M)]
+        # per mm: its VMAs as a (first, end) slice when contiguous (they are: address order per
+        # process), their bounds, and each skip flag of decide with its last position (-1: none)
+        self.mm_vsel = [(int(vm[0]), int(vm[0]) + vm.size)
+                        if vm.size and np.array_equal(vm, np.arange(vm[0], vm[0] + vm.size)) else None
+                        for vm in self.mm_vmas]
+        self.mm_vstart = [wl.vma_start[vm] for vm in self.mm_vmas]
+        self.mm_vend = [wl.vma_end[vm] for vm in self.mm_vmas]
+        self.mm_vstart_l = [x.tolist() for x in self.mm_vstart]
+        self.mm_vend_l = [x.tolist() for x in self.mm_vend]
+        self.mm_flags = []
+        for vm in self.mm_vmas:
+            fl = {}
+            for c in (UNSUITABLE, SHARED_RO, INACCESSIBLE):
+                mask = wl.vma_code[vm] == c
+                fl[c] = (mask, int(np.flatnonzero(mask)[-1]) if mask.any() else -1)
+            self.mm_flags.append(fl)
+
+    def _entries(self, wl):
+        C = self.C
+        # access entries, sorted by class (as built); class -> [start, end) in entry order
+        self.E = wl.entry_class.size
+        self.cls_start = np.searchsorted(wl.entry_class, np.arange(C))
+        self.cls_end = np.searchsorted(wl.entry_class, np.arange(C), side="right")
+        self.max_class_entries = max(1, int((self.cls_end - self.cls_start).max()))
+        self.phase_entries = {ph: np.flatnonzero(wl.entry_phase == ph) for ph in (PH_INIT, PH_LOOP)}
+        # per phase: entries, their thread, share, class, touch/byte and fixed rate (gathered once)
+        self.phase_arrays = {ph: (ent, wl.entry_thread[ent], wl.entry_share[ent], wl.entry_class[ent],
+                                  wl.entry_touch_per_byte[ent], wl.entry_fixed_hz[ent])
+                             for ph, ent in self.phase_entries.items()}
+        # the samples count pages per (class, node) from cls_node when every region of a class
+        # has the same resident pages and lies in one mm (true of every built-in workload);
+        # otherwise (cls_pages None) they recount the regions
+        present = self.region_present
+        cls_pp = np.zeros(C)                                       # pages of one region, per class
+        cls_pp[wl.region_class] = present
+        cls_mm = np.zeros(C, dtype=np.int64)
+        cls_mm[wl.region_class] = self.region_mm
+        uniform = np.array_equal(cls_pp[wl.region_class], present) and \
+            np.array_equal(cls_mm[wl.region_class], self.region_mm)
+        self.cls_pages = cls_pp if uniform else None
+        self.cls_mm = cls_mm if uniform else None
+
+    def _threads(self, wl):
+        T, V, M = self.T, self.V, self.M
+        # ground truth: which thread writes which VMA in which phase
+        self.writes_vma = np.zeros((T, 4, V), dtype=bool)
+        ev = wl.region_vma[np.searchsorted(wl.region_class, wl.entry_class)]
+        self.writes_vma[wl.entry_thread, wl.entry_phase, ev] = True
+        self.thread_mm = wl.thread_mm
+        self.nr_threads = np.bincount(wl.thread_mm, minlength=M)
+        self.in_mm = [wl.thread_mm == m for m in range(M)]
+        self.thread_mm_onehot = np.stack(self.in_mm, axis=1)                  # (T, M) bool
+        self.sample_sel = [(wl.thread_mm == m) & ~wl.thread_main for m in range(M)]
+        self.mains = np.flatnonzero(wl.thread_main)
+        self.workers = np.flatnonzero(~wl.thread_main)
+        # each mm's main thread (task_numa_work's owner of the first touch); 0 if none
+        self.mm_main = np.array([self.mains[wl.thread_mm[self.mains] == m][0]
+                                 if (wl.thread_mm[self.mains] == m).any() else 0 for m in range(M)], dtype=np.int64)
+        # per thread: its mm's main thread (workers wait for its init)
+        main_of_mm = np.zeros(M, dtype=np.int64)
+        main_of_mm[wl.thread_mm[self.mains]] = self.mains
+        self.main_of_thread = main_of_mm[wl.thread_mm]
+        # an entry's first thread per class owns the class's regions (first touch); else -1
+        owner = np.full(self.C, -1, dtype=np.int64)
+        first = self.cls_start < self.cls_end
+        owner[first] = wl.entry_thread[self.cls_start[first]]
+        own_r = owner[wl.region_class]
+        self.region_owner = np.where(own_r < 0, self.mm_main[self.region_mm], own_r)

@@ -1,0 +1,151 @@
+"""Engine options: the sysctls of automatic NUMA balancing, the model's step and horizon, and one
+off-switch per mechanism, as ONE frozen dataclass (:class:`EngineOptions`).
+
+Every field carries its default, its bounds and its doc (``dataclasses.field(metadata=...)``);
+:meth:`EngineOptions.describe` lists them, and is where the CLI, sweeps and widgets learn the
+option names. :data:`DEFAULTS` is the same table as a plain dict (the sweeps' numa runner reads it).
+
+Kernel sysctls modelled (``kernel/sched/fair.c``, spec §3.1): ``numa_balancing_scan_delay_ms``,
+``numa_balancing_scan_period_min_ms``, ``numa_balancing_scan_period_max_ms``,
+``numa_balancing_scan_size_mb``. The off-switches remove one mechanism each so that its share
+of a result can be measured (the ablation table of ``docs/engine.md``); with every switch at
+its default the engine is exactly the model as calibrated.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import asdict, dataclass, field, fields
+
+import numpy as np
+
+from ..errors import NumalabValueError, check_int, check_number, coerce_dataclass
+
+__all__ = ["EngineOptions", "DEFAULTS", "LB_MIGRATE_HZ", "SWITCHES", "option_fields"]
+
+#: Cross-node pulls of a task by the scheduler's load balancer, per running task and second
+#: (engine option ``lb_migrate_hz``; 0 disables). The path is load_balance -> detach_task ->
+#: set_task_cpu -> migrate_task_rq_fair -> ``update_scan_period`` (spec §3.5), which resets the
+#: pulled task's ``numa_scan_period`` to ``task_scan_start`` when it leaves its preferred node.
+#: The benchmarks run one thread per CPU, so the balancer only pulls a benchmark thread across
+#: the socket boundary when something else transiently loads a CPU (kworkers, the LKP monitors
+#: and the harness's 1 s ``nmstat`` plotter) and NUMA-aware balancing (migrate_degrades_locality)
+#: gives in; the place it frees is refilled by a pull the other way (a swap). Basis and limits:
+#: the kernel test robot's ``perf-stat.ps.cpu-migrations`` for these RFC jobs is ~222/s on a
+#: 224-CPU machine (~1 per CPU-second, all tasks and distances) -- an upper bound only; this
+#: default (one cross-node pull per task every ~83 min, ~0.03/s machine-wide for 128 threads) is
+#: set from one absolute number, numa01_THREAD_ALLOC's p4 seconds; see docs/fidelity.md.
+LB_MIGRATE_HZ = 0.0002
+
+PID_MAX = 1 << 22          # PID_MAX_LIMIT on 64-bit
+
+
+def _opt(default, doc, *, kind, lo=None, hi=None, lo_open=False):
+    return field(default=default, metadata=dict(doc=doc, kind=kind, lo=lo, hi=hi, lo_open=lo_open))
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Options of one simulation (all recorded in the Dataset's ``parameters`` attr).
+
+    Units are in the names (``_ms``, ``_mb``, ``_hz``) or the field docs (``dt`` etc. in s).
+    Bounds are checked on construction (a ``NumalabValueError`` names the option); bools also
+    accept 0/1, as a sweep grid stores them."""
+
+    dt: float = _opt(0.05, "s per step (0 < dt <= 0.1: the scan period floor is 100 ms)",
+                     kind="number", lo=0.0, hi=0.1, lo_open=True)
+    time_resolution: float = _opt(1.0, "s between time-series samples", kind="number", lo=0.0, lo_open=True)
+    max_time: float = _opt(2000.0, "s of simulated time before giving up (the run is recorded as unfinished)",
+                           kind="number", lo=0.0, lo_open=True)
+    scan_delay_ms: int = _opt(1000, "sysctl_numa_balancing_scan_delay (kernel default 1000)", kind="int", lo=1)
+    scan_period_min_ms: int = _opt(1000, "sysctl_numa_balancing_scan_period_min (kernel default 1000)",
+                                   kind="int", lo=1)
+    scan_period_max_ms: int = _opt(60000, "sysctl_numa_balancing_scan_period_max (kernel default 60000)",
+                                   kind="int", lo=1)
+    scan_size_mb: int = _opt(256, "sysctl_numa_balancing_scan_size (kernel default 256)", kind="int", lo=1)
+    lb_migrate_hz: float = _opt(LB_MIGRATE_HZ, "cross-node load-balancer pulls per running task and s "
+                                "(LB_MIGRATE_HZ, fitted; 0 = off; <= 1/dt)", kind="number", lo=0.0)
+    sticky_locality: bool = _opt(True, "the early-return path of update_task_scan_period keeps "
+                                 "numa_faults_locality[] (kernels without e81ee0630837)", kind="bool")
+    thp: bool = _opt(True, "anonymous 2 MiB regions are transparent huge pages (False: 4 KiB semantics)",
+                     kind="bool")
+    numa_groups: bool = _opt(True, "numa groups: shared faults create and join numa_group "
+                             "(task_numa_group); False = every task alone", kind="bool")
+    task_swaps: bool = _opt(True, "numa_migrate_preferred may swap with a task on a full preferred node "
+                            "(task_numa_compare / migrate_swap); False = moves into idle CPUs only", kind="bool")
+    scan_period_adapt: bool = _opt(True, "update_task_scan_period adapts numa_scan_period after each "
+                                   "placement; False = the period keeps its task_scan_start value", kind="bool")
+    migrate_filter: bool = _opt(True, "the two-stage filter of should_numa_migrate_memory (last_cpupid, "
+                                "group fault shares); False = every misplaced fault migrates", kind="bool")
+    harness_overhead: bool = _opt(True, "add costs.harness_overhead_s to elsp (default cost 0 s, so a no-op "
+                                  "unless costs set it)", kind="bool")
+    pid_base: int | None = _opt(None, "first pid of the run; None = drawn per seed in [pid_lo, pid_hi)",
+                                kind="int", lo=1, hi=PID_MAX - 1)
+    pid_lo: int = _opt(2000, "lowest pid a seed draws (assumed: a booted system has used the first ~2000 pids; "
+                       "not measured)", kind="int", lo=1)
+    pid_hi: int = _opt(40000, "pid draws stay below this", kind="int", hi=PID_MAX)
+    init_node: int | None = _opt(None, "node B / the main thread's node; None = drawn per seed", kind="int", lo=0)
+    check_invariants: bool = _opt(True, "check page conservation, CPU counts and counters every 20 steps",
+                                  kind="bool")
+
+    def __post_init__(self):
+        for f in fields(self):
+            object.__setattr__(self, f.name, _check_field(f, getattr(self, f.name)))
+        self._check_relations()
+
+    def _check_relations(self):
+        # bounds that depend on another option
+        check_number("lb_migrate_hz", self.lb_migrate_hz, lo=0.0, hi=1.0 / self.dt)
+        if self.scan_period_max_ms < self.scan_period_min_ms:
+            raise NumalabValueError("scan_period_max_ms must be >= scan_period_min_ms")
+        check_int("pid_hi", self.pid_hi, lo=self.pid_lo + 1, hi=PID_MAX)
+
+    @classmethod
+    def coerce(cls, options) -> "EngineOptions":
+        """None -> defaults, an EngineOptions -> itself, a dict -> EngineOptions(**dict)
+        (unknown keys refused, naming the allowed ones)."""
+        if isinstance(options, dict):
+            unknown = sorted(set(options) - set(DEFAULTS))
+            if unknown:
+                raise NumalabValueError(f"unknown engine option {unknown[0]!r}; allowed: "
+                                        f"{', '.join(sorted(DEFAULTS))}, costs, topology")
+        return coerce_dataclass(cls, options, "engine options")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def replace(self, **changes) -> "EngineOptions":
+        return EngineOptions(**{**self.to_dict(), **changes})
+
+    @classmethod
+    def describe(cls) -> dict[str, dict]:
+        """Option name -> ``{default, doc, kind, lo, hi}`` (None where a bound does not
+        apply), in field order: the one source of option names for CLI, sweeps and widgets."""
+        return option_fields()
+
+
+def option_fields() -> dict[str, dict]:
+    """See :meth:`EngineOptions.describe`."""
+    return {f.name: dict(default=f.default, doc=f.metadata["doc"], kind=f.metadata["kind"],
+                         lo=f.metadata["lo"], hi=f.metadata["hi"]) for f in fields(EngineOptions)}
+
+
+def _check_field(f, value):
+    md = f.metadata
+    if value is None and f.default is None:
+        return None
+    if md["kind"] == "bool":
+        if not (isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Integral) and value in (0, 1))):
+            raise NumalabValueError(f"{f.name}={value!r}; allowed: True or False (or 1/0)")
+        return bool(value)
+    if md["kind"] == "int":
+        return check_int(f.name, value, lo=md["lo"], hi=md["hi"])
+    return check_number(f.name, value, lo=md["lo"], hi=md["hi"], lo_open=md["lo_open"])
+
+
+#: option name -> default (the dict form of EngineOptions()), in field order
+DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}
+#: the mechanism off-switches (bool options whose False removes one mechanism), and
+#: lb_migrate_hz, whose 0 removes the load balancer's pulls
+SWITCHES = ("lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter", "thp",
+            "harness_overhead")

@@ -1,0 +1,157 @@
+"""Task placement: where a task wants to run, and moving it there.
+
+Kernel functions modelled (spec §5.5, §3.5): ``task_numa_placement`` (once per scan
+sequence: fold the fault buffers into the decayed ``numa_faults``, pick
+``numa_preferred_nid`` from the task's or its group's memory faults, then
+``update_task_scan_period``), ``numa_migrate_preferred`` (rate-limited by
+``numa_migrate_retry``; served at the end of the step: into an idle CPU of the preferred node,
+else ``task_numa_compare``'s best swap partner -- option ``task_swaps`` -- via
+``migrate_swap``), and ``update_scan_period`` on every cross-node move (``migrate_task_rq_fair``),
+which is shared with the load balancer (:mod:`.balance`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .groups import group_stats, group_stats_rows
+from .progress import running_mask
+from .scan_period import task_scan_max, task_scan_start, update_task_scan_period
+from .state import NO_NODE
+
+__all__ = ["task_numa_placement", "numa_migrate_preferred", "task_swap", "move_task"]
+
+
+def task_numa_placement(b, ctx, r, t, now, gm, gc, gsize):
+    """task_numa_placement (spec §5.5) for tasks (r, t) at ``now`` (s), then their
+    numa_migrate_preferred request (recorded in ``ctx.want``, served by
+    :func:`numa_migrate_preferred` at the end of the step)."""
+    seq = b.mm.numa_scan_seq[r, b.lay.thread_mm[t]]
+    go = b.numa.numa_scan_seq[r, t] != seq
+    # numa_migrate_preferred runs regardless; placement only once per sequence
+    r2, t2 = r[go], t[go]
+    if r2.size:
+        b.numa.numa_scan_seq[r2, t2] = seq[go]
+        b.numa.numa_scan_period_max[r2, t2] = task_scan_max(b, (r2, t2), gm, gsize)
+        total = (b.numa.numa_faults_locality[r2, t2, 0] + b.numa.numa_faults_locality[r2, t2, 1]).astype(float)
+        runtime = b.tasks.runtime[r2, t2] - b.numa.last_sum_exec_runtime[r2, t2]
+        period = now - b.numa.last_task_numa_placement[r2, t2]
+        b.numa.last_sum_exec_runtime[r2, t2] = b.tasks.runtime[r2, t2]
+        b.numa.last_task_numa_placement[r2, t2] = now
+        bm = b.numa.buf_mem[r2, t2].astype(float)                              # (n, N, 2)
+        bc = b.numa.buf_cpu[r2, t2].astype(float)
+        ftypes = bm.sum(axis=1)                                            # (n, 2): shared, private
+        w = (65536.0 * runtime / (period + 1e-9))[:, None, None] * bc / (total + 1)[:, None, None]
+        diff = bm - b.numa.faults_mem[r2, t2] / 2
+        fdiff = w - b.numa.faults_cpu[r2, t2] / 2
+        b.numa.faults_mem[r2, t2] += diff
+        b.numa.faults_cpu[r2, t2] += fdiff
+        b.numa.buf_mem[r2, t2] = 0
+        b.numa.buf_cpu[r2, t2] = 0
+        gm, gc, gsize = group_stats_rows(b, np.unique(r2))
+        g = b.groups.gid[r2, t2]
+        ing = g >= 0
+        own = b.numa.faults_mem[r2, t2].sum(axis=-1)                              # (n, N)
+        grp = gm[r2, np.where(ing, g, 0)].sum(axis=-1)
+        score = np.where(ing[:, None], grp, own)
+        best = score.argmax(axis=1)                                        # lowest nid wins ties
+        bscore = score[np.arange(r2.size), best]
+        setp = bscore > 0
+        b.numa.numa_preferred_nid[r2[setp], t2[setp]] = best[setp]
+        update_task_scan_period(b, r2, t2, ftypes[:, 0], ftypes[:, 1], gm, gsize)
+    # numa_migrate_preferred
+    per = b.numa.numa_scan_period[r, t]
+    b.numa.numa_migrate_retry[r, t] = now + np.minimum(1.0, per / 16.0 / 1000.0)
+    want = (b.numa.numa_preferred_nid[r, t] != NO_NODE) & (b.tasks.node[r, t] != b.numa.numa_preferred_nid[r, t]) & \
+        (b.wl.cpu_bind[t] < 0)
+    if ctx.want is None:
+        ctx.want = np.zeros((b.R, b.lay.T), dtype=bool)
+    ctx.want[r[want], t[want]] = True
+
+
+def numa_migrate_preferred(b, ctx):
+    """Serve the step's numa_migrate_preferred requests (``ctx.want``), per replica in the
+    order of ``ctx.u_task``: a task moves into an idle CPU of its preferred node, else swaps
+    with the task there that gains most (:func:`task_swap`)."""
+    want = ctx.want
+    if want is None or not want.any():
+        return
+    ctx.want = None
+    R, T, N = b.R, b.lay.T, b.lay.N
+    u_task = ctx.u_task
+    cap = b.topo.cpus_per_node
+    running = running_mask(b)
+    gm, gc, gsize = group_stats(b)
+    # per-task node score: group fault share if grouped, else own
+    own = b.numa.faults_mem.sum(axis=-1)
+    grp = np.take_along_axis(gm.sum(axis=-1), np.where(b.groups.gid >= 0, b.groups.gid, 0)[:, :, None], axis=1)
+    sc = np.where((b.groups.gid >= 0)[:, :, None], grp, own)
+    scores = (sc / np.maximum(sc.sum(axis=-1, keepdims=True), 1e-9), own / np.maximum(own.sum(axis=-1, keepdims=True), 1e-9))
+    moved = np.zeros((R, T), dtype=bool)
+    load = np.stack([((b.tasks.node == n) & running).sum(axis=1) for n in range(N)], axis=1)
+    for r in np.flatnonzero(want.any(axis=1)).tolist():
+        cand = np.flatnonzero(want[r] & running[r])
+        cand = cand[np.argsort(u_task[r, cand], kind="stable")]
+        for t in cand.tolist():
+            if moved[r, t]:
+                continue
+            a, dst = int(b.tasks.node[r, t]), int(b.numa.numa_preferred_nid[r, t])
+            if load[r, dst] < cap:                       # an idle CPU on the preferred node
+                move_task(b, r, t, dst)
+                load[r, a] -= 1
+                load[r, dst] += 1
+                moved[r, t] = True
+            elif b.o.task_swaps:
+                task_swap(b, r, t, a, dst, running, moved, scores)
+
+
+def task_swap(b, r, t, a, dst, running, moved, scores):
+    """task_numa_compare + migrate_swap: swap task ``t`` (on node ``a``) with the task on
+    ``dst`` that gains most from going to ``a``, if the pair gains. ``scores`` = (group-or-own,
+    own) normalised fault shares (R, T, N); tasks of one group compare their own shares.
+    Returns whether it swapped."""
+    sc, own_n = scores
+    q = np.flatnonzero((b.tasks.node[r] == dst) & running[r] & ~moved[r] & (b.wl.cpu_bind < 0))
+    if q.size == 0:
+        return False
+    same = b.groups.gid[r, q] == b.groups.gid[r, t]
+    same &= b.groups.gid[r, t] >= 0
+    sq = np.where(same[:, None], own_n[r, q], sc[r, q])
+    gain_q = sq[:, a] - sq[:, dst]
+    st = np.where(same, own_n[r, t, dst] - own_n[r, t, a], sc[r, t, dst] - sc[r, t, a])
+    tot = st + gain_q
+    j = int(np.argmax(tot))
+    if tot[j] > 0:
+        move_task(b, r, t, dst)
+        move_task(b, r, int(q[j]), a)
+        moved[r, t] = moved[r, q[j]] = True
+        return True
+    return False
+
+
+def move_task(b, r, t, dst, lb=False):
+    """Move task ``t`` of replica ``r`` to node ``dst``: ``update_scan_period`` (spec §3.5),
+    then the move's cost; counted in ``task_migrations`` (NUMA placement) or
+    ``lb_migrations`` (load balancer)."""
+    src = int(b.tasks.node[r, t])
+    if src == dst:
+        return
+    # update_scan_period (spec §3.5)
+    if b.numa.has_faults[r, t]:
+        pref = int(b.numa.numa_preferred_nid[r, t])
+        reset = True
+        if b.numa.numa_scan_seq[r, t]:
+            if dst == pref or (pref != NO_NODE and src != pref):
+                reset = False
+        if reset:
+            gm, gc, gsize = group_stats(b)
+            rr, tt = np.array([r]), np.array([t])
+            b.numa.numa_scan_period[r, t] = int(task_scan_start(b, (rr, tt), gm, gsize)[0])
+            b.counters.events["scan_period_resets"][r] += 1
+    b.tasks.node[r, t] = dst
+    b.rates.dirty[r] = True
+    kt = b.costs.task_migration_us * 1e-6
+    b.tasks.kdebt[r, t] += kt
+    b.tasks.ksys[r, t] += kt
+    b.counters.syst[r] += kt
+    b.counters.events["lb_migrations" if lb else "task_migrations"][r] += 1

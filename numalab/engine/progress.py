@@ -1,0 +1,134 @@
+"""Progress: threads run and write their bytes at the speed their memory placement allows.
+
+Kernel counterpart: none directly -- this is the workload side (``bzero`` loops of
+autonuma-benchmark) plus the scheduler's accounting the NUMA code reads: ``se.sum_exec_runtime``
+(``runtime``, which ``task_tick_numa`` compares with ``node_stamp``) and the kernel time a task
+owes for its scans, faults and migrations (``kdebt``: no user progress while it is paid).
+Speeds come from :func:`numalab.costs.progress_rates`; the per-entry touch rates they give
+drive the hinting faults (:mod:`.faults`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..costs import progress_rates
+from ..workloads import PH_DONE, PH_INIT, PH_LOOP, PH_WAIT
+
+__all__ = ["running_mask", "thread_frac", "entry_rates", "refresh", "advance", "record_locality", "run_threads"]
+
+
+def running_mask(b):
+    """(R, T) bool: the thread is on a CPU (init or loop phase)."""
+    return (b.tasks.phase == PH_INIT) | (b.tasks.phase == PH_LOOP)
+
+
+def thread_frac(b, rows):
+    """(n, T, N): share of each thread's written bytes on each node (active phase), for
+    the replicas ``rows``. Only entries of phases some thread of these rows is in are
+    looked at (after numa01's init, its whole-buffer entries drop out)."""
+    T, N = b.lay.T, b.lay.N
+    n_ = rows.size
+    phase = b.tasks.phase[rows]
+    out = np.zeros((n_, T, N))
+    for ph, (_, et, e_share, e_class, _, _) in b.lay.phase_arrays.items():
+        if not (phase == ph).any():
+            continue
+        e_active = phase[:, et] == ph                                               # (n, Ep)
+        idx = (np.arange(n_)[:, None] * T + et[None, :]).ravel()
+        share = e_active * e_share[None, :]
+        cn = b.regions.cls_node[rows[:, None], e_class[None, :]]                         # (n, Ep, N)
+        for n in range(N):
+            out[:, :, n] += np.bincount(idx, weights=(share * cn[:, :, n]).ravel(),
+                                        minlength=n_ * T).reshape(n_, T)
+    tot = out.sum(axis=2, keepdims=True)
+    # a thread with no bytes (stack-only) counts as local
+    loc = (np.arange(N)[None, None, :] == b.tasks.node[rows][:, :, None]).astype(float)
+    return np.where(tot > 0, out / np.where(tot > 0, tot, 1.0), loc)
+
+
+def entry_rates(b, rows, speed):
+    """(n, E) touch rate of one region of the entry's class by the entry's thread, 1/s
+    (0 unless the thread is running in the entry's phase)."""
+    phase = b.tasks.phase[rows]
+    live = ~b.outcome.done[rows][:, None]
+    out = np.zeros((rows.size, b.lay.E))
+    for ph, (ent, et, _, _, e_tpb, e_fhz) in b.lay.phase_arrays.items():
+        if not (phase == ph).any():
+            continue
+        active = (phase[:, et] == ph) & live
+        out[:, ent] = np.where(active, speed[:, et] * e_tpb[None, :] + e_fhz[None, :], 0.0)
+    return out
+
+
+def refresh(b):
+    """Recompute speeds, node shares and touch rates of the replicas whose placement,
+    phases or memory changed since the last step (row-wise: batch-independent)."""
+    rows = np.flatnonzero(b.rates.dirty)
+    if rows.size == 0:
+        return
+    running = running_mask(b)[rows] & ~b.outcome.done[rows][:, None]
+    frac = thread_frac(b, rows)
+    speed = progress_rates(b.costs, b.topo, b.tasks.node[rows], frac, running)
+    b.rates.frac[rows] = frac
+    b.rates.speed[rows] = speed
+    rates = entry_rates(b, rows, speed)
+    cum = np.zeros((rows.size, b.lay.E + 1))
+    np.cumsum(rates, axis=1, out=cum[:, 1:])
+    b.rates.cum[rows] = cum
+    b.rates.lam_c[rows] = cum[:, b.lay.cls_end] - cum[:, b.lay.cls_start]
+    b.rates.dirty[rows] = False
+    b.obs.conv_stale[rows] = True
+
+
+def advance(b, speed, work_t, used_k, t0, running):
+    """Write ``speed * work_t`` bytes per running thread; threads whose phase ends this step
+    finish at the exact instant (init -> loop carries the rest of the step); workers whose main
+    thread finished its init start their loop."""
+    done_bytes = speed * work_t
+    left = b.tasks.bytes_left - done_bytes
+    fin = running & (left <= 0)
+    if fin.any():
+        r, t = np.nonzero(fin)
+        spent = np.where(speed[r, t] > 0, np.maximum(b.tasks.bytes_left[r, t], 0.0) / np.maximum(speed[r, t], 1e-30),
+                         0.0)
+        tfin = t0 + used_k[r, t] + spent
+        leftover = np.maximum(work_t[r, t] - spent, 0.0)
+        ph = b.tasks.phase[r, t]
+        nxt_loop = (ph == PH_INIT) & (b.wl.phase_bytes[t, 1] > 0)
+        # init -> loop carries the rest of the step at the same speed
+        b.tasks.phase[r, t] = np.where(nxt_loop, PH_LOOP, PH_DONE)
+        left[r, t] = np.where(nxt_loop, b.wl.phase_bytes[t, 1] - leftover * speed[r, t], 0.0)
+        b.tasks.finish[r, t] = np.where(nxt_loop, np.nan, tfin)
+        b.rates.dirty[r] = True
+    b.tasks.bytes_left = np.where(running, left, b.tasks.bytes_left)
+    # workers waiting for their main thread's init
+    wait = b.tasks.phase == PH_WAIT
+    if wait.any():
+        main_done = b.tasks.phase[:, b.lay.main_of_thread] == PH_DONE
+        go = wait & main_done
+        b.tasks.phase[go] = PH_LOOP
+        b.rates.dirty[go.any(axis=1)] = True
+
+
+def record_locality(b, speed, frac):
+    """Accumulate the step's local and total written bytes (the ``local_fraction`` series)."""
+    loc = frac.take(b.rates.rt_base + b.tasks.node)                # frac[r, t, node[r, t]]
+    b.obs.local_acc += (speed * loc).sum(axis=1) * b.dt
+    b.obs.local_w += speed.sum(axis=1) * b.dt
+
+
+def run_threads(b, ctx):
+    """The step's progress phase: refresh the speeds of changed replicas, record locality,
+    pay kernel debt first (a thread owing kernel time makes no user progress for it), accrue
+    runtime and write bytes."""
+    dt = b.dt
+    running = ctx.running
+    refresh(b)
+    speed, frac = b.rates.speed, b.rates.frac
+    record_locality(b, speed, frac)
+    used_k = np.minimum(b.tasks.kdebt, dt)
+    b.tasks.kdebt -= used_k
+    work_t = np.where(running, dt - used_k, 0.0)
+    b.tasks.runtime += np.where(running, dt, 0.0)
+    advance(b, speed, work_t, used_k, ctx.t0, running)

@@ -1,0 +1,141 @@
+"""EngineOptions: one frozen table of the engine's options (defaults, bounds, docs), and one
+off-switch per mechanism, each shown to switch off what it should."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import numalab as nl
+from numalab.engine import DEFAULTS, SWITCHES, EngineOptions, run_batch, simulate
+from numalab.errors import NumalabValueError
+
+IVB = nl.Topology.preset("2s-ivb-40")
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def numa01():
+    # numa01: two processes whose threads share one buffer -- shared faults, groups, swaps
+    return nl.workload("numa01", IVB, size_bytes=256 * MiB, loops=4)
+
+
+def test_defaults_are_the_dataclass_and_describe_lists_every_field():
+    assert DEFAULTS == EngineOptions().to_dict()
+    desc = EngineOptions.describe()
+    assert list(desc) == [f.name for f in dataclasses.fields(EngineOptions)] == list(DEFAULTS)
+    for name, f in desc.items():
+        assert f["doc"] and f["kind"] in ("bool", "int", "number"), name
+        assert f["default"] == DEFAULTS[name]
+    assert desc["dt"]["lo"] == 0.0 and desc["dt"]["hi"] == 0.1
+    for s in SWITCHES:
+        assert s in desc
+    assert all(DEFAULTS[s] for s in SWITCHES)            # every mechanism on by default
+
+
+def test_options_are_frozen_checked_and_coerced():
+    o = EngineOptions.coerce({"thp": 0, "scan_size_mb": 64})
+    assert o.thp is False and o.scan_size_mb == 64
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.dt = 0.01
+    assert EngineOptions.coerce(None) == EngineOptions() and EngineOptions.coerce(o) is o
+    for bad, needle in [({"dt": 0.5}, "dt"), ({"numa_groups": "yes"}, "numa_groups"), ({"nope": 1}, "nope"),
+                        ({"scan_period_min_ms": 5000, "scan_period_max_ms": 1000}, "scan_period_max_ms"),
+                        ({"lb_migrate_hz": 100.0}, "lb_migrate_hz"), ({"pid_lo": 10, "pid_hi": 5}, "pid_hi")]:
+        with pytest.raises(NumalabValueError, match=needle):
+            EngineOptions.coerce(bad)
+
+
+def test_every_option_is_recorded_in_the_dataset(numa01):
+    ds = simulate(numa01, "6.12", seeds=1, max_time=1.0, numa_groups=False)
+    params = json.loads(ds.attrs["parameters"])
+    assert {k: params[k] for k in DEFAULTS} == {**DEFAULTS, "numa_groups": False, "max_time": 1.0}
+
+
+def test_defaults_equal_every_switch_given_on(numa01):
+    a = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1])
+    b = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], **{s: DEFAULTS[s] for s in SWITCHES})
+    np.testing.assert_array_equal(a.elsp, b.elsp)
+
+
+def test_numa_groups_off_means_no_group(numa01):
+    on = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1])
+    off = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], numa_groups=False)
+    assert on.cnt["group_joins"].sum() > 0 and (on.groups.gid >= 0).any()
+    assert off.cnt["group_joins"].sum() == 0 and (off.groups.gid == -1).all()
+
+
+def test_task_swaps_off_means_moves_into_idle_cpus_only(numa01):
+    # every CPU of 2s-ivb-40 runs a numa01 thread: a preferred-node move needs a swap
+    on = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], lb_migrate_hz=0.0)
+    off = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], lb_migrate_hz=0.0, task_swaps=False)
+    assert on.cnt["task_migrations"].sum() > 0
+    assert off.cnt["task_migrations"].sum() == 0
+
+
+def test_scan_period_adapt_off_keeps_the_start_period(numa01):
+    from numalab.engine.scan_period import task_scan_min
+
+    on = run_batch(numa01, nl.Policy.profile("6.12"), [0], lb_migrate_hz=0.0)
+    off = run_batch(numa01, nl.Policy.profile("6.12"), [0], lb_migrate_hz=0.0, scan_period_adapt=False)
+    smin = set(task_scan_min(off, off.lay.thread_mm).tolist())
+    start = {DEFAULTS["scan_delay_ms"]} | smin          # never triggered, or task_scan_start
+    grouped = off.groups.gid[0] >= 0
+    assert set(off.numa.numa_scan_period[0][~grouped].tolist()) <= start
+    assert not set(on.numa.numa_scan_period[0].tolist()) <= start
+    # the early-return path's doubling never ran: no period reaches the doubled minimum
+    assert off.numa.numa_scan_period.max() < 2 * min(smin) or grouped.any()
+
+
+def test_migrate_filter_off_migrates_every_misplaced_fault():
+    from _phase_helpers import tiny_batch
+    from numalab.engine.faults import FaultBatch, should_migrate
+
+    for flt, want in ((True, False), (False, True)):
+        b, wl = tiny_batch(migrate_filter=flt)
+        t = 1
+        b.tasks.node[0, t] = 0
+        b.regions.node[0, 0] = 1                          # region 0 remote to the task
+        # last_cpupid: another task's pid bits on node 1 -> the second stage refuses
+        b.numa.numa_preferred_nid[0, t] = 0
+        b.numa.numa_scan_seq[0, t] = 10
+        f = FaultBatch.of(b, np.array([0]), np.array([0]), np.array([t]))
+        last = (np.array([(int(b.tasks.pid8[0, t]) + 1) & 0xFF]), np.array([True]), np.array([1]), np.array([2]))
+        check, wants = should_migrate(b, f, np.array([False]), last, b.tasks.pid8.take(f.rt))
+        assert bool(check[0]) and bool(wants[0]) is want, flt
+
+
+def test_thp_off_means_no_huge_pmds(numa01):
+    off = run_batch(numa01, nl.Policy.profile("6.12"), [0], thp=False, max_time=3.0)
+    assert off.cnt["numa_huge_pte_updates"].sum() == 0 and off.cnt["numa_pte_updates"].sum() > 0
+
+
+def test_harness_overhead_off_drops_the_cost(numa01):
+    costs = {"harness_overhead_s": 5.0}
+    on = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], costs=costs)
+    off = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], costs=costs, harness_overhead=False)
+    base = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1])
+    np.testing.assert_array_equal(off.elsp, base.elsp)
+    np.testing.assert_allclose(on.elsp - off.elsp, 5.0)
+
+
+def test_load_balancer_off_means_no_pulls(numa01):
+    off = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], lb_migrate_hz=0.0)
+    hi = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], lb_migrate_hz=2.0)
+    assert off.cnt["lb_migrations"].sum() == 0 and hi.cnt["lb_migrations"].sum() > 0
+
+
+def test_cli_switches_come_from_the_options(tmp_path, capsys):
+    from numalab.cli import main
+
+    rc = main(["simulate", "--workload", "numa02", "--topology", "2s-ivb-40", "--profile", "6.12", "--seeds", "1",
+               "--max-time", "2", "--no-numa-groups", "--option", "scan_size_mb=64", "--out", str(tmp_path / "r.nc")])
+    assert rc == 0
+    import xarray as xr
+
+    with xr.open_dataset(tmp_path / "r.nc", engine="h5netcdf") as ds:
+        params = json.loads(ds.attrs["parameters"])
+    assert params["numa_groups"] is False and params["scan_size_mb"] == 64
+    assert main(["simulate", "--workload", "numa02", "--option", "frobnicate=1"]) == 2
+    assert "frobnicate" in capsys.readouterr().err

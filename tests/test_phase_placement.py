@@ -1,0 +1,83 @@
+"""numalab.engine.placement, .scan_period and .balance alone: task_numa_placement picks the
+preferred node from the fault buffers, numa_migrate_preferred moves into an idle CPU or swaps
+(option task_swaps), update_task_scan_period doubles on the slow path, the balancer pulls."""
+
+import numpy as np
+
+from _phase_helpers import quiet_step, tiny_batch
+from numalab.engine import groups, placement, scan_period
+from numalab.engine.state import NO_NODE
+
+
+def _place(b, t, now=1.0):
+    ctx = quiet_step(b)
+    gm, gc, gsize = groups.group_stats(b)
+    placement.task_numa_placement(b, ctx, np.array([0]), np.array([t]), now, gm, gc, gsize)
+    return ctx
+
+
+def test_placement_prefers_the_node_of_the_faults_and_requests_a_move():
+    b, wl = tiny_batch()
+    t = 1
+    b.mm.numa_scan_seq[0, 0] = 1                       # a new sequence: placement runs
+    b.numa.buf_mem[0, t, 0, 1] = 4096                  # private faults on node 0's memory
+    b.tasks.node[0, t] = 1
+    ctx = _place(b, t)
+    assert b.numa.numa_preferred_nid[0, t] == 0
+    assert b.numa.faults_mem[0, t, 0, 1] == 4096 and b.numa.buf_mem[0, t].sum() == 0
+    assert ctx.want[0, t]                              # numa_migrate_preferred requested
+    assert b.numa.numa_migrate_retry[0, t] > 1.0
+    placement.numa_migrate_preferred(b, ctx)           # node 0 has idle CPUs: a move
+    assert b.tasks.node[0, t] == 0 and b.cnt["task_migrations"][0] == 1
+
+
+def _full_node_swap(task_swaps):
+    # two CPUs per node, all busy: t=1 on node 1 wants node 0, t=3 on node 0 wants node 1
+    b, wl = tiny_batch(rates=((1.0,), (1.0,), (1.0,), (1.0,)), cpus_per_node=2, task_swaps=task_swaps)
+    b.tasks.node[0] = [0, 1, 1, 0, 0]
+    b.numa.numa_preferred_nid[0] = [NO_NODE, 0, NO_NODE, 1, NO_NODE]
+    b.numa.faults_mem[0, 1, 0, 1] = 10.0
+    b.numa.faults_mem[0, 3, 1, 1] = 10.0
+    b.numa.faults_mem[0, 4, 0, 1] = 10.0
+    b.numa.faults_mem[0, 2, 1, 1] = 10.0
+    ctx = quiet_step(b)
+    ctx.want = np.zeros((1, 5), dtype=bool)
+    ctx.want[0, 1] = True
+    placement.numa_migrate_preferred(b, ctx)
+    return b
+
+
+def test_a_full_preferred_node_means_a_swap_unless_swaps_are_off():
+    on = _full_node_swap(True)
+    assert on.tasks.node[0].tolist() == [0, 0, 1, 1, 0] and on.cnt["task_migrations"][0] == 2
+    off = _full_node_swap(False)
+    assert off.tasks.node[0].tolist() == [0, 1, 1, 0, 0] and off.cnt["task_migrations"][0] == 0
+
+
+def test_update_task_scan_period_doubles_without_local_or_shared_faults():
+    b, wl = tiny_batch()
+    r, t = np.array([0]), np.array([1])
+    b.numa.numa_scan_period[0, 1] = 1000
+    b.numa.numa_faults_locality[0, 1] = [512, 0, 0]          # only remote, private faults
+    gm, gc, gsize = groups.group_stats(b)
+    scan_period.update_task_scan_period(b, r, t, np.array([0]), np.array([512]), gm, gsize)
+    assert b.numa.numa_scan_period[0, 1] == 2000
+    # all local: the period shrinks toward task_scan_min
+    b.numa.numa_faults_locality[0, 1] = [0, 512, 0]
+    scan_period.update_task_scan_period(b, r, t, np.array([0]), np.array([512]), gm, gsize)
+    assert b.numa.numa_scan_period[0, 1] > 2000            # private 100 %: scan less often
+    off, _ = tiny_batch(scan_period_adapt=False)
+    off.numa.numa_faults_locality[0, 1] = [512, 0, 0]
+    p0 = int(off.numa.numa_scan_period[0, 1])
+    scan_period.update_task_scan_period(off, r, t, np.array([0]), np.array([512]), gm, gsize)
+    assert off.numa.numa_scan_period[0, 1] == p0
+
+
+def test_task_scan_bounds_follow_the_sysctls():
+    b, wl = tiny_batch(scan_period_min_ms=2000, scan_period_max_ms=4000)
+    sel = (np.array([0]), np.array([1]))
+    gm, gc, gsize = groups.group_stats(b)
+    smin = int(scan_period.task_scan_min(b, b.lay.thread_mm[[1]])[0])
+    assert smin == 2000                               # one scan window: the sysctl itself
+    assert int(scan_period.task_scan_start(b, sel, gm, gsize)[0]) == smin
+    assert int(scan_period.task_scan_max(b, sel, gm, gsize)[0]) == 4000
