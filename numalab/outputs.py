@@ -67,9 +67,8 @@ def _csv_text(rows) -> str:
 
 def _short(row) -> str:
     metric = row["metric"].removeprefix("autonuma-benchmark.").removesuffix(".seconds")
-    metric = metric.removeprefix("proc-vmstat.").replace("time.elapsed_time", "elapsed")
-    q = row["quantity"].removeprefix("%change ").replace("rfc2023-", "").replace(" vs ", "/")
-    return f"{metric} {q}"
+    metric = metric.removeprefix("proc-vmstat.").replace("time.elapsed_time", "elapsed_time")
+    return f"{row['table'].removeprefix('lkp-')}: {metric}"
 
 
 def fidelity_rows_figure(rows: list[dict], machines: dict, title=None):
@@ -78,7 +77,7 @@ def fidelity_rows_figure(rows: list[dict], machines: dict, title=None):
     from . import plots
 
     changes = [r for r in rows if r["quantity"].startswith("%change")]
-    labels = [f"{_short(r)} [{i}]" for i, r in enumerate(changes)]
+    labels = [_short(r) for r in changes]
     pub = xr.DataArray([r["published"] for r in changes], dims="row",
                        coords={"row": labels, "machine": ("row", [machines[r["table"]] for r in changes])})
     sim = xr.DataArray([r["simulated_mean"] for r in changes], dims="row", coords={"row": labels})

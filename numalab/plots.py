@@ -726,12 +726,19 @@ def fidelity(published, simulated, ax=None, *, error=None, band: bool = True, ti
     return fig
 
 
+def _rectangle(xy, w, h):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle(xy, w, h, fill=False, edgecolor="#56B4E9", linewidth=0.8)
+
+
 def fidelity_machines(published, simulated, ax=None, *, error=None, machine: str = "machine", label_misses=True,
                       title=None):
     """Every published row in one scatter: published %change (x) against simulated (y), one
     marker per machine, with the calibration rule drawn -- the factor-2 wedge of the same sign
     for |published| >= 5 % and the ±7 % box for smaller changes (:func:`acceptance_band`).
-    A point inside the shaded region is reproduced; points outside are labelled with their row.
+    A point inside the shaded region is reproduced; points outside are numbered and listed beside
+    the axes with their row label.
 
     Parameters
     ----------
@@ -759,7 +766,7 @@ def fidelity_machines(published, simulated, ax=None, *, error=None, machine: str
     of = np.array(_ticklabels(published[machine].values))
     markers = ["o", "s", "^", "D", "v", "P", "X"]
     with style():
-        fig, axes = _figure(ax, figsize=(6.4, 5.6))
+        fig, axes = _figure(ax, figsize=(10.0, 6.0))
         a = axes[0, 0]
         finite = np.isfinite(y)
         span = max(10.0, float(np.nanmax(np.abs(np.concatenate([x, y[finite]])))) * 1.1 if x.size else 10.0)
@@ -780,10 +787,14 @@ def fidelity_machines(published, simulated, ax=None, *, error=None, machine: str
             a.errorbar(x[sel], y[sel], yerr=np.asarray(std.values, float)[sel], fmt=markers[i % len(markers)],
                        color=cycle[i % len(cycle)], markersize=6, capsize=2, linewidth=0.8,
                        label=f"{m}: {n_ok} of {int(sel.sum())} reproduced")
-        if label_misses:
-            for k in np.flatnonzero(~inside & finite):
-                a.annotate(_ticklabels([published[row].values[k]])[0], (x[k], y[k]), xytext=(4, 3),
-                           textcoords="offset points", fontsize=6.5, color="#333333")
+        a.add_patch(_rectangle((-5, -7), 10, 14))
+        misses = np.flatnonzero(~inside & finite) if label_misses else np.array([], int)
+        for n, k in enumerate(misses, 1):
+            a.annotate(str(n), (x[k], y[k]), xytext=(4, 3), textcoords="offset points", fontsize=7, color="#333333")
+        if misses.size:
+            names = _ticklabels(published[row].values[misses])
+            a.text(1.02, 1.0, "outside the rule:\n" + "\n".join(f"{n}  {t}" for n, t in enumerate(names, 1)),
+                   transform=a.transAxes, va="top", ha="left", fontsize=6.5, family="monospace")
         a.set_xlim(-span, span)
         a.set_ylim(-span, span)
         a.set_xlabel("published %change (kernel test robot)")
