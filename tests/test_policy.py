@@ -408,12 +408,15 @@ def test_scan_delay_profile_agrees_with_the_scalar_reference():
 
 
 def test_scan_delay_profile_in_the_engine_delays_but_never_filters():
-    """In a run: 6.4-rc-scan-delay skips VMAs for their delay (pre-6.4 never does) and never as
-    PID-inactive (6.4 does, once the mm is past its two unconditional passes)."""
-    ds = nl.simulate("numa02", ["pre-6.4", "6.4-rc-scan-delay", "6.4"], seeds=1, topology="2s-128")
+    """In a run: 6.4-rc-scan-delay skips VMAs for their first-scan delay (pre-6.4, with no
+    vma_numab_state, never does) and never as PID-inactive, where 6.4 does. numa01's VMAs get
+    their state at the first suitable visit, after the MPOL_BIND init (~12 s), in pass >= 1."""
+    ds = nl.simulate("numa01", ["pre-6.4", "6.4-rc-scan-delay", "6.4"], seeds=1, topology="2s-128", max_time=20)
     one = ds.isel(seed=0)
     assert int(one.skip_scan_delay.sel(policy="pre-6.4")) == 0
     assert int(one.skip_scan_delay.sel(policy="6.4-rc-scan-delay")) > 0
+    assert int(one.skip_scan_delay.sel(policy="6.4")) == int(one.skip_scan_delay.sel(policy="6.4-rc-scan-delay"))
     assert int(one.skip_pid_inactive.sel(policy="6.4-rc-scan-delay")) == 0
     assert int(one.allow_unfiltered.sel(policy="6.4-rc-scan-delay")) > 0
+    assert int(one.numa_pte_updates.sel(policy="6.4-rc-scan-delay")) > 0
     assert int(one.skip_pid_inactive.sel(policy="6.4")) > 0
