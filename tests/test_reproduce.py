@@ -31,9 +31,11 @@ def machines():
 
 
 def test_published_blocks_reprint_byte_for_byte():
-    for name in fidelity.calibration_tables():
-        from numalab import data
+    from numalab import data
 
+    with_mail = [n for n in fidelity.calibration_tables() if (data.data_dir() / f"{n}.lkp.txt").exists()]
+    assert with_mail == ICE_LAKE  # the others are typeset from their CSV (tests/test_data.py)
+    for name in with_mail:
         assert published_block(name) == (data.data_dir() / f"{name}.lkp.txt").read_text()
 
 
