@@ -14,7 +14,7 @@ def add_parser(sub) -> None:
             "lkp-icl-2sp6 and lkp-spr-r02, v6.4's PID filter on lkp-csl-2sp9 and lkp-spr-r02, "
             "v6.8's start_scan_seq fix on lkp-spr-r02), each on the topology preset of its machine, "
             "and write, per table, the published and simulated LKP blocks one above the other and "
-            "a figure of published vs simulated %%change; fidelity.png with every row (one marker "
+            "a figure of published vs simulated %change; fidelity.png with every row (one marker "
             "per machine) and fidelity.csv with a verdict per published number. "
             "Exit status 0 even when a row misses: the verdicts say so."
         ),
