@@ -8,6 +8,10 @@ Also prints, per policy, the load balancer's cross-node moves and the scan-perio
 run (the mechanism behind the hot-VMA gain, docs/fidelity.md).
 
 Run: ``python benchmarks/fidelity_check.py [--seeds 4] [--workloads numa02,...] [--lb-migrate-hz X]``
+
+``--machines`` instead judges every table of calibration-intel.md (lkp-csl-2sp9, lkp-spr-r02) on
+its machine's preset, as ``numalab reproduce`` does, and prints one line per row that misses
+(the CI check, tests/test_reproduce.py, runs the same with 2 seeds).
 """
 
 from __future__ import annotations
@@ -30,7 +34,11 @@ def main(argv=None):
     ap.add_argument("--workloads", default=",".join(PUBLISHED))
     ap.add_argument("--lb-migrate-hz", type=float, default=None,
                     help="engine option lb_migrate_hz (default: engine.LB_MIGRATE_HZ)")
+    ap.add_argument("--machines", action="store_true",
+                    help="judge the calibration-intel.md tables on their machines' presets instead")
     args = ap.parse_args(argv)
+    if args.machines:
+        return machines(args)
     topo = nl.Topology.preset("2s-128")
     print(f"{'workload':<22}{'p4 s (pub)':>18}{'p5 vs p4 % (pub)':>22}{'p6 vs p5 % (pub)':>22}{'cpu s':>8}")
     for name in args.workloads.split(","):
@@ -49,6 +57,27 @@ def main(argv=None):
         print(f"{'':<22}per run (lb moves / scan-period resets / allow_hot): " + ", ".join(
             f"{p}={float(mm.lb_migrations.sel(policy=p)):.1f}/{float(mm.scan_period_resets.sel(policy=p)):.1f}/"
             f"{float(mm.allow_hot.sel(policy=p)):.1f}" for p in ds.policy.values))
+
+
+def machines(args):
+    from numalab import fidelity
+
+    opts = {} if args.lb_migrate_hz is None else {"lb_migrate_hz": args.lb_migrate_hz}
+    tables = [n for n in fidelity.calibration_tables() if n not in fidelity.calibration_tables("lkp-icl-2sp6")]
+    t = time.process_time()
+    published, sims = fidelity.simulate_fidelity(tables, seeds=args.seeds, **opts)
+    judged = ok = 0
+    for name, pub in published.items():
+        for r in fidelity.compare(pub, fidelity.table_sim(pub, sims)):
+            if r["verdict"] == fidelity.NOT_JUDGED:
+                continue
+            judged += 1
+            ok += r["verdict"] == fidelity.REPRODUCED
+            if r["verdict"] != fidelity.REPRODUCED:
+                print(f"{name:<40} {r['metric']:<48} {r['quantity']:<34} published {r['published']:>+9.4g} "
+                      f"simulated {r['simulated_mean']:>+9.4g} {r['verdict']}")
+    print(f"{ok} of {judged} rows reproduced ({args.seeds} seeds; base columns shared by tables counted per "
+          f"table), {time.process_time() - t:.1f} cpu s")
 
 
 if __name__ == "__main__":

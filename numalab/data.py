@@ -20,9 +20,10 @@ import xarray as xr
 from .errors import check_choice
 from .resources import shipped_dir
 
-__all__ = ["names", "load", "data_dir", "WORKLOAD_OF_METRIC"]
+__all__ = ["names", "load", "data_dir", "WORKLOAD_OF_METRIC", "job_variable"]
 
 _PREFIX = "autonuma-benchmark."
+_VMSTAT = "proc-vmstat."
 
 
 def data_dir() -> Path:
@@ -54,6 +55,14 @@ WORKLOAD_OF_METRIC = {
 }
 
 
+def job_variable(metric: str) -> str:
+    """The Dataset variable of a job-level metric: ``autonuma-benchmark.time.elapsed_time`` ->
+    ``job_time_elapsed_time``, ``proc-vmstat.numa_pages_migrated`` -> ``job_vmstat_numa_pages_migrated``."""
+    if metric.startswith(_VMSTAT):
+        return "job_vmstat_" + metric.removeprefix(_VMSTAT)
+    return "job_" + metric.removeprefix(_PREFIX).replace(".", "_")
+
+
 def load(name: str) -> xr.Dataset:
     """Load one published comparison table (see ``data/README.md`` for provenance)."""
     rows = _rows(name)
@@ -80,13 +89,16 @@ def load(name: str) -> xr.Dataset:
         coords={"workload": workloads, "policy": policies, "commit": ("policy", commits)},
     )
     for r in job:
-        short = r["metric"].removeprefix(_PREFIX).replace(".", "_")
-        ds[f"job_{short}"] = ("policy", [_num(r["base_value"]), _num(r["new_value"])], {
-            "units": "s" if "time" in short else "1", "long_name": r["metric"]})
-        ds[f"job_{short}_change_pct"] = ((), _num(r["change_pct"]), {"units": "%"})
+        var = job_variable(r["metric"])
+        ds[var] = ("policy", [_num(r["base_value"]), _num(r["new_value"])], {
+            "units": "1" if r["metric"].startswith(_VMSTAT) else "s", "long_name": r["metric"],
+            "stddev_pct": "base {} new {}".format(r["base_stddev_pct"] or "<=2", r["new_stddev_pct"] or "<=2")})
+        ds[f"{var}_change_pct"] = ((), _num(r["change_pct"]), {"units": "%"})
     first = rows[0]
+    job_path = first["job"].replace(f"/{workloads[0]}/", "/<test>/") if workloads else first["job"]
+    parts = job_path.split("/")
     ds.attrs.update(
-        source=first["source"], machine=first["machine"], table=name, baseline=base,
-        job=first["job"].replace(f"/{workloads[0]}/", "/<test>/") if workloads else first["job"],
+        source=first["source"], machine=first["machine"], table=name, baseline=base, job=job_path,
+        job_test=parts[-2] if len(parts) >= 2 and parts[-2] != "<test>" else "",
     )
     return ds

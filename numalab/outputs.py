@@ -1,6 +1,8 @@
-"""What ``numalab reproduce`` writes: per calibration table the published and simulated LKP
-blocks one above the other and a fidelity figure; ``fidelity.csv`` with one row per published
-number; the simulated Dataset. Every file is written atomically (:mod:`numalab.storage`)."""
+"""What ``numalab reproduce`` writes: per published table the published and simulated LKP
+blocks one above the other and a fidelity figure; one figure of every row of every table
+(``fidelity.png``, one marker per machine); ``fidelity.csv`` with one row per published number
+(its ``table`` column says which table); the simulated Datasets, one per machine preset. Every
+file is written atomically (:mod:`numalab.storage`)."""
 
 from __future__ import annotations
 
@@ -8,24 +10,47 @@ import csv
 import io
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 
 from . import data, fidelity, report
 from .storage import write_netcdf, write_text
 
-__all__ = ["write_reproduction", "published_block", "simulated_block", "FIDELITY_COLUMNS"]
+__all__ = ["write_reproduction", "published_block", "simulated_block", "fidelity_rows_figure", "FIDELITY_COLUMNS"]
 
 FIDELITY_COLUMNS = ["table", "metric", "quantity", "published", "simulated_mean", "simulated_std", "verdict"]
 
 
 def published_block(name: str) -> str:
     """The robot's block as published (``data/<name>.lkp.txt``), re-printed through
-    :func:`numalab.report.read_lkp` / :func:`numalab.report.lkp` (byte for byte the same)."""
-    return report.lkp(report.read_lkp((data.data_dir() / f"{name}.lkp.txt").read_text()))
+    :func:`numalab.report.read_lkp` / :func:`numalab.report.lkp` (byte for byte the same).
+
+    Tables transcribed without the mail's layout (``calibration-intel.md``: no ``.lkp.txt``)
+    are typeset in the same layout from their CSV: the same numbers, ids as the CSV gives them."""
+    path = data.data_dir() / f"{name}.lkp.txt"
+    if path.exists():
+        return report.lkp(report.read_lkp(path.read_text()))
+    return report.lkp(report.read_lkp(_typeset(name)))
+
+
+def _typeset(name: str) -> str:
+    with open(data.data_dir() / f"{name}.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+
+    def pm(v):
+        return f" ±  {v}%" if v else ""
+
+    lines = [f"{rows[0]['base_commit']} {rows[0]['new_commit']}", "---------------- ---------------------------",
+             "         %stddev     %change         %stddev", "             \\          |                \\  "]
+    for r in rows:
+        lines.append(f"{r['base_value']}{pm(r['base_stddev_pct'])} {float(r['change_pct']):+.1f}% "
+                     f"{r['new_value']}{pm(r['new_stddev_pct'])} {r['metric']}")
+    return "\n".join(lines) + "\n"
 
 
 def simulated_block(published: xr.Dataset, sim: xr.Dataset) -> str:
-    """The same block computed from simulated runs of the table's workloads and policies."""
+    """The same block computed from simulated runs of the table's workloads and policies (the
+    vmstat rows of this block are per run of these workloads; fidelity.csv has the whole job)."""
     wls = [str(w) for w in published.workload.values]
     pols = [str(p) for p in published.policy.values]
     return report.lkp(sim.sel(workload=wls, policy=pols), along="policy", baseline=pols[0])
@@ -36,21 +61,50 @@ def _csv_text(rows) -> str:
     w = csv.DictWriter(buf, fieldnames=FIDELITY_COLUMNS, lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
+        w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items() if k in FIDELITY_COLUMNS})
     return buf.getvalue()
 
 
-def write_reproduction(out, published: dict, sim: xr.Dataset) -> dict:
-    """Write every output of ``numalab reproduce`` into ``out``; return their paths and a
-    printable ``summary``."""
+def _short(row) -> str:
+    metric = row["metric"].removeprefix("autonuma-benchmark.").removesuffix(".seconds")
+    metric = metric.removeprefix("proc-vmstat.").replace("time.elapsed_time", "elapsed_time")
+    return f"{row['table'].removeprefix('lkp-')}: {metric}"
+
+
+def fidelity_rows_figure(rows: list[dict], machines: dict, title=None):
+    """:func:`numalab.plots.fidelity_machines` of every %change row of ``rows`` (those of
+    :func:`numalab.fidelity.compare`); ``machines`` maps a table to its machine's name."""
     from . import plots
 
+    changes = [r for r in rows if r["quantity"].startswith("%change")]
+    labels = [_short(r) for r in changes]
+    pub = xr.DataArray([r["published"] for r in changes], dims="row",
+                       coords={"row": labels, "machine": ("row", [machines[r["table"]] for r in changes])})
+    sim = xr.DataArray([r["simulated_mean"] for r in changes], dims="row", coords={"row": labels})
+    if title is None:
+        ok = sum(r["verdict"] == fidelity.REPRODUCED for r in changes)
+        title = f"published vs simulated %change: {ok} of {len(changes)} rows reproduced (base seconds: fidelity.csv)"
+    return plots.fidelity_machines(pub, sim, error=[r["simulated_std"] for r in changes], title=title)
+
+
+def write_reproduction(out, published: dict, sims) -> dict:
+    """Write every output of ``numalab reproduce`` into ``out``; return their paths, the rows
+    and a printable ``summary``. ``sims``: ``{preset: Dataset}`` as
+    :func:`numalab.fidelity.simulate_fidelity` returns it (a single Dataset is taken as the
+    simulation of every table)."""
+    from . import plots
+
+    if isinstance(sims, xr.Dataset):
+        sims = {sims.attrs.get("topology", "sim"): sims}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    rows, paths, parts = [], {}, []
-    topo = sim.attrs.get("topology", "")
+    rows, paths, parts, seen = [], {}, [], set()
+    machines = {}
     for name, pub in published.items():
-        text = (f"# {name}: published (kernel test robot, {pub.attrs['machine']})\n\n"
+        sim = fidelity.table_sim(pub, sims)
+        topo = sim.attrs.get("topology", "")
+        machines[name] = f"{pub.attrs['machine']} ({topo})"
+        text = (f"# {name}: published (kernel test robot, {pub.attrs['machine']}; {pub.attrs['source']})\n\n"
                 f"{published_block(name)}\n"
                 f"# {name}: simulated by numalab ({topo}, {sim.sizes['seed']} seeds)\n\n"
                 f"{simulated_block(pub, sim)}")
@@ -59,15 +113,31 @@ def write_reproduction(out, published: dict, sim: xr.Dataset) -> dict:
         pub_change, sim_change = fidelity.paired_changes(pub, sim)
         fig = plots.fidelity(pub_change, sim_change, title=name)
         paths[f"{name}.png"] = plots.save(fig, out / f"{name}.png", dpi=120)
-        rows += fidelity.compare(pub, sim)
+        for r in fidelity.compare(pub, sim):
+            # a base column several tables share (the RFC summary's three patches against one
+            # base) is one published number: judged once
+            key = (pub.attrs["machine"], pub.attrs["source"], r["metric"], r["quantity"], r["published"])
+            if not r["quantity"].startswith("%change") and key in seen:
+                continue
+            seen.add(key)
+            rows.append(r)
     paths["fidelity.csv"] = write_text(out / "fidelity.csv", _csv_text(rows))
-    paths["simulated.nc"] = write_netcdf(sim, out / "simulated.nc")
-    ok = sum(r["verdict"] == fidelity.REPRODUCED for r in rows)
+    fig = fidelity_rows_figure(rows, machines)
+    paths["fidelity.png"] = plots.save(fig, out / "fidelity.png", dpi=120)
+    for preset, sim in sims.items():
+        key = "simulated.nc" if len(sims) == 1 else f"simulated-{preset}.nc"
+        paths[key] = write_netcdf(sim, out / key)
+    judged = [r for r in rows if r["verdict"] != fidelity.NOT_JUDGED]
+    ok = sum(r["verdict"] == fidelity.REPRODUCED for r in judged)
     verdicts = "\n".join(
-        f"{r['metric']:<48} {r['quantity']:<32} {r['published']:>9.2f} {r['simulated_mean']:>9.2f} "
-        f"± {r['simulated_std']:<7.2f} {r['verdict']}" for r in rows)
+        f"{r['table']:<40} {r['metric']:<48} {r['quantity']:<36} {r['published']:>11.4g} {r['simulated_mean']:>11.4g} "
+        f"± {r['simulated_std']:<9.3g} {r['verdict']}" for r in rows)
+    per_table = "\n".join(
+        f"  {name:<40} {machines[name]:<28} "
+        f"{sum(r['verdict'] == fidelity.REPRODUCED for r in rows if r['table'] == name)} of "
+        f"{sum(r['verdict'] != fidelity.NOT_JUDGED for r in rows if r['table'] == name)}" for name in published)
     summary = "\n".join(parts) + (
-        f"\n{'metric':<48} {'quantity':<32} {'published':>9} {'simulated':>9}\n{verdicts}\n\n"
-        f"{ok} of {len(rows)} published numbers reproduced; files in {out}/")
+        f"\n{'table':<40} {'metric':<48} {'quantity':<36} {'published':>11} {'simulated':>11}\n{verdicts}\n\n"
+        f"per table:\n{per_table}\n\n"
+        f"{ok} of {len(judged)} published numbers reproduced; files in {out}/")
     return {"paths": paths, "rows": rows, "summary": summary}
-

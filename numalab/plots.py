@@ -50,6 +50,7 @@ __all__ = [
     "history_sweep",
     "tradeoff",
     "fidelity",
+    "fidelity_machines",
     "futex_buckets",
     "samples",
 ]
@@ -722,6 +723,84 @@ def fidelity(published, simulated, ax=None, *, error=None, band: bool = True, ti
         a.set_xlabel("%change of elapsed time (negative = faster)")
         a.set_title(title or "published vs simulated")
         fig.legend(loc="outside lower center", ncols=3)
+    return fig
+
+
+def _rectangle(xy, w, h):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle(xy, w, h, fill=False, edgecolor="#56B4E9", linewidth=0.8)
+
+
+def fidelity_machines(published, simulated, ax=None, *, error=None, machine: str = "machine", label_misses=True,
+                      title=None):
+    """Every published row in one scatter: published %change (x) against simulated (y), one
+    marker per machine, with the calibration rule drawn -- the factor-2 wedge of the same sign
+    for |published| >= 5 % and the ±7 % box for smaller changes (:func:`acceptance_band`).
+    A point inside the shaded region is reproduced; points outside are numbered and listed beside
+    the axes with their row label.
+
+    Parameters
+    ----------
+    published : xarray.DataArray, 1-D [%] over a row dim, with a coordinate ``machine`` along it
+    simulated : xarray.DataArray [%], same row dim; a ``seed`` dim gives the mean and stddev
+        (error bars), otherwise pass ``error`` (per row).
+    machine : name of the coordinate that says which machine each row was measured on.
+    """
+    if not isinstance(published, xr.DataArray) or published.ndim != 1:
+        raise NumalabValueError("published must be a 1-D xarray DataArray of %change per row")
+    row = published.dims[0]
+    if machine not in published.coords or published[machine].dims != (row,):
+        raise NumalabValueError(f"published needs a coordinate {machine!r} along {row!r} (the machine of each row)")
+    if not isinstance(simulated, xr.DataArray) or row not in simulated.dims:
+        raise NumalabValueError(f"simulated must be an xarray DataArray with the row dim {row!r}")
+    _check_dims(simulated, (row,), optional=("seed",), what="simulated")
+    mean, std = _mean_std(simulated.sel({row: published[row]}))
+    if error is not None:
+        std = xr.DataArray(np.broadcast_to(np.asarray(error, float), mean.shape), dims=mean.dims)
+    x = np.asarray(published.values, float)
+    y = np.asarray(mean.values, float)
+    lo, hi = acceptance_band(x)
+    inside = (y >= lo) & (y <= hi)
+    machines = list(dict.fromkeys(_ticklabels(published[machine].values)))
+    of = np.array(_ticklabels(published[machine].values))
+    markers = ["o", "s", "^", "D", "v", "P", "X"]
+    with style():
+        fig, axes = _figure(ax, figsize=(10.0, 6.0))
+        a = axes[0, 0]
+        finite = np.isfinite(y)
+        span = max(10.0, float(np.nanmax(np.abs(np.concatenate([x, y[finite]])))) * 1.1 if x.size else 10.0)
+        # the rule: factor-2 wedges of the published sign beyond |p| >= 5, the +-7 % box inside
+        for sgn in (1, -1):
+            px = sgn * np.linspace(5, span, 50)
+            a.fill_between(px, px / 2, np.clip(2 * px, -span, span), color="#009E73", alpha=0.15, linewidth=0,
+                           label="reproduced: same sign, within 2x" if sgn == 1 else None)
+        a.fill_between([-5, 5], [-7, -7], [7, 7], color="#56B4E9", alpha=0.25, linewidth=0,
+                       label="reproduced: |published| < 5 %, simulated within ±7 %")
+        a.plot([-span, span], [-span, span], color="#444444", linewidth=0.8, linestyle="--", label="simulated = published")
+        a.axhline(0, color="#999999", linewidth=0.5)
+        a.axvline(0, color="#999999", linewidth=0.5)
+        cycle = [c["color"] for c in _prop_cycle()]
+        for i, m in enumerate(machines):
+            sel = of == m
+            n_ok = int((inside & sel).sum())
+            a.errorbar(x[sel], y[sel], yerr=np.asarray(std.values, float)[sel], fmt=markers[i % len(markers)],
+                       color=cycle[i % len(cycle)], markersize=6, capsize=2, linewidth=0.8,
+                       label=f"{m}: {n_ok} of {int(sel.sum())} reproduced")
+        a.add_patch(_rectangle((-5, -7), 10, 14))
+        misses = np.flatnonzero(~inside & finite) if label_misses else np.array([], int)
+        for n, k in enumerate(misses, 1):
+            a.annotate(str(n), (x[k], y[k]), xytext=(4, 3), textcoords="offset points", fontsize=7, color="#333333")
+        if misses.size:
+            names = _ticklabels(published[row].values[misses])
+            a.text(1.02, 1.0, "outside the rule:\n" + "\n".join(f"{n}  {t}" for n, t in enumerate(names, 1)),
+                   transform=a.transAxes, va="top", ha="left", fontsize=6.5, family="monospace")
+        a.set_xlim(-span, span)
+        a.set_ylim(-span, span)
+        a.set_xlabel("published %change (kernel test robot)")
+        a.set_ylabel("simulated %change (numalab, mean ± stddev over seeds)")
+        a.set_title(title or f"published vs simulated: {int(inside.sum())} of {x.size} rows reproduced")
+        a.legend(loc="upper left", fontsize=7)
     return fig
 
 

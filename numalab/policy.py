@@ -84,6 +84,8 @@ def _derive(parent: dict, **changes) -> dict:
 
 _P = {}
 _P["pre-6.4"] = _derive(_OFF, numab_state=False, own_pid=False)
+# ef6a22b70f, the parent of fc137c0ddab2: vma_numab_state with the scan delay, no vma_is_accessed()
+_P["6.4-rc-scan-delay"] = _derive(_OFF, own_pid=False)
 _P["6.4"] = _derive(_OFF, early_passes="mm")
 _P["6.7"] = _derive(_P["6.4"], rotate_before_access=True, ignore_pid_partial=True, seq_completed=True, forced_one=True)
 _P["6.8"] = _derive(_P["6.7"], early_passes="vma")
@@ -102,6 +104,9 @@ _P["rfc2024-pid-bits"] = _derive(_P["6.8"], width=128)
 _DESCRIPTIONS = {
     "pre-6.4": "<= v6.3: no vma_numab_state; every suitable VMA is scanned in address order "
     "(no scan delay, no PID filter).",
+    "6.4-rc-scan-delay": "ef6a22b70f6d 'sched/numa: apply the scan delay to every new vma' (Mel Gorman; "
+    "mm tree 2023-03, parent of fc137c0ddab2): per-VMA vma_numab_state with next_scan = first visit + "
+    "scan_delay (not applied in pass 0), no access-PID filter -- every suitable VMA past its delay is scanned.",
     "6.4": "v6.4: ef6a22b70f6d (per-VMA scan delay), fc137c0ddab2 (vma_is_accessed), 20f586486b87 "
     "(2 windows, reset every 4*scan_delay, rotated after the access test), d46031f40e0f "
     "(hash_32 PID bits); unconditional while mm->numa_scan_seq < 2.",
@@ -767,6 +772,8 @@ def _decide_core(policy, pids_active, tid, matrix, batch, vshape, seq, offset, n
     pre_own, post_own = _access_rules(policy, pids_active, union_all, ring, seq, start_seq, prev_seq, offset, start,
                                       nthreads)
     select, fallback, refill = _disjoint_fallback(policy, vma_scan_select, vshape, vm_end, start, page_bytes)
+    if not any(getattr(policy, r) for r in RULES):  # ef6a22b70f: state and delay, no vma_is_accessed()
+        fallback = CODE["unfiltered"]
     pre = conds + [c for c, _ in pre_own]
     pre_codes = codes + [k for _, k in pre_own]
     # the tests before the PID test decide alike for own and foreign scanners: evaluate once

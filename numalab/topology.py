@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import NumalabValueError, check_choice, check_int, check_number
 
-__all__ = ["Topology", "PRESET_SOURCES"]
+__all__ = ["Topology", "PRESET_SOURCES", "PRESET_ALIASES"]
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,8 @@ class Topology:
     # ----------------------------------------------------------------- presets
     @staticmethod
     def presets() -> list[str]:
-        """Names of the built-in topologies."""
+        """Names of the built-in topologies (aliases such as the kernel test robot's machine
+        names are in :data:`PRESET_ALIASES`, accepted by :meth:`preset` too)."""
         return list(_PRESETS)
 
     @staticmethod
@@ -156,11 +157,33 @@ class Topology:
         """A built-in topology, optionally with fields overridden.
 
         ``2s-128``
-            The kernel test robot's ``lkp-icl-2sp6``: 2 sockets of Ice Lake-SP (Xeon Gold
-            6338 class, 32 cores / 64 threads each), 128 logical CPUs, 2 nodes. DRAM: 8
+            The kernel test robot's ``lkp-icl-2sp6`` (alias): 2 sockets of Ice Lake-SP (Xeon
+            Gold 6338 class, 32 cores / 64 threads each), 128 logical CPUs, 2 nodes. DRAM: 8
             channels of DDR4-3200 per socket (204.8 GB/s peak, ~150 GB/s STREAM); UPI 3 links
             at 11.2 GT/s; idle latency ~90 ns local / ~140 ns remote (Intel MLC figures
             commonly published for Ice Lake-SP).
+        ``2s-88-csl``
+            The kernel test robot's ``lkp-csl-2sp9`` (alias), described in its reports as "88
+            threads 2 sockets Intel(R) Xeon(R) Gold 6238M CPU @ 2.10GHz (Cascade Lake) with 128G
+            memory": 2 nodes of 22 cores / 44 threads, 64 GiB each. From the ark.intel.com
+            product page "Intel Xeon Gold 6238M Processor (30.25M Cache, 2.10 GHz)": 22 cores,
+            44 threads, 6 memory channels of DDR4-2933 (6 x 2933 MT/s x 8 B = 140.8 GB/s peak
+            per socket), 3 UPI links at 10.4 GT/s (20.8 GB/s per direction each, 62.4 GB/s).
+            Sustained figures are derived from those peaks with the ratios ``2s-128`` uses
+            (STREAM 150 / 204.8 = 0.73 of the DRAM peak -> ~105 GB/s; link 60 / 67.2 = 0.89 of
+            the UPI peak -> ~55 GB/s); idle latency ~85 / ~140 ns (Intel MLC figures commonly
+            published for 2-socket Cascade Lake); per-thread bandwidth and cache-line transfer
+            latencies as ``2s-128`` (no vendor figure; assumed equal).
+        ``2s-224-spr``
+            The kernel test robot's ``lkp-spr-r02`` (alias), described in its reports as "224
+            threads 2 sockets Intel(R) Xeon(R) Platinum 8480CTDX (Sapphire Rapids) with 256G
+            memory": 2 nodes of 56 cores / 112 threads, 128 GiB each. The 8480CTDX is a custom
+            SKU without an ark page; its listed sibling, the ark.intel.com product page "Intel
+            Xeon Platinum 8480+ Processor (105M Cache, 2.00 GHz)", gives 56 cores, 112 threads,
+            8 memory channels of DDR5-4800 (307.2 GB/s peak per socket), 4 UPI links at 16 GT/s.
+            Memory, interconnect, latency and cache-line figures are those of ``2s-240`` (the
+            same Sapphire Rapids platform: same channels, DDR5 speed and UPI links); only the
+            core count differs.
         ``2s-240``
             2 sockets of Sapphire Rapids (60 cores / 120 threads each, Xeon Platinum 8490H
             class), 240 logical CPUs, 2 nodes: 8 × DDR5-4800 per socket (307 GB/s peak),
@@ -184,7 +207,8 @@ class Topology:
         STREAM / Intel MLC measurements of those parts, rounded; they are defaults to
         override, not measurements of the exact machines.
         """
-        check_choice("topology", name, _PRESETS)
+        check_choice("topology", name, [*_PRESETS, *PRESET_ALIASES])
+        name = PRESET_ALIASES.get(name, name)
         kwargs = dict(_PRESETS[name])
         kwargs.update(overrides)
         return Topology(name=name if not overrides else f"{name}+custom", **kwargs)
@@ -197,7 +221,8 @@ class Topology:
         if isinstance(topology, str):
             return Topology.preset(topology)
         raise NumalabValueError(
-            f"topology={topology!r} must be a Topology or a preset name; allowed: {', '.join(_PRESETS)}"
+            f"topology={topology!r} must be a Topology or a preset name; allowed: "
+            f"{', '.join([*_PRESETS, *PRESET_ALIASES])}"
         )
 
 
@@ -217,6 +242,24 @@ _PRESETS: dict[str, dict] = {
         node_bw_GBps=150.0, link_bw_GBps=60.0, mem_per_node_GiB=128.0, thread_bw_GBps=12.0,
         line_same_node_ns=50.0, line_remote_ns=130.0,
         source="kernel test robot lkp-icl-2sp6 (Ice Lake-SP, 2x32c/64t, 256 GiB)",
+    ),
+    "2s-88-csl": dict(
+        nodes=2, cpus_per_node=44, smt=2, local_latency_ns=85.0, remote_latency_ns=140.0,
+        node_bw_GBps=105.0, link_bw_GBps=55.0, mem_per_node_GiB=64.0, thread_bw_GBps=12.0,
+        line_same_node_ns=50.0, line_remote_ns=130.0,
+        source="kernel test robot lkp-csl-2sp9 (2x Xeon Gold 6238M, Cascade Lake, 2x22c/44t, 128 GB): "
+               "ark.intel.com 'Intel Xeon Gold 6238M Processor (30.25M Cache, 2.10 GHz)' -- 22 cores, "
+               "44 threads, 6 x DDR4-2933 (140.8 GB/s peak), 3 UPI at 10.4 GT/s; sustained = peak x the "
+               "2s-128 ratios (0.73 DRAM, 0.89 UPI); latency ~85/~140 ns (published MLC figures)",
+    ),
+    "2s-224-spr": dict(
+        nodes=2, cpus_per_node=112, smt=2, local_latency_ns=110.0, remote_latency_ns=190.0,
+        node_bw_GBps=230.0, link_bw_GBps=90.0, mem_per_node_GiB=128.0, thread_bw_GBps=14.0,
+        line_same_node_ns=60.0, line_remote_ns=150.0,
+        source="kernel test robot lkp-spr-r02 (2x Xeon Platinum 8480CTDX, Sapphire Rapids, 2x56c/112t, "
+               "256 GB): ark.intel.com 'Intel Xeon Platinum 8480+ Processor (105M Cache, 2.00 GHz)' "
+               "(listed sibling of the custom CTDX SKU) -- 56 cores, 112 threads, 8 x DDR5-4800 "
+               "(307.2 GB/s peak), 4 UPI at 16 GT/s; memory/UPI/latency figures as 2s-240 (same platform)",
     ),
     "2s-240": dict(
         nodes=2, cpus_per_node=120, smt=2, local_latency_ns=110.0, remote_latency_ns=190.0,
@@ -246,3 +289,6 @@ _PRESETS: dict[str, dict] = {
 }
 
 PRESET_SOURCES = {name: spec["source"] for name, spec in _PRESETS.items()}
+
+#: other names :meth:`Topology.preset` accepts: the kernel test robot's machines -> their preset.
+PRESET_ALIASES = {"lkp-icl-2sp6": "2s-128", "lkp-csl-2sp9": "2s-88-csl", "lkp-spr-r02": "2s-224-spr"}

@@ -107,6 +107,18 @@ def fidelity_das():
     return pub, sim
 
 
+def fidelity_machines_das():
+    rows = ["icl p5/p4 numa01", "icl p5/p4 TA", "icl p5/p4 numa02", "csl 6.4 numa01", "csl 6.4 numa02",
+            "spr 6.4 numa01", "spr 6.8 TA", "spr 6.8 pages_migrated"]
+    machines = ["lkp-icl-2sp6"] * 3 + ["lkp-csl-2sp9"] * 2 + ["lkp-spr-r02"] * 3
+    pub = xr.DataArray([-4.1, -27.1, -33.6, 118.9, -3.3, 39.3, -46.2, 126.1], dims="row",
+                       coords={"row": rows, "machine": ("row", machines)})
+    rng = np.random.default_rng(17)
+    sim = xr.DataArray(np.array([0.1, -18.5, -6.8, 87.7, 0.0, 86.6, -5.3, 3.2])[:, None] + rng.normal(0, 3, (8, 4)),
+                       dims=("row", "seed"), coords={"row": rows})
+    return pub, sim
+
+
 def futex_ds():
     rng = np.random.default_rng(16)
     b = 2 ** np.arange(4, 15, 2)
@@ -126,6 +138,7 @@ FIGURES = {
     "history_sweep": lambda: plots.history_sweep(history_ds()),
     "tradeoff": lambda: plots.tradeoff(tradeoff_ds()),
     "fidelity": lambda: plots.fidelity(*fidelity_das()),
+    "fidelity_machines": lambda: plots.fidelity_machines(*fidelity_machines_das()),
     "futex_buckets": lambda: plots.futex_buckets(futex_ds()),
     "samples": lambda: plots.samples(runs_ds()),
 }
@@ -329,3 +342,27 @@ def test_decision_matrix_of_a_real_policy_and_from_netcdf_attrs():
     flat.attrs["reasons"] = " ".join(REASONS)
     ax2 = plots.decision_matrix(flat).axes[0]
     assert [t.get_text() for t in ax2.get_legend().get_texts()] == [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_fidelity_machines_draws_one_series_per_machine_and_numbers_the_misses():
+    pub, sim = fidelity_machines_das()
+    fig = Figure()
+    ax = fig.subplots()
+    assert plots.fidelity_machines(pub, sim, ax=ax) is fig
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    for m, n_ok, n in (("lkp-icl-2sp6", 2, 3), ("lkp-csl-2sp9", 2, 2), ("lkp-spr-r02", 0, 3)):
+        assert f"{m}: {n_ok} of {n} reproduced" in labels
+    assert any("within 2x" in t for t in labels) and any("±7 %" in t for t in labels)
+    # the misses (outside the rule) are listed beside the axes with their row label
+    side = [t.get_text() for t in ax.texts if t.get_text().startswith("outside the rule")]
+    assert len(side) == 1
+    for row in ("icl p5/p4 numa02", "spr 6.4 numa01", "spr 6.8 TA", "spr 6.8 pages_migrated"):
+        assert row in side[0]
+    assert "csl 6.4 numa01" not in side[0]  # +87.7 against +118.9: inside the factor-2 wedge
+    assert ax.get_title() == "published vs simulated: 4 of 8 rows reproduced"
+
+
+def test_fidelity_machines_needs_the_machine_of_each_row():
+    pub, sim = fidelity_machines_das()
+    with pytest.raises(NumalabValueError, match="machine"):
+        plots.fidelity_machines(pub.drop_vars("machine"), sim)

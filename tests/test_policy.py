@@ -360,3 +360,63 @@ def test_demo_bad_knobs_exit_2(argv, capsys):
 
     assert main(argv) == 2
     assert "numalab demo: error:" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ ef6a22b70f (the parent of v6.4's PID filter)
+
+
+def test_scan_delay_profile_decides_like_v64_without_the_pid_test():
+    """ef6a22b70f 'apply the scan delay to every new vma': vma_numab_state and its first-scan
+    delay, but no vma_is_accessed(). Over a grid of states and scanners it skips exactly where
+    6.4 skips for a VMA flag or the scan delay, and scans (reason 'unfiltered') wherever 6.4
+    would ask the PID test -- whether 6.4 then allows (early_passes, own_pid) or skips."""
+    rc, v64 = Policy.profile("6.4-rc-scan-delay"), Policy.profile("6.4")
+    assert rc.numab_state and rc.rules == () and rc.windows == v64.windows
+    assert "ef6a22b70f" in rc.description
+    seen64 = set()
+    for seq in (0, 1, 2, 5):
+        for now, next_scan in ((5, 6), (6, 6), (7, 6)):
+            for owners in ([], [[A]], [[B], [C]]):
+                for tid in (A, B, D):
+                    for unsuitable in (False, True):
+                        kw = dict(seq=seq, start_seq=0, now=now, next_scan=next_scan, owners_by_window=owners)
+                        flags = dict(unsuitable=np.array([unsuitable]))
+                        s64 = one_vma(v64, **kw)
+                        a64, r64, _ = decide(v64, scanner_tid=tid, **s64, **flags)
+                        src = one_vma(rc, **kw)
+                        arc, rrc, _ = decide(rc, scanner_tid=tid, **src, **flags)
+                        r64, rrc = REASONS[int(r64[0])], REASONS[int(rrc[0])]
+                        seen64.add(r64)
+                        if r64 in ("unsuitable", "scan_delay"):
+                            assert rrc == r64
+                        else:
+                            assert rrc == "unfiltered" and arc.all(), (kw, tid, r64)
+    assert seen64 == {"unsuitable", "scan_delay", "early_passes", "own_pid", "pid_inactive"}
+
+
+def test_scan_delay_profile_agrees_with_the_scalar_reference():
+    from numalab.reference import policy as RP
+
+    rc = Policy.profile("6.4-rc-scan-delay")
+    for seq, now in ((0, 5), (3, 5), (3, 7)):
+        state = one_vma(rc, seq=seq, now=now, next_scan=6, owners_by_window=[[A]])
+        _, reason, _ = decide(rc, scanner_tid=B, **state)
+        ref, _ = RP.visit(rc, state["pids_active"][0], int(state["idx"][0]), B, numa_scan_seq=seq, start_scan_seq=0,
+                          prev_scan_seq=seq - 1, scan_offset=0, vm_start=1000, next_scan=6, now=now, nr_threads=64)
+        assert REASONS[int(reason[0])] == ref
+    assert ref == "unfiltered"
+
+
+def test_scan_delay_profile_in_the_engine_delays_but_never_filters():
+    """In a run: 6.4-rc-scan-delay skips VMAs for their first-scan delay (pre-6.4, with no
+    vma_numab_state, never does) and never as PID-inactive, where 6.4 does. numa01's VMAs get
+    their state at the first suitable visit, after the MPOL_BIND init (~12 s), in pass >= 1."""
+    ds = nl.simulate("numa01", ["pre-6.4", "6.4-rc-scan-delay", "6.4"], seeds=1, topology="2s-128", max_time=20)
+    one = ds.isel(seed=0)
+    assert int(one.skip_scan_delay.sel(policy="pre-6.4")) == 0
+    assert int(one.skip_scan_delay.sel(policy="6.4-rc-scan-delay")) > 0
+    assert int(one.skip_scan_delay.sel(policy="6.4")) == int(one.skip_scan_delay.sel(policy="6.4-rc-scan-delay"))
+    assert int(one.skip_pid_inactive.sel(policy="6.4-rc-scan-delay")) == 0
+    assert int(one.allow_unfiltered.sel(policy="6.4-rc-scan-delay")) > 0
+    assert int(one.numa_pte_updates.sel(policy="6.4-rc-scan-delay")) > 0
+    assert int(one.skip_pid_inactive.sel(policy="6.4")) > 0

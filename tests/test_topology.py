@@ -9,7 +9,8 @@ from numalab.topology import PRESET_SOURCES, Topology
 
 @pytest.mark.parametrize(
     "name, nodes, ncpus",
-    [("2s-128", 2, 128), ("2s-240", 2, 240), ("2s-ivb-40", 2, 40), ("4s-144", 4, 144), ("8n-genoa-nps4", 8, 384)],
+    [("2s-128", 2, 128), ("2s-88-csl", 2, 88), ("2s-224-spr", 2, 224), ("2s-240", 2, 240), ("2s-ivb-40", 2, 40),
+     ("4s-144", 4, 144), ("8n-genoa-nps4", 8, 384)],
 )
 def test_presets_have_the_machines_cpu_and_node_counts(name, nodes, ncpus):
     topo = Topology.preset(name)
@@ -81,3 +82,49 @@ def test_coerce_and_attrs_are_netcdf_safe():
     assert all(isinstance(v, (str, int, float)) for v in attrs.values())
     with pytest.raises(NumalabValueError, match="topology"):
         Topology.coerce(42)
+
+
+# ------------------------------------------------------------------ the kernel test robot's machines
+
+
+@pytest.mark.parametrize("robot, preset, cores, smt, mem_total, ark", [
+    ("lkp-icl-2sp6", "2s-128", 32, 2, 256, None),
+    ("lkp-csl-2sp9", "2s-88-csl", 22, 2, 128, "Intel Xeon Gold 6238M Processor"),
+    ("lkp-spr-r02", "2s-224-spr", 56, 2, 256, "Intel Xeon Platinum 8480+ Processor"),
+])
+def test_robot_machines_have_presets_with_their_datasheet_figures(robot, preset, cores, smt, mem_total, ark):
+    """calibration-intel.md's machines: cores and threads per socket, memory, and where the
+    figures come from (the robot's machine description, the ark.intel.com product page)."""
+    from numalab.topology import PRESET_ALIASES
+
+    assert PRESET_ALIASES[robot] == preset
+    topo = Topology.preset(robot)
+    assert topo == Topology.preset(preset) and topo.name == preset  # the alias is the same machine
+    assert (topo.nodes, topo.cores_per_node, topo.smt) == (2, cores, smt)
+    assert topo.mem_total_GiB == pytest.approx(mem_total, rel=0.01)
+    doc = " ".join(Topology.preset.__doc__.split())
+    assert robot in PRESET_SOURCES[preset] and robot in doc
+    if ark:
+        assert ark in PRESET_SOURCES[preset] and ark in doc
+    d = topo.distance_matrix
+    assert (d == d.T).all() and (np.diag(d) == 10).all() and d[0, 1] == 20
+
+
+def test_robot_presets_memory_figures_follow_their_sources():
+    csl, icl, spr, spr240 = (Topology.preset(n) for n in ("2s-88-csl", "2s-128", "2s-224-spr", "2s-240"))
+    # Cascade Lake: 6 x DDR4-2933 = 140.8 GB/s peak, sustained at 2s-128's STREAM/peak ratio 150/204.8
+    assert csl.node_bw_GBps == pytest.approx(6 * 2.933 * 8 * 150 / 204.8, rel=0.03)
+    # 3 UPI at 10.4 GT/s (20.8 GB/s each way per link) at 2s-128's ratio 60 / (3 * 22.4)
+    assert csl.link_bw_GBps == pytest.approx(3 * 20.8 * 60 / 67.2, rel=0.03)
+    assert csl.node_bw_GBps < icl.node_bw_GBps < spr.node_bw_GBps  # 6 ch DDR4-2933 < 8 ch DDR4-3200 < 8 ch DDR5-4800
+    # lkp-spr-r02 shares 2s-240's platform figures (same channels, DDR5 speed, UPI links); only cores differ
+    for f in ("local_latency_ns", "remote_latency_ns", "node_bw_GBps", "link_bw_GBps", "thread_bw_GBps",
+              "line_same_node_ns", "line_remote_ns"):
+        assert getattr(spr, f) == getattr(spr240, f), f
+    assert spr.cpus_per_node == 112 and spr240.cpus_per_node == 120
+
+
+def test_aliases_are_not_listed_as_presets_but_named_in_errors():
+    assert "lkp-spr-r02" not in Topology.presets()
+    with pytest.raises(NumalabValueError, match="lkp-spr-r02"):
+        Topology.preset("lkp-spr-r03")

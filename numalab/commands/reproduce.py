@@ -10,16 +10,20 @@ def add_parser(sub) -> None:
         "reproduce",
         help="reproduce the published kernel test robot results (calibration set)",
         description=(
-            "Simulate the kernel test robot's 2023 runs of the RFC 'sched/numa: Enhance disjoint "
-            "VMA scanning' (patch 5 vs 4, patch 6 vs 5) on the matching topology and write, per "
-            "table, the published and simulated LKP blocks one above the other, a figure of "
-            "published vs simulated %%change, and fidelity.csv with a verdict per published number. "
+            "Simulate every published kernel test robot table in data/ (the RFC 2023 series on "
+            "lkp-icl-2sp6 and lkp-spr-r02, v6.4's PID filter on lkp-csl-2sp9 and lkp-spr-r02, "
+            "v6.8's start_scan_seq fix on lkp-spr-r02), each on the topology preset of its machine, "
+            "and write, per table, the published and simulated LKP blocks one above the other and "
+            "a figure of published vs simulated %change; fidelity.png with every row (one marker "
+            "per machine) and fidelity.csv with a verdict per published number. "
             "Exit status 0 even when a row misses: the verdicts say so."
         ),
     )
     p.add_argument("--out", default="results", metavar="DIR", help="output folder (default: %(default)s)")
     p.add_argument("--seeds", type=int, default=8, help="replicas per policy (default: %(default)s)")
-    p.add_argument("--topology", default="2s-128", help="topology preset (default: %(default)s, lkp-icl-2sp6)")
+    p.add_argument("--topology", default=None,
+                   help="run every table on this preset instead of its machine's (default: each table's "
+                        "machine: lkp-icl-2sp6 -> 2s-128, lkp-csl-2sp9 -> 2s-88-csl, lkp-spr-r02 -> 2s-224-spr)")
     p.add_argument("--table", action="append", dest="tables", metavar="NAME",
                    help="only this published table (repeatable; default: all calibration tables)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -33,9 +37,9 @@ def run(args: argparse.Namespace) -> int:
     from ..outputs import write_reproduction
 
     check_int("--seeds", args.seeds, lo=2, hi=10000)
-    published, sim = fid.simulate_calibration(
+    published, sims = fid.simulate_fidelity(
         args.tables, seeds=args.seeds, topology=args.topology, progress=not args.no_progress)
-    written = write_reproduction(args.out, published, sim)
+    written = write_reproduction(args.out, published, sims)
     print(written["summary"])
     if not args.no_notebooks:
         from ..notebook_figures import export_figures

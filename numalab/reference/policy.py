@@ -78,6 +78,9 @@ def visit(policy, hist, idx, tid, *, numa_scan_seq, start_scan_seq, prev_scan_se
     if numa_scan_seq != 0 and now < next_scan:
         return "scan_delay", vma_scan_select
     # (the window rotation would happen here from v6.7 on; decide() leaves it to the engine)
+    if not any(getattr(policy, r) for r in ("early_passes", "own_pid", "hot", "shared", "ignore_pid_partial",
+                                            "seq_completed", "forced_one", "starvation", "disjoint_select")):
+        return "unfiltered", vma_scan_select  # ef6a22b70f: scan delay, no vma_is_accessed()
     if policy.seq_completed and prev_scan_seq == numa_scan_seq:
         return "seq_completed", vma_scan_select
     if policy.forced_one and forced:
