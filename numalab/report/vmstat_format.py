@@ -7,19 +7,18 @@ import re
 
 import numpy as np
 
+from ..counters import COUNTERS
 from ..errors import NumalabValueError
 
-#: vmstat counters: variable (= kernel name) -> mmtests "Ops" label (§4.1 print order)
+#: vmstat counters: variable (= kernel name) -> mmtests "Ops" label (§4.1 print order): the
+#: allocation counters, which the engine does not simulate (read from real reports only), then
+#: the NUMA-balancing counters of the one counter table (numalab.counters)
 _VMSTAT_SOURCE = {
     "numa_hit": "NUMA alloc hit",
     "numa_miss": "NUMA alloc miss",
     "numa_interleave": "NUMA interleave hit",
     "numa_local": "NUMA alloc local",
-    "numa_pte_updates": "NUMA base-page range updates",
-    "numa_huge_pte_updates": "NUMA PMD updates",
-    "numa_hint_faults": "NUMA hint faults",
-    "numa_hint_faults_local": "NUMA hint local faults %",
-    "numa_pages_migrated": "NUMA pages migrated",
+    **{c.name: c.mmtests_label for c in COUNTERS if c.vmstat},
 }
 #: every Ops row we know, print order, with the variable an ingested row is stored under
 _OPS_ROWS = [
