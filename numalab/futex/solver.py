@@ -499,8 +499,8 @@ def _merge_stations(part: dict, K: int, U: int) -> None:
     rows = np.concatenate([vis, own, part["st_home"][:, None].astype(float),
                            part["st_is_bucket"][:, None].astype(float)], axis=1)
     bits = np.ascontiguousarray(rows).view(np.uint64)
-    salt = _mix64(np.arange(1, rows.shape[1] + 1, dtype=np.uint64))
-    h = np.bitwise_xor.reduce(_mix64(bits ^ salt), axis=1)
+    odd = _mix64(np.arange(1, rows.shape[1] + 1, dtype=np.uint64)) | np.uint64(1)
+    h = _mix64(bits @ odd)                # wrapping multiply-add per column, one mix per row
     _, rep, inv = np.unique(h, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
     if not np.array_equal(bits, bits[rep[inv]]):
