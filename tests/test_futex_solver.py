@@ -207,3 +207,18 @@ def test_seed_experiment_remote_home_slows_the_shared_lock():
     # a saturated FIFO lock serves every waiter once per round, so the two processes'
     # counts stay within 1% of each other although B's handoffs cost more
     assert abs(home[1] / home[0] - 1) < 0.01
+
+
+def test_identical_stations_are_merged_and_solve_the_same():
+    # a large table: most buckets hold one or two keys, many with the same visitors and
+    # weights. keep_threads=False merges those (the MVA solves each kind once); the answer
+    # must not change, and the merge must actually happen (a weak row hash would silently
+    # stop it: every group is verified, so collisions only cost the merge)
+    w = perf_bench_hash("2s-128", threads=64, futexes=256, buckets=16384, refcount="immutable")
+    rts = [route(w, s) for s in (0, 1)]
+    full, merged = network(rts), network(rts, keep_threads=False)
+    assert merged.st_home.size < full.st_home.size / 3
+    np.testing.assert_array_equal(np.bincount(merged.st_point, weights=merged.st_mult),
+                                  np.bincount(full.st_point).astype(float))
+    np.testing.assert_allclose(mva(merged)["x"], mva(full)["x"], rtol=1e-9)
+    np.testing.assert_array_equal(merged.pt_collisions, full.pt_collisions)

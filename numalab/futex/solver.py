@@ -1,7 +1,8 @@
 """Contention solver for futex hash buckets (:mod:`numalab.futex.solver`).
 
 The system (spec §7.3, equations and sources in ``docs/futex.md``): a closed network. Each
-thread loops "think" (user work, syscall entry/exit, key and hash: a delay ``Z``) then visits
+thread loops "think" (user work, syscall entry/exit, the futex path, key and hash, two
+atomics: a delay ``Z``) then visits
 the FCFS server of the bucket its futex hashes to (the hb spinlock: ``futex_q_lock`` ...
 ``futex_q_unlock`` of ``futex_wait_setup``'s wrong-value path), and in the 6.16 ``rcuref``
 private-hash variant first the per-process reference-count line. A visit's service time is
@@ -37,12 +38,15 @@ Two solutions of the same network:
 
 * :func:`mva` -- approximate (Bard-Schweitzer) mean-value analysis with one class per group of
   interchangeable threads (same process, node, role and core load), exact per-bucket visit
-  weights, per-thread self-shares (a bucket used by one thread alone costs only self hits),
+  weights, per-thread self-shares (a bucket used by one thread alone costs only self hits;
+  keys are visited in a fixed cyclic order, so a shared line is usually gone by the time a
+  thread comes back: ``docs/futex.md``, "Who held the line last"),
   the arrival's probability of finding the lock held by others for the contended line count,
   and with ``scv`` < 1 a residual-service correction for non-exponential service;
 * :func:`simulate` -- a discrete-event simulation vectorised over replicas (one event per
   replica per numpy step, per-thread pre-drawn random streams so a seed's result does not
-  depend on the batch); an arrival that finds the station busy is served with the contended
+  depend on the batch; each thread takes its keys in cyclic order from a random first one);
+  an arrival that finds the station busy is served with the contended
   line count, one that finds it idle with ``lines_per_op``.
 
 Where the two apply alike. MVA rests on the arrival theorem of product-form (BCMP) networks,
@@ -499,8 +503,10 @@ def _merge_stations(part: dict, K: int, U: int) -> None:
     rows = np.concatenate([vis, own, part["st_home"][:, None].astype(float),
                            part["st_is_bucket"][:, None].astype(float)], axis=1)
     bits = np.ascontiguousarray(rows).view(np.uint64)
-    odd = _mix64(np.arange(1, rows.shape[1] + 1, dtype=np.uint64)) | np.uint64(1)
-    h = _mix64(bits @ odd)                # wrapping multiply-add per column, one mix per row
+    salt = _mix64(np.arange(1, rows.shape[1] + 1, dtype=np.uint64))
+    # mix every value first (the float bits of k / 1024 end in zeros: a plain weighted sum of
+    # them would collide all the time), then add the columns (wrapping)
+    h = _mix64(bits ^ salt).sum(axis=1, dtype=np.uint64)
     _, rep, inv = np.unique(h, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
     if not np.array_equal(bits, bits[rep[inv]]):
