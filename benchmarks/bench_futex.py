@@ -83,7 +83,7 @@ def main() -> None:
     points = ds.ops_per_s.size
     print(f"futex sweep: {ds.sizes['buckets']} buckets x {ds.sizes['mode']} modes x {ds.sizes['threads']} "
           f"thread counts x {ds.sizes['seed']} seeds = {points} points on {args.topology}: "
-          f"{t2 - t1:.1f} s ({1e3 * (t2 - t1) / points:.1f} ms/point; imports + warm-up {t1 - t0:.1f} s)")
+          f"{t2 - t1:.1f} s ({1e3 * (t2 - t1) / points:.1f} ms/point)")
     mean = ds.ops_per_s_per_thread.mean("seed")
     for t in threads:
         row = mean.sel(threads=t)

@@ -550,25 +550,33 @@ def network(routings: list[Routing], costs: FutexCosts | None = None, *, keep_th
     return Network(n_points=len(parts), points=points, **arrays).with_costs(costs)
 
 
-def mva(net: Network, *, tol: float = 1e-8, max_iter: int = 2000, damping: float = 0.0,
+def mva(net: Network, *, tol: float = 1e-8, max_iter: int = 10000, damping: float = 0.0,
         scv: float = 1.0, start: dict | None = None) -> dict:
     """Approximate MVA (Bard-Schweitzer, one customer removed = the arriving thread itself).
 
     Fixed point over per-thread throughput ``x_k`` [ops/ns] of each class k:
     arrivals ``lam_e = n_k x_k v_e``; the arriving thread finds the lock held by others with
     probability ``b_e = rho_u - x_k a_e s_e`` (station utilisation minus its own share);
-    then it follows another thread (mean handoff cost ``c_o`` over the other visitors' nodes)
-    and pulls the line ``lines_contended`` times; else it follows the last holder, itself
-    with probability ``x_k a_e / Lam_u``, and pulls the line ``lines_per_op`` times:
-    ``s_e = cpu_k base + b_e n_busy c_o + (1 - b_e) n_idle (p_self c_self + (1 - p_self) c_o')``.
+    then it follows another thread (mean handoff cost ``c_o`` over the other visitors' nodes,
+    weighted by their arrivals) and pulls the line ``lines_contended`` times; else it follows
+    the last holder -- itself with probability
+    ``p_self = (1 - a) max(0, 1 - r) + a / (1 + r)``, ``r`` = the others' visits per own visit
+    (keys in a fixed cyclic order: a thread returns after ``1/a`` ops; see docs/futex.md) --
+    and pulls the line ``lines_per_op`` times:
+    ``s_busy = cpu_k base + n_busy c_o``, ``s_idle = cpu_k base + n_idle (p_self c_self +
+    (1 - p_self) c_o)``, ``s_e = b_e s_busy + (1 - b_e) s_idle``.
     It waits for the work present minus its own share; ``R_e = s_e + wait``;
-    ``x_k = 1 / (Z_k + sum_e v_e R_e)``.
+    ``x_k = 1 / (Z_k + sum_e m_e v_e R_e)`` (``m_e``: merged identical stations).
 
-    The work present is ``sum_e' lam_e' s_e' ((R_e' - s_e') + s_e' (1 + scv) / 2)``: the queued
-    jobs' full services plus the residual of the one in service, whose mean is
-    ``s (1 + scv) / 2`` for service of squared coefficient of variation ``scv`` (Reiser's
-    residual-service approximation). ``scv=1`` (exponential, the product-form case) gives the
-    plain Schweitzer ``sum lam R s``; ``scv=0`` is for fixed service times.
+    The work present is ``sum_e' lam_e' [(R_e' - s_e') s_busy_e' + (1 + scv) / 2 (b_e'
+    s_busy_e'^2 + (1 - b_e') s_idle_e'^2)]``: the queued jobs, each of which found the lock
+    held and so is served with the contended line count, plus the residual of the one in
+    service, ``E[S^2] / 2E[S]`` of the busy/idle mix with ``E[S^2] = (1 + scv) s^2`` per kind
+    for service of squared coefficient of variation ``scv`` (Reiser's residual-service
+    approximation; ``scv=1`` exponential, the product-form case; ``scv=0`` fixed times).
+
+    Points stop on their own (relative change of every class's ``x`` below ``tol``), so a
+    point's answer does not depend on its batch; converged points leave the working set.
 
     ``start``: a previous result of this function on the same network structure (e.g. with
     other prices) to start the iteration from; default: no queueing.
