@@ -20,7 +20,7 @@ import xarray as xr
 from .errors import check_choice
 from .resources import shipped_dir
 
-__all__ = ["names", "load", "data_dir", "WORKLOAD_OF_METRIC", "job_variable"]
+__all__ = ["names", "load", "load_futex", "data_dir", "WORKLOAD_OF_METRIC", "job_variable"]
 
 _PREFIX = "autonuma-benchmark."
 _VMSTAT = "proc-vmstat."
@@ -64,7 +64,11 @@ def job_variable(metric: str) -> str:
 
 
 def load(name: str) -> xr.Dataset:
-    """Load one published comparison table (see ``data/README.md`` for provenance)."""
+    """Load one published table (see ``data/README.md`` for provenance): an LKP comparison
+    (``lkp-*``, dims ``("workload", "policy")``) or a perf bench futex hash curve set
+    (``futex-*``, :func:`load_futex`)."""
+    if name.startswith("futex-"):
+        return load_futex(name)
     rows = _rows(name)
     base, new = rows[0]["base_profile"], rows[0]["new_profile"]
     policies = [base, new]
@@ -101,4 +105,31 @@ def load(name: str) -> xr.Dataset:
         source=first["source"], machine=first["machine"], table=name, baseline=base, job=job_path,
         job_test=parts[-2] if len(parts) >= 2 and parts[-2] != "<test>" else "",
     )
+    return ds
+
+
+def load_futex(name: str = "futex-e5-2650") -> xr.Dataset:
+    """A published ``perf bench futex hash`` table as a Dataset over ``row``: the
+    ``ops_per_s_per_thread`` printed ("Averaged X operations/sec"), with coordinates
+    ``threads``, ``buckets`` (0 = the global hash), ``mode``, ``nodes_used`` and ``refcount``
+    -- the rows :func:`numalab.futex.calibrate` takes. attrs: machine, CPUs, nodes, source."""
+    check_choice("name", name, [n for n in names() if n.startswith("futex-")])
+    rows = _rows(name)
+    ds = xr.Dataset(
+        {"ops_per_s_per_thread": ("row", np.array([float(r["ops_per_s_per_thread"]) for r in rows]), {
+            "units": "1/s", "long_name": "perf bench futex hash 'Averaged X operations/sec' (per thread)"})},
+        coords={
+            "row": np.arange(len(rows)),
+            "threads": ("row", np.array([int(r["threads"]) for r in rows])),
+            "buckets": ("row", np.array([int(r["buckets"]) for r in rows]), {
+                "long_name": "perf bench -b: private-hash slots (0 = global hash)"}),
+            "mode": ("row", np.array([r["mode"] for r in rows])),
+            "nodes_used": ("row", np.array([int(r["nodes_used"]) for r in rows])),
+            "refcount": ("row", np.array([r["refcount"] for r in rows])),
+            "command": ("row", np.array([r["command"] for r in rows])),
+        },
+    )
+    first = rows[0]
+    ds.attrs.update(table=name, machine=first["machine"], cpus=int(first["cpus"]), nodes=int(first["nodes"]),
+                    source=first["source"])
     return ds

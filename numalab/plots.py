@@ -22,6 +22,7 @@ history_sweep          elsp / syst vs history length N, one panel per workload
 tradeoff               false skips vs idle scans along N, one line per profile
 fidelity               published vs simulated %change per row, with the acceptance band
 futex_buckets          futex ops/s per thread vs number of hash buckets, one line per mode
+futex_published        published perf bench futex hash curves against the model's predictions
 samples                mmtests-style box + strip plot of the per-seed samples per policy
 """
 
@@ -52,6 +53,7 @@ __all__ = [
     "fidelity",
     "fidelity_machines",
     "futex_buckets",
+    "futex_published",
     "samples",
 ]
 
@@ -840,6 +842,56 @@ def futex_buckets(ds, ax=None, *, var: str = "ops_per_s_per_thread", buckets_dim
         a.set_ylabel(_label(da, var))
         a.set_title("futex hash: throughput per thread vs buckets")
         a.legend(title=mode_dim if threads == [None] else f"{mode_dim}, {threads_dim}")
+    return fig
+
+
+def futex_published(published, models=None, ax=None, *, var: str = "ops_per_s_per_thread"):
+    """Published ``perf bench futex hash`` curves (markers, one colour per thread count) and
+    model predictions for the same rows (one line style per model), ops/s per thread vs
+    buckets on a log2 axis; the global-hash rows (buckets 0) are left out. The legend sits
+    outside the axes, clear of the data.
+
+    Parameters
+    ----------
+    published : xarray.Dataset over ``row`` with ``var`` and coordinates ``threads`` and
+        ``buckets``, as :func:`numalab.data.load` returns for a ``futex-*`` table.
+    models : dict of label -> array of predictions aligned with ``published.row`` (e.g.
+        :func:`numalab.futex.predict` of the same rows), or None.
+    """
+    da = _as_dataarray(published, var, "published")
+    _check_dims(da, ("row",), what=var)
+    for c in ("threads", "buckets"):
+        if c not in published.coords:
+            raise NumalabValueError(f"published has no {c!r} coordinate; allowed: a Dataset from nl.data.load('futex-...')")
+    models = dict(models or {})
+    for label, m in models.items():
+        if np.shape(m) != da.shape:
+            raise NumalabValueError(f"models[{label!r}] has shape {np.shape(m)}; allowed: one value per row {da.shape}")
+    threads = published["threads"].values
+    buckets = published["buckets"].values.astype(float)
+    y = da.values
+    styles = ["--", ":", "-.", "-"]
+    with style():
+        fig, axes = _figure(ax, figsize=(7.5, 4.2) if ax is None else None)
+        a = axes[0, 0]
+        cycle = [c["color"] for c in _prop_cycle()]
+        for i, t in enumerate(sorted(set(threads.tolist()), reverse=True)):
+            sel = (threads == t) & (buckets > 0)
+            order = np.argsort(buckets[sel])
+            col = cycle[i % len(cycle)]
+            a.plot(buckets[sel][order], y[sel][order], marker="o", linestyle="none", color=col,
+                   label=f"published, {t} threads")
+            for j, (label, m) in enumerate(models.items()):
+                a.plot(buckets[sel][order], np.asarray(m)[sel][order], linestyle=styles[j % len(styles)], color=col,
+                       label=f"{label}, {t} threads")
+        _log2_axis(a)
+        _si_axis(a.yaxis)
+        a.set_xlabel("hash buckets (perf bench -b)")
+        a.set_ylabel(_label(da, var))
+        title = published.attrs.get("machine", "")
+        a.set_title("perf bench futex hash" + (f": {title}" if title else ""), fontsize="medium")
+        # outside the axes, right of the data (the figure's layout engine makes room for it)
+        a.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize="small")
     return fig
 
 

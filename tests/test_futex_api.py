@@ -105,9 +105,11 @@ def test_calibrate_recovers_known_constants_from_synthetic_rows():
             wl = nl.futex.perf_bench_hash("2s-ivb-40", threads=threads, futexes=64, buckets=buckets)
             y = float(nl.futex.simulate(wl, seeds=2, costs=truth).ops_per_s_per_thread.mean())
             rows.append({"mode": "private", "threads": threads, "buckets": buckets, "ops_per_s_per_thread": y})
-    fit = nl.futex.calibrate(rows, "2s-ivb-40", seeds=2, futexes=64)
+    fit = nl.futex.calibrate(rows, "2s-ivb-40", fit=tuple(truth), seeds=2, futexes=64)
     for name, value in truth.items():
         assert fit.constants[name] == pytest.approx(value, rel=0.02), name
+    # rows at 1 to 40 threads on one and two nodes pin all three down
+    assert not fit.unidentified and all(0 < v < 0.5 for v in fit.relative_uncertainty.values())
     assert np.max(np.abs(fit.residuals)) < 1e-3
     assert fit.predictions.sizes["row"] == len(rows)
     assert fit.predictions.ops_per_s_per_thread.attrs["units"] == "1/s"

@@ -62,7 +62,8 @@ def test_reference_think_time_matches_solver_classes():
     c = FutexCosts().resolve(w.topology)
     for t in range(4):
         assert ref.think_ns(rt, t, c) == pytest.approx(net.cls_think[net.thr_cls[t]])
-        assert ref.think_ns(rt, t, c) == pytest.approx(c.syscall_ns + c.hash_ns + c.user_ns + c.gup_ns)
+        assert ref.think_ns(rt, t, c) == pytest.approx(
+            c.syscall_ns + c.futex_path_ns + c.hash_ns + 2 * c.atomic_ns + c.user_ns + c.gup_ns)
 
 
 @pytest.mark.parametrize("home", [0, 1])

@@ -8,7 +8,8 @@ the ones above it):
 ``hash``         key -> bucket: table sizes, ``__futex_hash``, the private-hash size rule
 ``workloads``    perf bench futex hash / futex_numa shapes, :func:`workload_for`, :func:`route`
 ``solver``       :class:`FutexCosts`, the closed network, MVA and the discrete-event simulation
-``calibration``  :func:`calibrate`: fit cost constants to measured rows
+``calibration``  :func:`calibrate`: fit cost constants to measured rows (with standard
+                 errors); :func:`predict`: the MVA's figure for such rows
 ``api``          :func:`simulate` and :func:`sweep` -> xarray Datasets
 
 Every public name is re-exported here; import from ``numalab.futex``, not from the modules.
@@ -22,10 +23,14 @@ No module is named like a function the package exports (``calibrate`` is the fun
     ds = nl.futex.simulate(wl, seeds=8)            # dims ("seed",)
     sw = nl.futex.sweep(buckets=[2, 16, 1024], mode=["numa", "private"], threads=[16, 64])
     fit = nl.futex.calibrate(rows, "2s-128")        # fitted constants, residuals, predictions
+    print(fit.summary())                            # each constant +- its standard error
+
+The cost model (which term dominates where, every default and its source) is in
+``docs/futex.md``.
 """
 
 from .api import DISTS, METHODS, simulate, solve_points, sweep
-from .calibration import DEFAULT_FIT, CalibrationResult, calibrate
+from .calibration import DEFAULT_FIT, CalibrationResult, calibrate, predict
 from .hash import HASHES, MODES, classic_hashsize, node_hashsize, private_default_slots
 from .solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
 from .workloads import (
@@ -44,5 +49,5 @@ __all__ = [
     # costs and solvers
     "FutexCosts", "coerce_costs", "network", "mva",
     # results
-    "simulate", "sweep", "solve_points", "calibrate", "CalibrationResult",
+    "simulate", "sweep", "solve_points", "calibrate", "predict", "CalibrationResult",
 ]

@@ -71,7 +71,7 @@ def _solve_chunk(workloads, seeds, costs, method, ops, dist):
         rho = res["rho"]
         # visit rate of every station (operations through it per ns)
         lam_st = np.bincount(net.ent_station, weights=net.cls_n[net.ent_cls] * net.ent_visit *
-                             (res["x"][net.ent_cls]), minlength=net.st_base.size)
+                             (res["x"][net.ent_cls]), minlength=net.st_home.size)
     else:
         sim = _des(net, [s for _ in workloads for s in seeds], ops=ops, dist=dist)
         thr_rate = sim["rate"] * 1e9
@@ -81,13 +81,11 @@ def _solve_chunk(workloads, seeds, costs, method, ops, dist):
     ops_s = np.bincount(thr_point, weights=thr_rate * counted, minlength=P)
     n_counted = np.bincount(thr_point, weights=counted.astype(float), minlength=P)
     runtime = np.repeat([w.runtime_s for w in workloads], len(seeds))
-    # op-weighted lock utilisation over bucket stations
-    lam_st = lam_st * net.st_is_bucket
+    # op-weighted lock utilisation over bucket stations (a merged row stands for st_mult stations)
+    lam_st = lam_st * net.st_is_bucket * net.st_mult
     util = np.bincount(net.st_point, weights=lam_st * np.minimum(rho, 1.0), minlength=P) / np.maximum(
         np.bincount(net.st_point, weights=lam_st, minlength=P), 1e-300)
-    keys = net.st_keys * net.st_is_bucket
-    coll = np.bincount(net.st_point, weights=keys, minlength=P) - np.bincount(
-        net.st_point, weights=(keys > 0).astype(float), minlength=P)
+    coll = net.pt_collisions
     out = {
         "ops_per_s": ops_s,
         "ops_per_s_per_thread": ops_s / np.maximum(n_counted, 1),

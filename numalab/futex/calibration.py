@@ -3,8 +3,13 @@
 A measurement row is ``(mode, threads, buckets, ops_per_s_per_thread)`` -- what ``perf bench
 futex hash`` prints as "Averaged X operations/sec". :func:`calibrate` finds the constants of
 :class:`~numalab.futex.solver.FutexCosts` named in ``fit`` that minimise the squared log
-error of the MVA prediction (Levenberg-Marquardt on log-constants with forward-difference
-Jacobians; common random numbers: the same seeds' bucket maps at every evaluation).
+error of the MVA prediction: Levenberg-Marquardt on log-constants with forward-difference
+Jacobians, common random numbers (the same seeds' bucket maps at every evaluation), the
+network's structure built once and only re-priced per evaluation, each MVA warm-started from
+the last solution. At the optimum it reports each constant's standard error from the
+Jacobian of the residuals, ``cov = s^2 (J^T J)^-1`` with ``s^2`` the residual variance (at
+least the :data:`NOISE_FLOOR` of a benchmark run), and flags the constants the rows cannot
+identify (relative standard error above :data:`IDENTIFIABLE_REL`).
 """
 
 from __future__ import annotations
@@ -19,30 +24,66 @@ from .hash import MODES
 from .solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
 from .workloads import PERF_BENCH, route, workload_for
 
-__all__ = ["CalibrationResult", "calibrate", "measurement_rows", "DEFAULT_FIT"]
+__all__ = ["CalibrationResult", "calibrate", "predict", "measurement_rows", "DEFAULT_FIT", "NOISE_FLOOR",
+           "IDENTIFIABLE_REL"]
 
-#: identifiable from rows that span uncontended (many buckets), saturated (2 buckets) and
-#: one-node vs two-node thread counts, with the same-node line latency held at the Topology's
-DEFAULT_FIT = ("syscall_ns", "critical_section_ns", "line_remote_ns")
+#: the per-operation CPU cost outside the lock (syscall entry/exit: the mitigations and the
+#: clock vary most between machines) and the cross-node line transfer: both pinned down by
+#: the rows of one thread count on two nodes (the flat part fixes the first, the saturated
+#: part the second). The hold time and the same-node line latency stay at their documented
+#: values: those rows see them only in sums with the others (fit them too and the result
+#: flags them as unidentified -- and predicts another thread count worse).
+DEFAULT_FIT = ("syscall_ns", "line_remote_ns")
+#: log-residual standard deviation assumed at least (perf bench's own run-to-run spread, a
+#: few per cent), so a perfect fit still reports how well the rows pin each constant down
+NOISE_FLOOR = 0.02
+#: a constant whose relative standard error exceeds this is flagged as not identified
+IDENTIFIABLE_REL = 0.5
 
 
 @dataclass(frozen=True, eq=False)
 class CalibrationResult:
     """``costs``: the fitted :class:`FutexCosts`; ``constants``: the fitted values by name;
-    ``residuals``: log(predicted / measured) per row; ``predictions``: an xarray Dataset over
-    ``row``; ``iterations`` of the fit."""
+    ``uncertainty``: standard error of each by name (same units), ``relative_uncertainty``
+    (standard error / value), ``correlation`` (fit x fit matrix, order of ``constants``),
+    ``identified``: name -> whether the rows pin it down (relative error <=
+    :data:`IDENTIFIABLE_REL`), ``unidentified``: the names that fail it; ``residuals``:
+    log(predicted / measured) per row; ``predictions``: an xarray Dataset over ``row``;
+    ``iterations`` of the fit, ``evaluations`` of the model, ``seconds`` of wall time."""
 
     costs: FutexCosts
     constants: dict
+    uncertainty: dict
+    relative_uncertainty: dict
+    correlation: np.ndarray
+    identified: dict
     residuals: np.ndarray
     predictions: object
     iterations: int
+    evaluations: int = 0
+    seconds: float = 0.0
+
+    @property
+    def unidentified(self) -> tuple:
+        return tuple(n for n, ok in self.identified.items() if not ok)
+
+    def summary(self) -> str:
+        """One line per fitted constant: value +- standard error, and the identification flag."""
+        lines = []
+        for n, v in self.constants.items():
+            flag = "" if self.identified[n] else "   NOT IDENTIFIED by these rows"
+            lines.append(f"{n:>22} = {v:10.4g} +- {self.uncertainty[n]:.3g} "
+                         f"({100 * self.relative_uncertainty[n]:.0f} %){flag}")
+        rms = float(np.sqrt(np.mean(self.residuals ** 2)))
+        lines.append(f"{'rms log residual':>22} = {rms:.3f} over {self.residuals.size} rows")
+        return "\n".join(lines)
 
 
-def measurement_rows(measurements) -> dict:
+def measurement_rows(measurements, *, need_rate: bool = True) -> dict:
     """Normalise a table (list of dicts, dict of columns, pandas DataFrame or xarray Dataset)
-    with columns mode, threads, buckets, ops_per_s_per_thread to a dict of arrays."""
-    cols = ("mode", "threads", "buckets", "ops_per_s_per_thread")
+    with columns mode, threads, buckets, ops_per_s_per_thread to a dict of arrays
+    (``need_rate=False``: the rate column may be absent, as for :func:`predict`)."""
+    cols = ("mode", "threads", "buckets") + (("ops_per_s_per_thread",) if need_rate else ())
     if hasattr(measurements, "to_dataframe") and hasattr(measurements, "data_vars"):
         measurements = measurements.to_dataframe().reset_index()
     if hasattr(measurements, "to_dict") and hasattr(measurements, "columns"):
@@ -60,34 +101,55 @@ def measurement_rows(measurements) -> dict:
     n = out["mode"].size
     if n == 0 or any(v.size != n for v in out.values()):
         raise NumalabValueError("measurements columns must be non-empty and of equal length")
-    rate = out["ops_per_s_per_thread"].astype(float)
-    if not np.all(np.isfinite(rate)) or np.any(rate <= 0):
-        raise NumalabValueError("ops_per_s_per_thread must hold finite numbers > 0")
-    out["ops_per_s_per_thread"] = rate
+    if need_rate:
+        rate = out["ops_per_s_per_thread"].astype(float)
+        if not np.all(np.isfinite(rate)) or np.any(rate <= 0):
+            raise NumalabValueError("ops_per_s_per_thread must hold finite numbers > 0")
+        out["ops_per_s_per_thread"] = rate
     out["threads"] = np.array([check_int("threads", int(t), lo=1) for t in out["threads"]])
     out["buckets"] = out["buckets"].astype(np.int64)
     out["mode"] = np.array([check_choice("mode", str(m), MODES) for m in out["mode"]])
     return out
 
 
-def _routings(rows, topology, seeds, futexes, workload_kw):
-    groups = []
+def _workloads(rows, topology, futexes, workload_kw):
+    out = []
     for m, t, b in zip(rows["mode"], rows["threads"], rows["buckets"]):
         # buckets -1 = the kernel's own size (no prctl / default table)
-        w = workload_for(PERF_BENCH, topology, mode=str(m), buckets=None if b < 0 else int(b),
-                         threads=int(t),
-                         futexes=futexes, **workload_kw)
-        groups.append([route(w, s) for s in seeds])
-    return groups
+        out.append(workload_for(PERF_BENCH, topology, mode=str(m), buckets=None if b < 0 else int(b),
+                                threads=int(t), futexes=futexes, **workload_kw))
+    return out
 
 
-def _predict(groups, costs):
-    flat = [rt for g in groups for rt in g]
-    net = network(flat, costs)
-    res = mva(net)
-    per_point = np.bincount(net.cls_point, weights=net.cls_n * res["x"] * net.cls_counted) / np.bincount(
-        net.cls_point, weights=net.cls_n * net.cls_counted)
-    return per_point.reshape(len(groups), -1).mean(axis=1) * 1e9
+class _Model:
+    """The rows' network built once; :meth:`__call__` re-prices it and solves the MVA,
+    warm-started from the previous solution (same fixed point, fewer iterations)."""
+
+    def __init__(self, rows, topology, seeds, futexes, workload_kw, tol=1e-10):
+        ws = _workloads(rows, topology, futexes, workload_kw)
+        self.n_rows, self.n_seeds = len(ws), len(seeds)
+        self.net = network([route(w, s) for w in ws for s in seeds], keep_threads=False)
+        self.tol = tol
+        self.last = None
+        self.evaluations = 0
+
+    def __call__(self, costs) -> np.ndarray:
+        net = self.net.with_costs(costs)
+        res = mva(net, tol=self.tol, max_iter=20000, start=self.last)
+        self.last = res
+        self.evaluations += 1
+        w = net.cls_n * net.cls_counted
+        per_point = np.bincount(net.cls_point, weights=w * res["x"]) / np.bincount(net.cls_point, weights=w)
+        return per_point.reshape(self.n_rows, self.n_seeds).mean(axis=1) * 1e9
+
+
+def predict(measurements, topology, *, costs=None, seeds=4, futexes=1024, **workload_kw) -> np.ndarray:
+    """The MVA's ops/s per thread for each row of ``measurements`` (its ``ops_per_s_per_thread``
+    column may be absent), mean over ``seeds``: what :func:`calibrate` compares with."""
+    topology = Topology.coerce(topology)
+    rows = measurement_rows(measurements, need_rate=False)
+    return _Model(rows, topology, check_seeds(seeds), futexes, workload_kw, tol=1e-8)(
+        coerce_costs(costs).resolve(topology))
 
 
 def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, futexes=1024,
@@ -97,11 +159,17 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, f
     ``measurements``: rows of ``mode`` ("classic" | "numa" | "private"), ``threads``,
     ``buckets`` (private: slots, 0 = global hash; classic/numa: table size; -1 = the kernel's
     size) and ``ops_per_s_per_thread`` (perf bench's "Averaged" figure), as a list of dicts,
-    a dict of columns, a DataFrame or a Dataset.
+    a dict of columns, a DataFrame or a Dataset. Other keyword arguments go to
+    :func:`~numalab.futex.perf_bench_hash` (e.g. ``refcount="immutable"`` for ``-I`` runs).
 
     ``fit`` names the constants to fit (default :data:`DEFAULT_FIT`); the others stay at
-    ``costs`` (defaults: the documented constants). Returns a :class:`CalibrationResult`.
+    ``costs`` (defaults: the documented constants). Returns a :class:`CalibrationResult`
+    with the fitted constants, their standard errors and identification flags
+    (``fit.summary()`` prints them).
     """
+    import time
+
+    t0 = time.perf_counter()
     topology = Topology.coerce(topology)
     rows = measurement_rows(measurements)
     fit = tuple(fit)
@@ -109,41 +177,65 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, f
         raise NumalabValueError("fit must name at least one constant")
     for name in fit:
         check_choice("fit", name, COST_NAMES)
+    if len(set(fit)) != len(fit):
+        raise NumalabValueError(f"fit={fit} names a constant twice; allowed: distinct names from {COST_NAMES}")
+    max_iter = check_int("max_iter", max_iter, lo=1)
     base = coerce_costs(costs).resolve(topology)
-    seeds = check_seeds(seeds)
-    groups = _routings(rows, topology, seeds, futexes, workload_kw)
+    model_rows = _Model(rows, topology, check_seeds(seeds), futexes, workload_kw)
     y = np.log(rows["ops_per_s_per_thread"])
+    bounds = {"home_lookup": 1.0, "smt_gain": 1.0}
 
-    def model(theta):
-        c = replace(base, **{n: float(np.exp(v)) for n, v in zip(fit, theta)})
-        return np.log(_predict(groups, c))
+    def priced(theta):
+        vals = {n: float(np.exp(v)) for n, v in zip(fit, theta)}
+        return replace(base, **{n: min(v, bounds.get(n, np.inf)) for n, v in vals.items()})
 
-    theta = np.log(np.array([max(getattr(base, n), 1e-3) for n in fit], dtype=float))
-    r = model(theta) - y
-    lam, it = 1e-2, 0
-    for it in range(1, max_iter + 1):
+    def residual(theta):
+        return np.log(model_rows(priced(theta))) - y
+
+    def jacobian(theta, r, h=1e-4):
         J = np.empty((y.size, theta.size))
-        h = 1e-4
         for i in range(theta.size):
             tp = theta.copy()
             tp[i] += h
-            J[:, i] = (model(tp) - y - r) / h
+            J[:, i] = (residual(tp) - r) / h
+        return J
+
+    theta = np.log(np.array([max(getattr(base, n), 1e-3) for n in fit], dtype=float))
+    r = residual(theta)
+    lam, it = 1e-2, 0
+    J = jacobian(theta, r)
+    for it in range(1, max_iter + 1):
         g = J.T @ r
         H = J.T @ J
         improved = False
         for _ in range(10):
             step = np.linalg.solve(H + lam * np.diag(np.diag(H) + 1e-12), -g)
             step = np.clip(step, -2.0, 2.0)
-            r_new = model(theta + step) - y
+            r_new = residual(theta + step)
             if r_new @ r_new < r @ r:
+                gain = 1.0 - (r_new @ r_new) / max(r @ r, 1e-300)
                 theta, r, improved = theta + step, r_new, True
                 lam = max(lam / 3.0, 1e-9)
                 break
             lam *= 10.0
-        if not improved or np.max(np.abs(step)) < 1e-7:
+        # converged: no better step, a negligible one, or a negligible gain in the misfit
+        if not improved or np.max(np.abs(step)) < 1e-6 or gain < 1e-6:
             break
-    fitted = {n: float(np.exp(v)) for n, v in zip(fit, theta)}
-    best = replace(base, **fitted)
+        J = jacobian(theta, r)
+    if improved:
+        J = jacobian(theta, r)
+    best = priced(theta)
+    fitted = {n: float(getattr(best, n)) for n in fit}
+    # standard errors from the Jacobian at the optimum (in log-constants = relative errors)
+    dof = max(y.size - len(fit), 1)
+    s2 = max(float(r @ r) / dof, NOISE_FLOOR ** 2)
+    cov = s2 * np.linalg.pinv(J.T @ J)
+    rel = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
+    corr = cov / np.outer(sd, sd)
+    rel_d = {n: float(v) for n, v in zip(fit, rel)}
+    unc = {n: fitted[n] * rel_d[n] for n in fit}
+    ident = {n: bool(rel_d[n] <= IDENTIFIABLE_REL) for n in fit}
     pred = np.exp(r + y)
     import xarray as xr
 
@@ -155,6 +247,9 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, f
         },
         coords={"row": np.arange(y.size), "mode": ("row", rows["mode"]), "threads": ("row", rows["threads"]),
                 "buckets": ("row", rows["buckets"])},
-        attrs={"fitted": ",".join(fit), **{f"cost_{k}": v for k, v in best.to_dict().items()}, **topology.to_attrs()},
+        attrs={"fitted": ",".join(fit), **{f"cost_{k}": v for k, v in best.to_dict().items()},
+               **{f"stderr_{k}": v for k, v in unc.items()},
+               "unidentified": ",".join(n for n in fit if not ident[n]), **topology.to_attrs()},
     )
-    return CalibrationResult(best, fitted, r, ds, it)
+    return CalibrationResult(best, fitted, unc, rel_d, corr, ident, r, ds, it,
+                             model_rows.evaluations, time.perf_counter() - t0)

@@ -192,6 +192,10 @@ def resolve_node(*, numa, node_word, mpol, mpol_node, cpu_node) -> np.ndarray:
     operation (first touch). Returns -1 for a futex with no node (hashed over the nodes).
     """
     numa = np.asarray(numa, dtype=bool)
+    mpol = np.asarray(mpol, dtype=bool)
+    if not numa.any() and not mpol.any():   # plain futexes (perf bench): no node at all
+        return np.full(np.broadcast(numa, mpol, node_word, mpol_node, cpu_node).shape, FUTEX_NO_NODE,
+                       dtype=np.int64)
     node = np.where(numa, np.asarray(node_word, dtype=np.int64), FUTEX_NO_NODE)
     node = np.where((node == FUTEX_NO_NODE) & np.asarray(mpol, dtype=bool),
                     np.asarray(mpol_node, dtype=np.int64), node)
@@ -250,8 +254,19 @@ def futex_bucket(layout: HashLayout, *, h_global, h_private, node, proc, private
     private : bool array
         PRIVATE key (no FUT_OFF bits); only those may use a private table.
     """
-    hg = np.asarray(h_global, dtype=np.uint32).astype(np.int64)
     node = np.asarray(node, dtype=np.int64)
+    if layout.mode == "private" and layout.private_slots and len(set(layout.private_slots)) == 1:
+        # one private table size for all: if every key goes to a private table (perf bench
+        # without -S), the global tables need not be consulted
+        slots = int(layout.private_slots[0])
+        use = np.asarray(private, dtype=bool) & (node == FUTEX_NO_NODE)
+        if slots > 0 and use.all():
+            pidx = np.zeros(use.shape, dtype=np.int64) if layout.squash else (
+                np.asarray(h_private, dtype=np.uint32).astype(np.int64) & (slots - 1))
+            if len(layout.private_slots) == 1:
+                return pidx + int(layout.private_offsets[0])
+            return pidx + layout.private_offsets[np.asarray(proc, dtype=np.int64)]
+    hg = np.asarray(h_global, dtype=np.uint32).astype(np.int64)
     S = layout.global_size
     idx = hg & (S - 1)
     if layout.squash:

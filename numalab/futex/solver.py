@@ -1,55 +1,63 @@
 """Contention solver for futex hash buckets (:mod:`numalab.futex.solver`).
 
-The system (spec §7.3): a closed network. Each thread loops "think" (user work, syscall
-entry/exit, hashing: a delay ``Z``) then visits the FCFS server of the bucket its futex hashes
-to (the hb spinlock: ``futex_q_lock`` ... ``futex_q_unlock`` of ``futex_wait_setup``'s
-wrong-value path), and in the 6.16 ``rcuref`` private-hash variant first the per-process
-reference-count line (``futex_private_hash_get/put``). A visit's service time is
+The system (spec §7.3, equations and sources in ``docs/futex.md``): a closed network. Each
+thread loops "think" (user work, syscall entry/exit, the futex path, key and hash, two
+atomics: a delay ``Z``) then visits
+the FCFS server of the bucket its futex hashes to (the hb spinlock: ``futex_q_lock`` ...
+``futex_q_unlock`` of ``futex_wait_setup``'s wrong-value path), and in the 6.16 ``rcuref``
+private-hash variant first the per-process reference-count line. A visit's service time is
 
-    s = base + lines * c(previous holder p -> this CPU j, bucket memory home h)
+    s = cpu * hold + n_lines * c
 
-where ``c`` is the cost of getting the bucket's cache line (:func:`handoff_matrix`):
+* ``hold`` (``critical_section_ns``) is the CPU work done with the lock held, and ``cpu``
+  the thread's SMT slowdown (:func:`smt_slowdown`: 1 alone on its core, ``n / (1 + g (n-1))``
+  with n busy hardware threads on the core); the think time ``Z`` is scaled the same way.
+* ``n_lines`` is how many times the bucket's cache line must be pulled to this CPU:
+  ``lines_per_op`` (1) when the bucket is idle on arrival -- the ``waiters`` increment takes
+  the line, the lock, the value check, the decrement and the unlock then hit in L1 -- and
+  ``lines_contended`` (5) when the arrival finds the lock held: every access of the op
+  (waiters increment, the queued spinlock's fast-path cmpxchg, the acquisition at the head
+  of the queue, waiters decrement, unlock) then finds the line in another CPU's cache. A
+  saturated bucket therefore serves one op per ``hold + lines_contended * L``, and a lock
+  handed between sockets pays the remote transfer on each of those pulls.
+* ``c`` is the cost of getting the bucket's line (:func:`handoff_matrix`) from where it is:
 
-* ``line_self_ns`` -- p is this very thread: the line is still in its L1/L2;
-* DRAM -- no previous holder (the first access to the bucket, a cold line): the line comes
-  from the home node's memory at ``Topology.latency_ns[node(j), h]`` (local or remote DRAM).
-  Rule: a line once touched stays cached (in some core's cache) for the rest of the run -- the
-  workloads modelled touch at most a few thousand bucket lines per thread, which fit in L2,
-  so idle-time eviction is not modelled; in steady state the DRAM term only enters through
-  the per-bucket first touch, which the simulations' warm-up discards;
-* cache-to-cache -- p ran on another core: ``L[node(p), node(j)]`` (the topology's
-  same-node / cross-node transfer latency, SLIT-interpolated, :func:`line_matrix`) plus, with
-  ``home_lookup`` (default 1), a trip to the home node's directory when h is neither node(p)
-  nor node(j): ``home_lookup * (latency_ns[node(j), h] - latency_ns[node(j), node(j)])``, the
-  interconnect part of a remote memory access. This is a home-snoop / directory coherence
-  protocol (AMD Zen's probe filter at the home memory controller; Intel Xeon's Home Snoop
-  mode with a directory, the directory protocol of Skylake-SP and later): an ownership request
-  that misses the requester's own caches is resolved by the line's home agent, so a
-  same-node handoff of a line homed on a remote node is a "3-hop" transfer requester -> home
-  -> owner -> requester. A cross-node handoff whose home is the holder's or the requester's
-  node passes the home anyway and pays only ``L``. ``home_lookup=0`` models a source-snoop
-  machine whose inclusive LLC serves same-node handoffs without asking the home (the "Early
-  Snoop" BIOS mode of Ivy Bridge-EP / Haswell-EP); the spec (§3.4) leaves the seed machine's
-  SKU, hence its snoop mode, UNVERIFIED.
+  - ``line_self_ns`` -- this very thread held it last: an L2 hit;
+  - DRAM -- nobody held it yet (a cold line): ``Topology.latency_ns[node(j), h]`` from its
+    home node h. A line once touched stays cached (the workloads touch at most a few thousand
+    bucket lines per thread); the first touch only matters before the warm-up ends;
+  - cache-to-cache from another core: ``L[node(p), node(j)]`` (the Topology's same-node /
+    cross-node line transfer latency, SLIT-interpolated, :func:`line_matrix`) plus, with
+    ``home_lookup`` (default 1), a trip to the home node's directory when h is neither
+    node(p) nor node(j): ``home_lookup * (latency_ns[node(j), h] - latency_ns[node(j),
+    node(j)])``, the interconnect part of a remote memory access (home-snoop / directory
+    coherence: AMD's probe filter, Intel's home snoop with directory; ``home_lookup=0``
+    models a source-snoop machine whose inclusive LLC answers without the home).
 
 Two solutions of the same network:
 
 * :func:`mva` -- approximate (Bard-Schweitzer) mean-value analysis with one class per group of
-  interchangeable threads (same process, node and role), exact per-bucket visit weights, and
-  per-thread self-shares so a bucket used by one thread alone costs only self hits; with
-  ``scv`` < 1 a residual-service correction (the job in service has a mean residual
-  ``s (1 + scv) / 2``, not ``s``) for non-exponential service;
+  interchangeable threads (same process, node, role and core load), exact per-bucket visit
+  weights, per-thread self-shares (a bucket used by one thread alone costs only self hits;
+  keys are visited in a fixed cyclic order, so a shared line is usually gone by the time a
+  thread comes back: ``docs/futex.md``, "Who held the line last"),
+  the arrival's probability of finding the lock held by others for the contended line count,
+  and with ``scv`` < 1 a residual-service correction for non-exponential service;
 * :func:`simulate` -- a discrete-event simulation vectorised over replicas (one event per
   replica per numpy step, per-thread pre-drawn random streams so a seed's result does not
-  depend on the batch).
+  depend on the batch; each thread takes its keys in cyclic order from a random first one);
+  an arrival that finds the station busy is served with the contended
+  line count, one that finds it idle with ``lines_per_op``.
 
 Where the two apply alike. MVA rests on the arrival theorem of product-form (BCMP) networks,
 whose FCFS stations need exponential service: ``dist="exponential"`` in the simulation. Even
 then the MVA here is approximate -- Schweitzer's fixed point, and a service time that depends
-on the previous holder (a mean-field mix of handoff costs) is outside product form -- so the
-two agree within 5% on throughput (tests/test_futex_solver.py), not exactly. With fixed
-("deterministic") times the product-form assumption fails; the residual-service correction
-(``mva(..., scv=0.0)``) brings the gap back near the exponential one (see the tests).
+on the previous holder and on the queue (a mean-field mix) is outside product form -- so the
+two agree within 5% on throughput (tests/test_futex_solver.py), not exactly.
+
+The network is built in two steps: :func:`network` routes every thread's keys to stations
+(structure: what depends on the seed's hash) and prices them with a :class:`FutexCosts`;
+:meth:`Network.with_costs` re-prices the same structure (what :func:`calibrate` iterates).
 """
 
 from __future__ import annotations
@@ -59,34 +67,59 @@ from dataclasses import asdict, dataclass, fields, replace
 import numpy as np
 
 from ..errors import NumalabValueError, check_choice, check_number, coerce_dataclass
-from .workloads import ROLE_LOCK, Routing
 from ..topology import Topology
+from .workloads import ROLE_LOCK, Routing
 
-__all__ = ["FutexCosts", "Network", "network", "mva", "simulate", "line_matrix", "handoff_matrix", "COST_NAMES"]
+__all__ = ["FutexCosts", "Network", "network", "mva", "simulate", "line_matrix", "handoff_matrix",
+           "smt_slowdown", "core_load", "COST_NAMES"]
 
 
 @dataclass(frozen=True)
 class FutexCosts:
-    """Hardware cost constants of one futex operation [ns]. Defaults are documented figures,
-    NOT fitted to published benchmark results; every one can be overridden.
+    """Hardware cost constants of one futex operation [ns]. Defaults are documented figures
+    (``docs/futex.md`` lists each with its source), NOT fitted to published benchmark
+    results; every one can be overridden. The line latencies come from the Topology.
 
     syscall_ns : 100
-        Syscall entry + exit on a modern x86-64 server: lmbench ``lat_syscall null`` measures
-        about 0.05-0.1 us without speculative-execution mitigations, more with PTI.
+        Syscall entry + exit of a null syscall on an x86-64 server core without
+        speculative-execution mitigations: lmbench ``lat_syscall null`` / a ``getpid`` loop
+        measure about 0.1 us (roughly 300 ns with KPTI + retpoline on Meltdown-affected
+        Intel parts, which this default does not assume).
     hash_ns : 15
         ``get_futex_key`` for a private futex (``access_ok`` only) plus ``jhash2`` of 4 words
         (about 40 ALU instructions, lookup3 "mix"/"final"), at ~3 GHz.
+    futex_path_ns : 15
+        The rest of the futex syscall's own path: ``do_futex`` dispatch, ``futex_wait`` /
+        ``futex_wait_setup`` bookkeeping (``futex_q`` initialisation, flag and timeout checks,
+        the -EAGAIN return): some 50 branchy kernel instructions at ~1 per cycle, ~3 GHz.
+    atomic_ns : 7
+        One uncontended locked read-modify-write on a line already in L1 (``lock xadd`` /
+        ``lock cmpxchg``): ~18-20 cycles on Intel cores from Sandy Bridge to Skylake (Agner
+        Fog's instruction tables), ~7 ns at 2.7 GHz. An op does two outside the lock (the
+        ``waiters`` increment with its full barrier, ``spin_lock``'s cmpxchg); the ones inside
+        are in ``critical_section_ns``. The transfer of the line itself is counted apart.
     user_ns : 2
         The benchmark's own loop per operation (an index increment and a branch).
     critical_section_ns : 25
-        Work with the hb lock held on the fail-fast WAIT path: read the user word
-        (``futex_get_value_locked``, an L1 hit), ``atomic_dec`` of ``waiters`` and the unlock
-        store; a locked RMW costs ~20 cycles on Intel cores (Agner Fog's instruction tables).
-    lines_per_op : 2
-        Bucket cache-line transfers per contended visit: ``atomic_inc(waiters)`` before and
-        the lock acquisition pull the line (spec §1.6: 2-4 per op).
-    line_self_ns : 2
-        Touching a line still in this core's L1/L2 (the same thread was the last holder).
+        CPU work with the hb lock held on the fail-fast WAIT path: the user-word read
+        (``futex_get_value_locked``, an L1 hit), the compare, ``atomic_dec`` of ``waiters``
+        and the unlock store; a locked RMW costs ~20 cycles on Intel cores (Agner Fog's
+        instruction tables). Line transfers are counted apart (``lines_*``).
+    lines_per_op : 1
+        Bucket-line pulls per visit of an idle bucket: ``atomic_inc(waiters)`` brings the
+        line in exclusive state; the lock, the value check, the decrement and the unlock
+        then hit in L1 (spec §1.5 order of operations).
+    lines_contended : 5
+        Bucket-line pulls per visit that finds the lock held: the waiters increment, the
+        queued spinlock's fast-path ``cmpxchg`` (which needs the line exclusive even when it
+        fails), the acquisition at the head of the queue after the holder's release, and
+        the waiters decrement and unlock store after the queue's arrivals and the spinning
+        head pulled the line away -- each finds the line in another CPU's cache (spec §1.6
+        "2-4 per op" counts the four futex accesses; the fifth is qspinlock's).
+    line_self_ns : 4
+        Touching a line this thread held last and which is still in its L2 (a thread cycles
+        through up to 1024 bucket lines, 64 KiB, more than L1D): ~12-14 cycles L2 latency
+        (Intel 64 and IA-32 Optimization Reference Manual, Sandy Bridge to Skylake-SP).
     line_same_node_ns, line_remote_ns : None
         Cache-to-cache transfer within a node / across the interconnect; ``None`` takes the
         Topology's ``line_same_node_ns`` / ``line_remote_ns`` (Intel MLC c2c latencies and
@@ -96,6 +129,12 @@ class FutexCosts:
         home node when that node is neither the holder's nor the requester's (home-snoop /
         directory protocol; see the module docstring); fractions in between weight the
         extra trip. The trip itself costs the Topology's remote - local DRAM latency.
+    smt_gain : 0.25
+        Extra throughput a core gets from each additional busy hardware thread: two
+        hyperthreads together run 1.25x one (Intel's "up to 30%" for Hyper-Threading, Marr
+        et al., Intel Technology Journal 6(1), 2002), so each runs 1.6x slower than alone.
+        CPU work (think time, hold time) of a thread whose core also runs another busy
+        thread is scaled by :func:`smt_slowdown`; line transfers are not.
     rcuref_lines : 2
         ``rcuref_get`` + ``rcuref_put`` of the 6.16 private hash: two RMWs on one per-process
         line per op (spec §4.4), served as one visit of ``rcuref_lines`` transfers.
@@ -111,13 +150,17 @@ class FutexCosts:
 
     syscall_ns: float = 100.0
     hash_ns: float = 15.0
+    futex_path_ns: float = 15.0
+    atomic_ns: float = 7.0
     user_ns: float = 2.0
     critical_section_ns: float = 25.0
-    lines_per_op: float = 2.0
-    line_self_ns: float = 2.0
+    lines_per_op: float = 1.0
+    lines_contended: float = 5.0
+    line_self_ns: float = 4.0
     line_same_node_ns: float | None = None
     line_remote_ns: float | None = None
     home_lookup: float = 1.0
+    smt_gain: float = 0.25
     rcuref_lines: float = 2.0
     percpu_ref_ns: float = 2.0
     gup_ns: float = 60.0
@@ -127,7 +170,7 @@ class FutexCosts:
         for f in fields(self):
             v = getattr(self, f.name)
             if v is not None:
-                check_number(f.name, v, lo=0.0, hi=1.0 if f.name == "home_lookup" else None)
+                check_number(f.name, v, lo=0.0, hi=1.0 if f.name in ("home_lookup", "smt_gain") else None)
 
     def resolve(self, topology: Topology) -> "FutexCosts":
         """Fill the line latencies from ``topology`` where they are None."""
@@ -177,219 +220,313 @@ def handoff_matrix(topology: Topology, costs: FutexCosts) -> tuple[np.ndarray, n
     return L[i, j] + c.home_lookup * third * trip, lat.copy()
 
 
+def core_load(topology: Topology, thread_cpu, busy) -> np.ndarray:
+    """Busy threads on each thread's physical core (itself included), ``(T,)``.
+
+    CPUs are numbered node by node (``Topology.cpu_node``); within a node the first
+    ``cores_per_node`` CPUs are distinct cores and the next ones their SMT siblings (the
+    order Linux enumerates Intel and AMD server CPUs in), so CPU k of a node sits on core
+    ``k % cores_per_node``. ``busy``: threads that run all the time (a futex_numa lock thread
+    that sleeps in nanosleep does not load its core)."""
+    cpu = np.asarray(thread_cpu, dtype=np.int64)
+    cpn, cores = topology.cpus_per_node, topology.cores_per_node
+    core = (cpu // cpn) * cores + (cpu % cpn) % cores
+    busy = np.asarray(busy, dtype=bool)
+    n = np.bincount(core[busy], minlength=topology.nodes * cores)[core]
+    return n + ~busy  # a thread always counts itself
+
+
+def smt_slowdown(load, smt: int, gain: float) -> np.ndarray:
+    """How much slower a thread's CPU work runs with ``load`` busy threads on its core of
+    ``smt`` hardware threads: ``n / (1 + gain * (min(n, smt) - 1))`` (1 alone; 1.6 for two
+    hyperthreads at gain 0.25; beyond ``smt`` threads the core is time-shared)."""
+    n = np.maximum(np.asarray(load, dtype=float), 1.0)
+    return n / (1.0 + gain * (np.minimum(n, smt) - 1.0))
+
+
 @dataclass(frozen=True, eq=False)
 class Network:
     """A batch of independent closed networks ("points"), in flat arrays.
 
-    Classes (K): ``cls_point``, ``cls_n`` threads, ``cls_think`` Z [ns], ``cls_node``,
-    ``cls_line`` (K, nodes, nodes) handoff cost from a holder on node i of a line homed on
-    node h [ns], ``cls_cold`` (K, nodes) DRAM fetch of a cold line homed on h [ns],
-    ``cls_self`` [ns].
-    Entries (E, one per class x station visited): ``ent_cls``, ``ent_station``, ``ent_visit``
-    (visits per op of one thread of the class, averaged), ``ent_self`` (visit-weighted mean of a
-    visiting thread's own visits per op: P(previous holder is me) = x * ent_self / arrivals).
-    Stations (U): ``st_base`` [ns], ``st_lines``, ``st_is_bucket``, ``st_home`` node holding
-    the station's line (bucket memory; the private hash's node for a refcount line).
-    Threads (T, for the DES):
-    ``thr_cls``, ``thr_point``, ``thr_buckets`` (T, fmax), ``thr_nf``, ``thr_ref`` (T, fmax)
-    station of the refcount line per key (-1 = none).
+    Structure (from the routings; costs-free):
+    classes (K): ``cls_point``, ``cls_n`` threads, ``cls_node``, ``cls_proc``, ``cls_counted``,
+    ``cls_load`` busy threads on the class's cores, ``cls_lock`` futex_numa lock threads,
+    ``cls_gup`` / ``cls_pref`` fractions of ops on shared futexes / private-table keys;
+    entries (E, one per class x station visited): ``ent_cls``, ``ent_station``, ``ent_visit``
+    (visits per op of one thread of the class, averaged), ``ent_self`` (visit-weighted mean of
+    a visiting thread's own visits per op: P(previous holder is me) = x * ent_self / arrivals);
+    stations (U): ``st_is_bucket`` (else a refcount line), ``st_home`` node holding the
+    station's line, ``st_point``, ``st_mult`` how many identical stations the row stands for
+    (``network(..., keep_threads=False)`` merges the stations of a point whose visitors and
+    weights are the same: the MVA then solves each kind once); per point ``pt_collisions``
+    futexes sharing a bucket with another (distinct futexes - occupied buckets);
+    threads (for the DES): ``thr_cls``, ``thr_buckets`` (T, fmax), ``thr_nf``, ``thr_ref``
+    (T, fmax) station of the refcount line per key (-1 = none).
+
+    Prices (from a :class:`FutexCosts`, :meth:`with_costs`): ``cls_think`` Z [ns],
+    ``cls_cpu`` SMT slowdown of the class's CPU work, ``cls_line`` (K, nodes, nodes) handoff
+    cost from a holder on node i of a line homed on node h, ``cls_cold`` (K, nodes) DRAM fetch
+    of a cold line homed on h, ``cls_self``; ``st_base`` CPU work with the lock held,
+    ``st_lines`` / ``st_lines_busy`` line pulls per visit of an idle / a held station.
     """
 
     cls_point: np.ndarray
     cls_n: np.ndarray
-    cls_think: np.ndarray
     cls_node: np.ndarray
-    cls_line: np.ndarray
-    cls_cold: np.ndarray
-    cls_self: np.ndarray
-    cls_counted: np.ndarray
     cls_proc: np.ndarray
+    cls_counted: np.ndarray
+    cls_load: np.ndarray
+    cls_lock: np.ndarray
+    cls_gup: np.ndarray
+    cls_pref: np.ndarray
     ent_cls: np.ndarray
     ent_station: np.ndarray
     ent_visit: np.ndarray
     ent_self: np.ndarray
-    st_base: np.ndarray
-    st_lines: np.ndarray
     st_is_bucket: np.ndarray
     st_home: np.ndarray
     st_point: np.ndarray
+    st_mult: np.ndarray
+    pt_collisions: np.ndarray
     thr_cls: np.ndarray
     thr_buckets: np.ndarray
     thr_nf: np.ndarray
     thr_ref: np.ndarray
     n_points: int
-    st_keys: np.ndarray  # keys (distinct futexes) hashed to each station, for collision counts
+    points: tuple            # per point: (topology, refcount, sleep_ns)
+    cls_think: np.ndarray = None
+    cls_cpu: np.ndarray = None
+    cls_line: np.ndarray = None
+    cls_cold: np.ndarray = None
+    cls_self: np.ndarray = None
+    st_base: np.ndarray = None
+    st_lines: np.ndarray = None
+    st_lines_busy: np.ndarray = None
+
+    def with_costs(self, costs: FutexCosts | dict | None = None) -> "Network":
+        """The same structure priced with ``costs`` (cheap: no routing, no key counting)."""
+        costs = coerce_costs(costs)
+        nmax = max(p[0].nodes for p in self.points)
+        K = self.cls_n.size
+        think = np.empty(K)
+        cpu = np.empty(K)
+        line = np.zeros((K, nmax, nmax))
+        cold = np.zeros((K, nmax))
+        selfc = np.empty(K)
+        st_base = np.zeros(self.st_is_bucket.size)
+        st_lines = np.empty(self.st_is_bucket.size)
+        st_busy = np.empty(self.st_is_bucket.size)
+        cb = np.searchsorted(self.cls_point, np.arange(self.n_points + 1))
+        sb = np.searchsorted(self.st_point, np.arange(self.n_points + 1))
+        for p, (topo, refcount, sleep_ns) in enumerate(self.points):
+            c = costs.resolve(topo)
+            ks, us = slice(cb[p], cb[p + 1]), slice(sb[p], sb[p + 1])
+            f = smt_slowdown(self.cls_load[ks], topo.smt, c.smt_gain)
+            z = (c.syscall_ns + c.futex_path_ns + c.hash_ns + 2.0 * c.atomic_ns + c.user_ns
+                 + c.gup_ns * self.cls_gup[ks])
+            if refcount == "percpu":
+                z = z + c.percpu_ref_ns * self.cls_pref[ks]
+            # futex_numa lock thread: two nanosleep() calls per lock/unlock cycle
+            nap = 2.0 * (sleep_ns + (c.timer_slack_ns if sleep_ns > 0 else 0.0))
+            z = np.where(self.cls_lock[ks], f * (z + 2.0 * c.syscall_ns) + nap, f * z)
+            think[ks], cpu[ks] = z, f
+            C, lat = handoff_matrix(topo, c)
+            n = topo.nodes
+            node = self.cls_node[ks]
+            line[ks, :n, :n] = np.moveaxis(C[:, node, :], 1, 0)   # (K, holder node i, home h)
+            cold[ks, :n] = lat[node]
+            selfc[ks] = c.line_self_ns
+            bucket = self.st_is_bucket[us]
+            st_base[us] = np.where(bucket, c.critical_section_ns, 0.0)
+            st_lines[us] = np.where(bucket, c.lines_per_op, c.rcuref_lines)
+            st_busy[us] = np.where(bucket, c.lines_contended, c.rcuref_lines)
+        return replace(self, cls_think=think, cls_cpu=cpu, cls_line=line, cls_cold=cold, cls_self=selfc,
+                       st_base=st_base, st_lines=st_lines, st_lines_busy=st_busy)
 
 
-def _thread_classes(rt: Routing) -> dict:
-    """Group interchangeable threads: class = (process, role, node), threads that differ only
-    in which keys they hash. ``thr_cls`` (T,) class of each thread; per class (K,): ``cls_n``
-    threads, ``cls_node``, ``cls_proc`` and ``cls_lock`` (a futex_numa lock thread)."""
+def _point_structure(rt: Routing, keep_threads: bool) -> dict:
+    """Per-point class/entry/station arrays (local ids), only the stations someone visits."""
     w = rt.workload
-    ckey = (w.thread_proc * 2 + w.thread_role) * w.topology.nodes + rt.thread_node
-    ukeys, thr_cls = np.unique(ckey, return_inverse=True)
-    first = np.unique(thr_cls, return_index=True)[1]
-    return dict(thr_cls=thr_cls, cls_n=np.bincount(thr_cls, minlength=ukeys.size).astype(float),
-                cls_node=rt.thread_node[first], cls_proc=w.thread_proc[first],
-                cls_lock=(w.thread_role == ROLE_LOCK)[first])
-
-
-def _think_ns(rt: Routing, c: FutexCosts, wgt: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Mean think time Z of each thread [ns]: syscall, hashing and user work, the page walk of
-    its shared keys, the per-CPU reference of its private keys, and a lock thread's sleeps."""
-    w = rt.workload
-    priv_frac = (wgt * rt.thread_private).sum(axis=1)
+    topo = w.topology
+    T = w.threads
+    lock = w.thread_role == ROLE_LOCK
+    busy = ~lock | (w.sleep_ns == 0)
+    load = core_load(topo, w.thread_cpu, busy)
+    # class = (process, role, node, core load): threads that differ only in which keys they hash
+    ckey = ((w.thread_proc * 2 + w.thread_role) * topo.nodes + rt.thread_node) * (load.max() + 1) + load
+    ukeys, first, thr_cls = np.unique(ckey, return_index=True, return_inverse=True)
+    thr_cls = thr_cls.reshape(-1)
+    K = ukeys.size
+    cls_n = np.bincount(thr_cls, minlength=K).astype(float)
+    tb = rt.thread_buckets
+    valid = tb >= 0
+    dense = bool(valid.all())          # no padding (perf bench): skip the masks
+    nf = np.full(T, tb.shape[1]) if dense else valid.sum(axis=1)
+    wgt = 1.0 / np.maximum(nf, 1)
+    priv_frac = (rt.thread_private if dense else rt.thread_private & valid).sum(axis=1) * wgt
     if w.fx_private.all():
-        shared_frac = np.zeros(w.threads)
+        gup_frac = np.zeros(T)
     else:
-        shared_frac = (wgt * (~w.fx_private[np.maximum(w.thread_futexes, 0)] & valid)).sum(axis=1)
-    think = c.syscall_ns + c.hash_ns + c.user_ns + c.gup_ns * shared_frac
-    if w.refcount == "percpu":
-        think = think + c.percpu_ref_ns * priv_frac
-    # futex_numa lock thread: two nanosleep() calls per lock/unlock cycle
-    sleep = 2.0 * (c.syscall_ns + w.sleep_ns + (c.timer_slack_ns if w.sleep_ns > 0 else 0.0))
-    return np.where(w.thread_role == ROLE_LOCK, think + sleep, think)
-
-
-def _uses_refcount_line(w) -> bool:
-    """The 6.16 ``rcuref`` private hash: one shared reference-count line per process."""
-    return w.mode == "private" and w.refcount == "rcuref"
-
-
-def _stations(rt: Routing, c: FutexCosts) -> dict:
-    """The point's FCFS stations: its ``n_buckets`` buckets, then (``rcuref``) one refcount line
-    per process; ``st_base`` [ns], ``st_lines``, ``st_is_bucket``, ``st_home`` node of the line."""
-    w = rt.workload
+        gup_frac = ((~w.fx_private[np.maximum(w.thread_futexes, 0)]) & valid).sum(axis=1) * wgt
+    use_ref = w.mode == "private" and w.refcount == "rcuref"
     nb = rt.n_buckets
     nproc = w.processes
-    U = nb + (nproc if _uses_refcount_line(w) else 0)
-    st_base = np.concatenate([np.full(nb, c.critical_section_ns), np.zeros(U - nb)])
-    st_lines = np.concatenate([np.full(nb, c.lines_per_op), np.full(U - nb, c.rcuref_lines)])
-    # the refcount line lives in the private hash, allocated on the process's node
-    proc_home = np.asarray(rt.layout.private_home or (0,) * nproc, dtype=np.int64)
-    st_home = np.concatenate([rt.layout.bucket_home(np.arange(nb)), proc_home[: U - nb]]).astype(np.int64)
-    return dict(st_base=st_base, st_lines=st_lines, st_is_bucket=np.arange(U) < nb, st_home=st_home)
-
-
-def _visits(rt: Routing, wgt: np.ndarray, valid: np.ndarray):
-    """Flat (thread, station, weight) visit records of the keys, plus a refcount-line visit per
-    private key (``rcuref``); and ``thr_ref`` (T, fmax) the refcount station per key (-1 none)."""
-    w = rt.workload
-    tb = rt.thread_buckets
-    T = w.threads
-    if valid.all():  # the common case: no padding, skip the boolean gathers
-        rows = np.repeat(np.arange(T), tb.shape[1])
-        stn = tb.reshape(-1)
-        ww = np.repeat(wgt[:, 0], tb.shape[1])
+    # stations: the buckets somebody uses (tables are mostly empty), then the refcount lines
+    seen = np.zeros(nb + 1, dtype=bool)
+    seen[tb.reshape(-1) if dense else tb[valid]] = True
+    used = np.flatnonzero(seen[:nb])
+    remap = np.full(nb, -1, dtype=np.int64)
+    remap[used] = np.arange(used.size)
+    nu = used.size
+    tbl = remap[tb] if dense else np.where(valid, remap[np.where(valid, tb, 0)], -1)
+    if use_ref:
+        ref_used = np.unique(w.thread_proc[(rt.thread_private & valid).any(axis=1)])
+        ref_id = np.full(nproc, -1, dtype=np.int64)
+        ref_id[ref_used] = nu + np.arange(ref_used.size)
+        tr = np.where(rt.thread_private & valid, ref_id[w.thread_proc][:, None], -1)
     else:
-        rows = np.broadcast_to(np.arange(T)[:, None], tb.shape)[valid]
-        stn = tb[valid]
-        ww = wgt[valid]
-    if _uses_refcount_line(w):
-        tr = np.where(rt.thread_private, rt.n_buckets + w.thread_proc[:, None], -1)
-        rv = tr[valid] >= 0
-        rows = np.concatenate([rows, rows[rv]])
-        stn = np.concatenate([stn, tr[valid][rv]])
-        ww = np.concatenate([ww, ww[rv]])
-    else:
+        ref_used = np.zeros(0, dtype=np.int64)
         tr = np.full(tb.shape, -1, dtype=np.int64)
-    return rows, stn, ww, tr
-
-
-def _class_station_weights(rt, thr_cls, K, U, rows, stn, ww, wgt, valid, tr):
-    """Per (class, station) key ``W = sum_t w_tu`` (visits per op of the class's threads) and
-    ``A2 = sum_t w_tu^2`` (the self-share numerator), flat over ``K * U``."""
-    T = rt.workload.threads
-    if T * U <= (1 << 19):  # dense (thread, station) accumulation beats sorting for small tables
-        tw = np.bincount(rows.astype(np.int64) * U + stn, weights=ww, minlength=T * U)
-        nz = np.flatnonzero(tw)
-        t_of, s_of, w_ts = nz // U, nz % U, tw[nz]
-        ekey = thr_cls[t_of].astype(np.int64) * U + s_of
-        W = np.bincount(ekey, weights=w_ts, minlength=K * U)
-        A2 = np.bincount(ekey, weights=w_ts * w_ts, minlength=K * U)
-        return W, A2
-    ekey = thr_cls[rows].astype(np.int64) * U + stn
-    W = np.bincount(ekey, weights=ww, minlength=K * U)
-    A2 = np.bincount(ekey, weights=ww * ww, minlength=K * U)
-    _add_repeat_pairs(A2, rt, thr_cls, U, wgt, valid, tr)
-    return W, A2
-
-
-def _add_repeat_pairs(A2, rt, thr_cls, U, wgt, valid, tr) -> None:
-    """Sparse path of :func:`_class_station_weights`, in place:
-    sum_t w_tu^2 = sum_t sum_keys w^2 + 2 * w^2 * (pairs of one thread's keys in u);
-    sort each thread's stations and count equal neighbours (runs)."""
-    tb = rt.thread_buckets
-    T = rt.workload.threads
-    full = np.where(valid, tb, -1)
-    if _uses_refcount_line(rt.workload):
-        full = np.concatenate([full, np.where(valid & rt.thread_private, tr, -1)], axis=1)
-    srt = np.sort(full, axis=1)
-    eq = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)
-    if eq.any():
-        pos = np.arange(srt.shape[1])
-        start = np.where(np.concatenate([np.ones((T, 1), bool), ~eq], axis=1), pos, 0)
-        start = np.maximum.accumulate(start, axis=1)
-        before = (pos - start)[:, 1:][eq]  # earlier equal keys of the same thread
-        r_i = np.broadcast_to(np.arange(T)[:, None], eq.shape)[eq]
-        wk = wgt[r_i, 0]
-        A2 += np.bincount(thr_cls[r_i].astype(np.int64) * U + srt[:, 1:][eq],
-                          weights=2.0 * before * wk * wk, minlength=A2.size)
-
-
-def _station_keys(rt: Routing, valid: np.ndarray, U: int) -> np.ndarray:
-    """Distinct futexes hashed to each station (U,), for the collision count."""
-    w = rt.workload
-    fx_b = np.full(w.fx_proc.size, -1, dtype=np.int64)
-    fx_b[w.thread_futexes[valid]] = rt.thread_buckets[valid]
-    return np.bincount(fx_b[fx_b >= 0], minlength=U)
-
-
-def _point_arrays(rt: Routing, costs: FutexCosts) -> dict:
-    """Per-point class/entry/station arrays (local ids) of :class:`Network`."""
-    topo = rt.workload.topology
-    c = costs.resolve(topo)
-    cls = _thread_classes(rt)
-    thr_cls, cls_n, cls_node = cls["thr_cls"], cls["cls_n"], cls["cls_node"]
-    K = cls_n.size
-    # each thread spreads its operations evenly over its keys
-    valid = rt.thread_buckets >= 0
-    nf = valid.sum(axis=1)
-    wgt = np.where(valid, 1.0 / np.maximum(nf, 1)[:, None], 0.0)
-    cls_think = np.bincount(thr_cls, weights=_think_ns(rt, c, wgt, valid), minlength=K) / cls_n
-    C, cold = handoff_matrix(topo, c)
-    st = _stations(rt, c)
-    U = st["st_base"].size
-    rows, stn, ww, tr = _visits(rt, wgt, valid)
-    W, A2 = _class_station_weights(rt, thr_cls, K, U, rows, stn, ww, wgt, valid, tr)
+    U = nu + ref_used.size
+    # (class, station) visit weights W and self-shares A2 = sum over threads of w_tu^2, where
+    # w_tu = (thread t's keys in u) / nf_t: count one thread's equal stations (sorted rows)
+    full = tbl if not use_ref else np.concatenate([tbl, tr], axis=1)
+    if T * U <= _DENSE_MAX:
+        W, A2 = _weights_dense(full, thr_cls, wgt, K, U, dense and not use_ref)
+    else:
+        W, A2 = _weights_sorted(full, thr_cls, wgt, K, U, dense and not use_ref)
     ue = np.flatnonzero(W)
     W, A2 = W[ue], A2[ue]
     ent_cls, ent_st = ue // U, ue % U
-    return dict(
-        cls_n=cls_n, cls_think=cls_think, cls_node=cls_node,
-        cls_line=np.moveaxis(C[:, cls_node, :], 1, 0),  # (K, i, h): holder node i -> class node, home h
-        cls_cold=cold[cls_node],                        # (K, h)
-        cls_self=np.full(K, c.line_self_ns), cls_counted=~cls["cls_lock"], cls_proc=cls["cls_proc"],
+    # collisions: distinct futexes hashed minus the buckets they occupy
+    if dense and tb.size == w.fx_proc.size and np.array_equal(w.thread_futexes.reshape(-1), np.arange(tb.size)):
+        n_hashed = tb.size                      # perf bench: every futex once, in order
+    else:
+        hashed = np.zeros(w.fx_proc.size, dtype=bool)
+        hashed[w.thread_futexes[valid]] = True
+        n_hashed = int(hashed.sum())
+    collisions = n_hashed - nu
+    # the refcount line lives in the private hash, allocated on the process's node
+    proc_home = np.asarray(rt.layout.private_home or (0,) * nproc, dtype=np.int64)
+    st_home = np.concatenate([rt.layout.bucket_home(used), proc_home[ref_used]]).astype(np.int64)
+    out = dict(
+        cls_n=cls_n, cls_node=rt.thread_node[first], cls_proc=w.thread_proc[first],
+        cls_counted=~lock[first], cls_load=load[first], cls_lock=lock[first],
+        cls_gup=np.bincount(thr_cls, weights=gup_frac, minlength=K) / cls_n,
+        cls_pref=np.bincount(thr_cls, weights=priv_frac, minlength=K) / cls_n,
         ent_cls=ent_cls, ent_station=ent_st, ent_visit=W / cls_n[ent_cls], ent_self=A2 / W,
-        **st, thr_cls=thr_cls, thr_buckets=rt.thread_buckets, thr_nf=nf, thr_ref=tr,
-        st_keys=_station_keys(rt, valid, U),
+        st_is_bucket=np.arange(U) < nu, st_home=st_home, st_mult=np.ones(U),
+        pt_collisions=np.array([collisions]), thr_cls=thr_cls, thr_nf=nf,
     )
+    if keep_threads:
+        out["thr_buckets"], out["thr_ref"] = tbl, tr
+    else:
+        out["thr_buckets"] = out["thr_ref"] = np.full((T, 1), -1, dtype=np.int64)
+        if U > _MERGE_MIN:
+            _merge_stations(out, K, U)
+    return out
+
+
+#: (thread, station) pairs up to which one dense bincount beats sorting each thread's stations
+_DENSE_MAX = 1 << 18
+
+
+def _weights_dense(full, thr_cls, wgt, K, U, nopad):
+    """``W = sum_t w_tu`` and ``A2 = sum_t w_tu^2`` per (class, station), flat over K * U, where
+    ``w_tu`` = thread t's keys in station u times its key weight: count (thread, station)."""
+    T = full.shape[0]
+    rows = np.broadcast_to(np.arange(T, dtype=np.int64)[:, None] * U, full.shape)
+    flat = (rows + full).reshape(-1)
+    if not nopad:
+        flat = flat[full.reshape(-1) >= 0]
+    cnt = np.bincount(flat, minlength=T * U).reshape(T, U) * wgt[:, None]
+    member = (thr_cls[None, :] == np.arange(K)[:, None]).astype(float)   # (K, T) one-hot
+    return (member @ cnt).reshape(-1), (member @ (cnt * cnt)).reshape(-1)
+
+
+def _weights_sorted(full, thr_cls, wgt, K, U, nopad):
+    """:func:`_weights_dense` for large tables: sort each thread's stations; a run of m equal
+    stations in one row adds m w to W and m^2 w^2 = sum_j (2j + 1) w^2 to A2 (j = 0 .. m-1
+    along the run). Repeats are rare in a large table, so they are found sparsely."""
+    srt = np.sort(full.astype(np.int32 if U < 2**31 else np.int64), axis=1)
+    fmax = srt.shape[1]
+    flat = (srt + (thr_cls.astype(np.int64) * U)[:, None]).reshape(-1)   # class * U + station
+    ok = (srt >= 0).reshape(-1)
+    dup = np.flatnonzero((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)) if fmax > 1 else np.zeros(0, int)
+    pos = dup + dup // (fmax - 1) + 1 if dup.size else dup              # flat index of the repeat
+    if dup.size:
+        chain = np.ones(dup.size, dtype=bool)
+        chain[1:] = np.diff(pos) != 1                                   # a new run of repeats
+        run0 = np.maximum.accumulate(np.where(chain, np.arange(dup.size), 0))
+        j = np.arange(dup.size) - run0 + 1
+    else:
+        j = np.zeros(0)
+    keys = flat if nopad else flat[ok]
+    if np.all(wgt == wgt[0]):   # one weight for every key (perf bench): count, then scale
+        cnt = np.bincount(keys, minlength=K * U).astype(float)
+        W = cnt * wgt[0]
+        A2 = (cnt + np.bincount(flat[pos], weights=2.0 * j, minlength=K * U)) * wgt[0] ** 2
+    else:
+        row_w = np.repeat(wgt, fmax)
+        W = np.bincount(keys, weights=row_w[ok], minlength=K * U)
+        A2 = np.bincount(keys, weights=row_w[ok] ** 2, minlength=K * U) + np.bincount(
+            flat[pos], weights=2.0 * j * row_w[pos] ** 2, minlength=K * U)
+    return W, A2
+
+
+#: merge identical stations of a point only above this many (below it the MVA is cheap anyway)
+_MERGE_MIN = 4096
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser, elementwise on uint64 (wrapping arithmetic)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _merge_stations(part: dict, K: int, U: int) -> None:
+    """In place: stations of one point with the same home, kind and (class, W, A2) visitors
+    become one row with ``st_mult`` = how many they were. A 64-bit hash of each station's row
+    groups them; every group is then checked row by row, so a hash collision only costs the
+    merge, never a wrong answer."""
+    ec, es = part["ent_cls"], part["ent_station"]
+    vis = np.zeros((U, K))
+    own = np.zeros((U, K))
+    vis[es, ec] = part["ent_visit"]
+    own[es, ec] = part["ent_self"]
+    rows = np.concatenate([vis, own, part["st_home"][:, None].astype(float),
+                           part["st_is_bucket"][:, None].astype(float)], axis=1)
+    bits = np.ascontiguousarray(rows).view(np.uint64)
+    salt = _mix64(np.arange(1, rows.shape[1] + 1, dtype=np.uint64))
+    # mix every value first (the float bits of k / 1024 end in zeros: a plain weighted sum of
+    # them would collide all the time), then add the columns (wrapping)
+    h = _mix64(bits ^ salt).sum(axis=1, dtype=np.uint64)
+    _, rep, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if not np.array_equal(bits, bits[rep[inv]]):
+        return                               # a hash collision: keep this point unmerged
+    keep = np.zeros(U, dtype=bool)
+    keep[rep] = True
+    mult = np.bincount(inv, minlength=rep.size).astype(float)
+    on = keep[es]
+    part["ent_cls"], part["ent_station"] = ec[on], inv[es[on]]
+    part["ent_visit"], part["ent_self"] = part["ent_visit"][on], part["ent_self"][on]
+    part["st_home"], part["st_is_bucket"] = part["st_home"][rep], part["st_is_bucket"][rep]
+    part["st_mult"] = mult
 
 
 def network(routings: list[Routing], costs: FutexCosts | None = None, *, keep_threads: bool = True) -> Network:
-    """Batch the per-seed routings of one or many configurations into one :class:`Network`.
+    """Batch the per-seed routings of one or many configurations into one priced :class:`Network`.
 
     ``keep_threads=False`` drops the per-thread bucket lists (only the DES needs them)."""
     costs = coerce_costs(costs)
-    parts = [_point_arrays(rt, costs) for rt in routings]
-    if not keep_threads:
-        for p in parts:
-            p["thr_buckets"] = p["thr_buckets"][:, :1]
-            p["thr_ref"] = p["thr_ref"][:, :1]
-    nmax = max(p["cls_line"].shape[1] for p in parts)
+    parts = [_point_structure(rt, keep_threads) for rt in routings]
     fmax = max(p["thr_buckets"].shape[1] for p in parts)
     K_off = np.cumsum([0] + [p["cls_n"].size for p in parts])
-    U_off = np.cumsum([0] + [p["st_base"].size for p in parts])
+    U_off = np.cumsum([0] + [p["st_home"].size for p in parts])
     out = {k: [] for k in parts[0]}
     out["cls_point"], out["st_point"] = [], []
     for i, p in enumerate(parts):
@@ -400,116 +537,154 @@ def network(routings: list[Routing], costs: FutexCosts | None = None, *, keep_th
                 v = v + U_off[i]
             elif k in ("thr_buckets", "thr_ref"):
                 v = np.where(v >= 0, v + U_off[i], -1)
-                v = np.pad(v, ((0, 0), (0, fmax - v.shape[1])), constant_values=-1)
-            elif k == "cls_line":
-                v = np.pad(v, ((0, 0), (0, nmax - v.shape[1]), (0, nmax - v.shape[2])))
-            elif k == "cls_cold":
-                v = np.pad(v, ((0, 0), (0, nmax - v.shape[1])))
+                if v.shape[1] < fmax:
+                    v = np.pad(v, ((0, 0), (0, fmax - v.shape[1])), constant_values=-1)
             out[k].append(v)
         out["cls_point"].append(np.full(p["cls_n"].size, i))
-        out["st_point"].append(np.full(p["st_base"].size, i))
+        out["st_point"].append(np.full(p["st_home"].size, i))
     arrays = {k: np.concatenate(v) for k, v in out.items()}
-    # keep only the stations somebody visits (tables are mostly empty at large sizes)
-    used, inv = np.unique(arrays["ent_station"], return_inverse=True)
-    remap = np.full(arrays["st_base"].size, -1, dtype=np.int64)
-    remap[used] = np.arange(used.size)
-    arrays["ent_station"] = inv.reshape(-1)
-    for k in ("st_base", "st_lines", "st_is_bucket", "st_home", "st_point", "st_keys"):
-        arrays[k] = arrays[k][used]
-    for k in ("thr_buckets", "thr_ref"):
-        arrays[k] = np.where(arrays[k] >= 0, remap[np.maximum(arrays[k], 0)], -1)
-    return Network(n_points=len(parts), **arrays)
+    points = tuple((rt.workload.topology, rt.workload.refcount, float(rt.workload.sleep_ns)) for rt in routings)
+    return Network(n_points=len(parts), points=points, **arrays).with_costs(costs)
 
 
-def mva(net: Network, *, tol: float = 1e-6, max_iter: int = 2000, damping: float = 0.0,
-        scv: float = 1.0) -> dict:
+def mva(net: Network, *, tol: float = 1e-8, max_iter: int = 10000, damping: float = 0.0,
+        scv: float = 1.0, start: dict | None = None) -> dict:
     """Approximate MVA (Bard-Schweitzer, one customer removed = the arriving thread itself).
 
     Fixed point over per-thread throughput ``x_k`` [ops/ns] of each class k:
-    arrivals ``lam_e = n_k x_k v_e``; the arriving thread finds the previous holder was itself
-    with probability ``x_k a_e / Lam_u``, else a thread of node i with probability
-    ``(Lam_ui - own) / Lam_u``, giving its mean service ``s_e`` (handoff cost from node i for
-    the station's home node, :func:`handoff_matrix`); it waits for the work present minus its
-    own share; ``R_e = s_e + wait``; ``x_k = 1 / (Z_k + sum_e v_e R_e)``.
+    arrivals ``lam_e = n_k x_k v_e``; the arriving thread finds the lock held by others with
+    probability ``b_e = rho_u - x_k a_e s_e`` (station utilisation minus its own share);
+    then it follows another thread (mean handoff cost ``c_o`` over the other visitors' nodes,
+    weighted by their arrivals) and pulls the line ``lines_contended`` times; else it follows
+    the last holder -- itself with probability
+    ``p_self = (1 - a) max(0, 1 - r) + a / (1 + r)``, ``r`` = the others' visits per own visit
+    (keys in a fixed cyclic order: a thread returns after ``1/a`` ops; see docs/futex.md) --
+    and pulls the line ``lines_per_op`` times:
+    ``s_busy = cpu_k base + n_busy c_o``, ``s_idle = cpu_k base + n_idle (p_self c_self +
+    (1 - p_self) c_o)``, ``s_e = b_e s_busy + (1 - b_e) s_idle``.
+    It waits for the work present minus its own share; ``R_e = s_e + wait``;
+    ``x_k = 1 / (Z_k + sum_e m_e v_e R_e)`` (``m_e``: merged identical stations).
 
-    The work present is ``sum_e' lam_e' s_e' ((R_e' - s_e') + s_e' (1 + scv) / 2)``: the queued
-    jobs' full services plus the residual of the one in service, whose mean is
-    ``s (1 + scv) / 2`` for service of squared coefficient of variation ``scv`` (Reiser's
-    residual-service approximation). ``scv=1`` (exponential, the product-form case) gives the
-    plain Schweitzer ``sum lam R s``; ``scv=0`` is for fixed service times.
+    The work present is ``sum_e' lam_e' [(R_e' - s_e') s_busy_e' + (1 + scv) / 2 (b_e'
+    s_busy_e'^2 + (1 - b_e') s_idle_e'^2)]``: the queued jobs, each of which found the lock
+    held and so is served with the contended line count, plus the residual of the one in
+    service, ``E[S^2] / 2E[S]`` of the busy/idle mix with ``E[S^2] = (1 + scv) s^2`` per kind
+    for service of squared coefficient of variation ``scv`` (Reiser's residual-service
+    approximation; ``scv=1`` exponential, the product-form case; ``scv=0`` fixed times).
+
+    Points stop on their own (relative change of every class's ``x`` below ``tol``), so a
+    point's answer does not depend on its batch; converged points leave the working set.
+
+    ``start``: a previous result of this function on the same network structure (e.g. with
+    other prices) to start the iteration from; default: no queueing.
 
     Returns dict with ``x`` (K,) ops/ns per thread, ``R`` (E,), ``s`` (E,), ``rho`` (U,)
     station utilisation and ``iterations``.
     """
     check_number("scv", scv, lo=0.0)
+    if net.cls_think is None:
+        raise NumalabValueError("network has no prices; allowed: a Network from network() or .with_costs()")
     resid = (1.0 + scv) / 2.0
-    U, K = net.st_base.size, net.cls_n.size
+    U, K = net.st_home.size, net.cls_n.size
     nmax = net.cls_line.shape[1]
-    s0_all = net.st_base[net.ent_station] + net.st_lines[net.ent_station] * net.cls_self[net.ent_cls]
+    ek, eu = net.ent_cls, net.ent_station
+    base_all = net.st_base[eu] * net.cls_cpu[ek]
+    s0_all = base_all + net.st_lines[eu] * net.cls_self[ek]
     # a station visited by one thread alone never queues and always hands the line to itself:
     # its response time is s0 exactly, so it leaves the fixed point (most of a large table)
-    n_ent = np.bincount(net.ent_station, minlength=U)[net.ent_station]
-    solo = (n_ent == 1) & np.isclose(net.ent_self, net.ent_visit * net.cls_n[net.ent_cls], rtol=1e-9, atol=0.0)
-    fixed = np.bincount(net.ent_cls[solo], weights=(net.ent_visit * s0_all)[solo], minlength=K)
-    live = ~solo
-    k, v, a = net.ent_cls[live], net.ent_visit[live], net.ent_self[live]
-    used, u = np.unique(net.ent_station[live], return_inverse=True)
+    n_ent = np.bincount(eu, minlength=U)[eu]
+    solo = (n_ent == 1) & np.isclose(net.ent_self, net.ent_visit * net.cls_n[ek], rtol=1e-9, atol=0.0)
+    mult_all = net.st_mult[eu]   # identical stations a row stands for: the class visits each
+    fixed = np.bincount(ek[solo], weights=(mult_all * net.ent_visit * s0_all)[solo], minlength=K)
+    live = np.flatnonzero(~solo)
+    k, v, a = ek[live], net.ent_visit[live], net.ent_self[live]
+    vm = v * mult_all[live]
+    used, u = np.unique(eu[live], return_inverse=True)
     u = u.reshape(-1)
     Ul = used.size
     node_k = net.cls_node[k]
-    line_k = net.cls_line[k, :, net.st_home[net.ent_station[live]]]   # (E, nmax): holder node i, this home
+    line_k = net.cls_line[k, :, net.st_home[eu[live]]]   # (E, nmax): holder node i, this home
     self_k = net.cls_self[k]
-    base, lines = net.st_base[used][u], net.st_lines[used][u]
-    s0 = base + lines * self_k
+    base = base_all[live]
+    lines, lines_b = net.st_lines[used][u], net.st_lines_busy[used][u]
+    s0 = s0_all[live]
     think = net.cls_think + fixed
-    x = 1.0 / (think + np.bincount(k, weights=v * s0, minlength=K))
-    R = s0.copy()
-    s = s0
-    ar = np.arange(k.size)
-    line_own = line_k[ar, node_k]
-    rho = np.zeros(Ul)
+    n_k = net.cls_n[k]
+    if start is None:
+        x = 1.0 / (think + np.bincount(k, weights=vm * s0, minlength=K))
+        R, s, rho = s0.copy(), s0.copy(), np.zeros(Ul)
+    else:
+        x = np.asarray(start["x"], dtype=float).copy()
+        R, s, rho = start["R"][live], start["s"][live], start["rho"][used]
+    line_own = line_k[np.arange(k.size), node_k]
     active = np.ones(net.n_points, dtype=bool)
     ent_point = net.cls_point[k]
+    per_point = np.bincount(ent_point, minlength=net.n_points)
     it = 0
-    for it in range(1, max_iter + 1):
-        xk = x[k]
-        lam = net.cls_n[k] * xk * v
-        Lam = np.bincount(u, weights=lam, minlength=Ul)
-        other_sum = np.zeros(k.size)
-        for i in range(nmax):  # arrivals from holders on node i, times the transfer cost
-            Ai = np.bincount(u, weights=lam * (node_k == i), minlength=Ul)
-            other_sum += Ai[u] * line_k[:, i]
-        own = xk * a
-        Lu = np.maximum(Lam[u], 1e-300)
-        # FCFS: an arrival that finds the lock busy follows the last thread queued before it
-        # (never itself); one that finds it idle follows the last holder (maybe itself)
-        busy = np.clip(rho[u] - own * s, 0.0, 1.0)
-        other_sum = np.maximum(other_sum - own * line_own, 0.0)
-        pself = np.minimum(own / Lu, 1.0)
-        others = np.maximum(Lu - own, 1e-300)
-        cost = busy * other_sum / others + (1.0 - busy) * (pself * self_k + other_sum / Lu)
-        ent_on = active[ent_point]
-        s = np.where(ent_on, base + lines * cost, s)
-        rho = np.bincount(u, weights=lam * s, minlength=Ul)
-        # queued jobs' whole services + the residual service of the one being served
-        per = s * ((R - s) + s * resid)
-        work = np.bincount(u, weights=lam * per, minlength=Ul)
-        R = np.where(ent_on, s + np.maximum(work[u] - own * per, 0.0), R)
-        x_new = 1.0 / (think + np.bincount(k, weights=v * R, minlength=K))
-        # each point stops on its own, so a point's answer does not depend on its batch
-        delta = np.zeros(net.n_points)
-        np.maximum.at(delta, net.cls_point, np.abs(x_new - x) / x_new)
-        moving = active[net.cls_point]
-        x = np.where(moving, damping * x + (1.0 - damping) * x_new, x)
-        active &= delta >= tol
-        if not active.any():
+    while True:
+        # the working set: entries (and their stations) of the points still iterating; a
+        # point's arithmetic is the same in any working set, so its answer does not change
+        sel = np.flatnonzero(active[ent_point])
+        su, uu = np.unique(u[sel], return_inverse=True)
+        uu = uu.reshape(-1)
+        nu_ = su.size
+        kk, vv, aa, vmv = k[sel], v[sel], a[sel], vm[sel]
+        nn, lk, sk, bb = n_k[sel], line_k[sel], self_k[sel], base[sel]
+        ll, lb, lo = lines[sel], lines_b[sel], line_own[sel]
+        un = uu * nmax + node_k[sel]      # arrivals by holder node: one (station, node) bincount
+        Rw, sw, rw = R[sel], s[sel], rho[su]
+        work_size = sel.size
+        while it < max_iter:
+            it += 1
+            xk = x[kk]
+            lam = nn * xk * vv
+            Lam = np.bincount(uu, weights=lam, minlength=nu_)
+            Ai = np.bincount(un, weights=lam, minlength=nu_ * nmax).reshape(nu_, nmax)
+            other_sum = np.einsum("ei,ei->e", Ai[uu], lk)
+            own = xk * aa
+            Lu = np.maximum(Lam[uu], 1e-300)
+            # FCFS: an arrival that finds the lock busy follows the last thread queued before
+            # it (never itself); one that finds it idle follows the last holder (maybe itself)
+            busy = np.clip(rw[uu] - own * sw, 0.0, 1.0)
+            other_sum = np.maximum(other_sum - own * lo, 0.0)
+            # the line is still mine only if no other thread came by since my last visit.
+            # Keys are visited in a fixed cyclic order, so I come back after m = 1 / a ops:
+            # for m large that window is nearly fixed and so are the others' (periodic
+            # visitors: P = 1 - r, r = their visits per mine); for m = 1 it is one random
+            # cycle (P = 1 / (1 + r), as for memoryless visits); in between, mixed by 1 / m
+            others = np.maximum(Lu - own, 1e-300)
+            r = others / np.maximum(own, 1e-300)
+            fm = np.minimum(aa, 1.0)
+            pself = (1.0 - fm) * np.clip(1.0 - r, 0.0, 1.0) + fm / (1.0 + r)
+            c_other = other_sum / others
+            s_idle = bb + ll * (pself * sk + (1.0 - pself) * c_other)
+            s_busy = bb + lb * c_other
+            ent_on = active[ent_point[sel]]
+            sw = np.where(ent_on, busy * s_busy + (1.0 - busy) * s_idle, sw)
+            rw = np.bincount(uu, weights=lam * sw, minlength=nu_)
+            # the work an arrival finds: the queued jobs, each of which found the lock held
+            # (so is served with the contended line count), plus the residual of the one in
+            # service (E[S^2] / 2E[S] of the busy/idle mix, E[S^2] = (1 + scv) s^2 per type)
+            per = (Rw - sw) * s_busy + resid * (busy * s_busy ** 2 + (1.0 - busy) * s_idle ** 2)
+            work = np.bincount(uu, weights=lam * per, minlength=nu_)
+            Rw = np.where(ent_on, sw + np.maximum(work[uu] - own * per, 0.0), Rw)
+            x_new = 1.0 / (think + np.bincount(kk, weights=vmv * Rw, minlength=K))
+            # each point stops on its own, so a point's answer does not depend on its batch
+            delta = np.zeros(net.n_points)
+            np.maximum.at(delta, net.cls_point, np.abs(x_new - x) / x_new)
+            moving = active[net.cls_point]
+            x = np.where(moving, damping * x + (1.0 - damping) * x_new, x)
+            active &= delta >= tol
+            if not active.any() or per_point @ active < work_size // 2:
+                break
+        R[sel], s[sel], rho[su] = Rw, sw, rw
+        if not active.any() or it >= max_iter:
             break
     s_all, R_all = s0_all.copy(), s0_all.copy()
     s_all[live], R_all[live] = s, R
-    k, u, v, s, R = net.ent_cls, net.ent_station, net.ent_visit, s_all, R_all
-    lam = net.cls_n[k] * x[k] * v
-    rho = np.bincount(u, weights=lam * s, minlength=U)
-    return dict(x=x, R=R, s=s, rho=rho, iterations=it)
+    lam = net.cls_n[ek] * x[ek] * net.ent_visit
+    rho = np.bincount(eu, weights=lam * s_all, minlength=U)
+    return dict(x=x, R=R_all, s=s_all, rho=rho, iterations=it)
 
 
 def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str = "exponential") -> dict:
@@ -523,7 +698,8 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
     ``"deterministic"`` uses the means. A point stops when a thread has done ``ops``
     operations; each thread's rate is measured from its ``warmup``-th to its last completion.
     A line's first visit costs the DRAM fetch ``cls_cold`` from its home node; later visits
-    the handoff ``cls_line`` from the previous holder's node (or ``cls_self``).
+    the handoff ``cls_line`` from the previous holder's node (or ``cls_self``), pulled
+    ``st_lines`` times if the station is idle on arrival, ``st_lines_busy`` times if busy.
 
     Station utilisation is measured over each point's window, from the first time one of
     its threads reaches ``warmup`` completions to the stopping completion: busy time clipped
@@ -534,88 +710,61 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
     ``rho`` and ``visits``.
     """
     check_choice("dist", dist, ("exponential", "deterministic"))
+    if net.cls_think is None:
+        raise NumalabValueError("network has no prices; allowed: a Network from network() or .with_costs()")
     seeds = np.atleast_1d(np.asarray(seeds, dtype=np.int64))
     P = net.n_points
     if seeds.size != P:
         raise NumalabValueError(f"seeds has {seeds.size} entries; allowed: one per network point ({P})")
+    if np.all(net.thr_buckets < 0):
+        raise NumalabValueError("network was built with keep_threads=False; allowed: network(..., keep_threads=True)")
     thr_point = net.cls_point[net.thr_cls]
-    streams = _draw_streams(thr_point, seeds, ops, dist)
-    ev = _run_events(net, _thread_table(thr_point, P), streams, ops, warmup)
-    measured = ev["done_ops"] - warmup
-    if np.any(measured < 2):
-        raise NumalabValueError(
-            f"ops={ops} leaves a thread with fewer than {warmup + 2} operations; allowed: raise ops"
-        )
-    rate = measured / (ev["t_last"] - ev["t_warm"])
-    # close each window: busy time and visits scheduled beyond the stopping completion
-    te = ev["t_end"][net.st_point]
-    busy = ev["busy"] - np.maximum(ev["free_at"] - te, 0.0)
-    rho = busy / (te - ev["t_start"][net.st_point])
-    return dict(rate=rate, ops=ev["done_ops"], thr_point=thr_point, rho=rho, visits=ev["visits"])
-
-
-def _draw_streams(thr_point: np.ndarray, seeds: np.ndarray, ops: int, dist: str) -> dict:
-    """Every thread's pre-drawn random stream, drawn per point in thread order from
-    ``Generator((seed, 0xF07E))``: ``Uc`` (T, ops+1) key choices, ``Et`` (T, ops+1) think and
-    ``Es`` (T, ops+1, 2) service factors (refcount line, bucket); all ones if deterministic."""
     T = thr_point.size
+    # per-thread random streams, drawn per point in thread order
     Et = np.ones((T, ops + 1))
     Es = np.ones((T, ops + 1, 2))
-    Uc = np.zeros((T, ops + 1))
-    for p in range(seeds.size):
+    start = np.zeros(T, dtype=np.int64)
+    for p in range(P):
         idx = np.flatnonzero(thr_point == p)
         g = np.random.default_rng((int(seeds[p]), 0xF07E))
         draws = g.random((idx.size, ops + 1, 4))
-        Uc[idx] = draws[..., 0]
+        start[idx] = (draws[:, 0, 0] * net.thr_nf[idx]).astype(np.int64)
         if dist == "exponential":
             Et[idx] = -np.log1p(-draws[..., 1])
             Es[idx] = -np.log1p(-draws[..., 2:4])
-    return dict(Uc=Uc, Et=Et, Es=Es)
-
-
-def _thread_table(thr_point: np.ndarray, P: int) -> np.ndarray:
-    """(P, Tmax) table of the global thread ids of each point, -1 padding."""
-    T = thr_point.size
     Tmax = np.bincount(thr_point, minlength=P).max()
+    # (P, Tmax) table of global thread ids, -1 padding
     order = np.argsort(thr_point, kind="stable")
     slot = np.arange(T) - np.searchsorted(thr_point[order], thr_point[order])
     table = np.full((P, Tmax), -1, dtype=np.int64)
     table[thr_point[order], slot] = order
-    return table
-
-
-def _pick(net: Network, Uc: np.ndarray, g: np.ndarray, j: np.ndarray):
-    """Bucket and refcount station of operation ``j`` of threads ``g`` (a uniform key choice)."""
-    nf = net.thr_nf
-    col = np.minimum((Uc[g, j] * nf[g]).astype(np.int64), nf[g] - 1)
-    return net.thr_buckets[g, col], net.thr_ref[g, col]
-
-
-def _run_events(net: Network, table: np.ndarray, streams: dict, ops: int, warmup: int) -> dict:
-    """The event loop of :func:`simulate`: each step serves the earliest arrival of every live
-    point, until a thread of the point completes ``ops`` operations. Returns the per-thread
-    ``done_ops``, ``t_warm``, ``t_last``, per-station ``busy``, ``visits``, ``free_at`` and the
-    per-point utilisation window ``t_start``, ``t_end``."""
-    Uc, Et, Es = streams["Uc"], streams["Et"], streams["Es"]
-    P = table.shape[0]
-    T = net.thr_cls.size
     think = net.cls_think[net.thr_cls]
+    cpu = net.cls_cpu[net.thr_cls]
     node = net.cls_node[net.thr_cls]
     line = net.cls_line[net.thr_cls]   # (T, holder node, home node)
     cold = net.cls_cold[net.thr_cls]   # (T, home node)
     home = net.st_home
     selfc = net.cls_self[net.thr_cls]
-    bucket, ref = _pick(net, Uc, np.arange(T), np.zeros(T, dtype=np.int64))
+    nf = net.thr_nf
+
+    def pick(g, j):
+        # the thread's keys in a fixed cyclic order from a random first key (perf bench's
+        # ``for (i = 0; i < nfutexes; i++)`` loop, started at a random phase)
+        col = (start[g] + j) % nf[g]
+        return net.thr_buckets[g, col], net.thr_ref[g, col]
+
+    bucket, ref = pick(np.arange(T), np.zeros(T, dtype=np.int64))
     stage = np.where(ref >= 0, 0, 1)
-    t_next = np.full((P, table.shape[1]), np.inf)
+    t_next = np.full((P, Tmax), np.inf)
     t_next[table >= 0] = (think * Et[:, 0])[table[table >= 0]]
     done_ops = np.zeros(T, dtype=np.int64)
     t_warm = np.zeros(T)
     t_last = np.zeros(T)
-    free_at = np.zeros(net.st_base.size)
-    holder = np.full(net.st_base.size, -1, dtype=np.int64)
-    busy = np.zeros(net.st_base.size)
-    visits = np.zeros(net.st_base.size)
+    U = home.size
+    free_at = np.zeros(U)
+    holder = np.full(U, -1, dtype=np.int64)
+    busy = np.zeros(U)
+    visits = np.zeros(U)
     t_start = np.full(P, np.inf)   # utilisation window of each point
     t_end = np.zeros(P)
     live = np.ones(P, dtype=bool)
@@ -631,8 +780,10 @@ def _run_events(net: Network, table: np.ndarray, streams: dict, ops: int, warmup
         hs = home[st]
         cost = np.where(prev == g, selfc[g], line[g, node[np.maximum(prev, 0)], hs])
         cost = np.where(prev < 0, cold[g, hs], cost)   # first touch: from the home's DRAM
+        held = a < free_at[st]                         # the lock is held on arrival
+        nl = np.where(held, net.st_lines_busy[st], net.st_lines[st])
         n_done = done_ops[g]
-        s = (net.st_base[st] + net.st_lines[st] * cost) * Es[g, n_done, stg]
+        s = (net.st_base[st] * cpu[g] + nl * cost) * Es[g, n_done, stg]
         b = np.maximum(a, free_at[st])
         c = b + s
         free_at[st] = c
@@ -655,12 +806,21 @@ def _run_events(net: Network, table: np.ndarray, streams: dict, ops: int, warmup
             t_start[pl[fin][opening]] = cf[opening]
             on = np.isin(net.st_point, pl[fin][opening])
             busy[on] += np.maximum(free_at[on] - t_start[net.st_point[on]], 0.0)
-        nb, nr = _pick(net, Uc, gf, n)
+        nb, nr = pick(gf, n)
         bucket[gf], ref[gf] = nb, nr
         stage[gf] = np.where(nr >= 0, 0, 1)
         t_next[pl[fin], jj[fin]] = cf + think[gf] * Et[gf, n]
         stop = pl[fin][n >= ops]
         t_end[stop] = cf[n >= ops]
         live[stop] = False
-    return dict(done_ops=done_ops, t_warm=t_warm, t_last=t_last, busy=busy, visits=visits,
-                free_at=free_at, t_start=t_start, t_end=t_end)
+    measured = done_ops - warmup
+    if np.any(measured < 2):
+        raise NumalabValueError(
+            f"ops={ops} leaves a thread with fewer than {warmup + 2} operations; allowed: raise ops"
+        )
+    rate = measured / (t_last - t_warm)
+    # close each window: busy time and visits scheduled beyond the stopping completion
+    te = t_end[net.st_point]
+    busy -= np.maximum(free_at - te, 0.0)
+    rho = busy / (te - t_start[net.st_point])
+    return dict(rate=rate, ops=done_ops, thr_point=thr_point, rho=rho, visits=visits)

@@ -20,6 +20,7 @@ A workload is plain data; :func:`route` turns it into per-thread bucket lists fo
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -162,25 +163,36 @@ def perf_bench_hash(topology="2s-128", *, threads=None, futexes=1024, buckets=-1
         raise NumalabValueError(f"immutable=True contradicts refcount={refcount!r}; allowed: 'immutable' or None")
     refcount = "immutable" if immutable else (refcount or "percpu")
     T, f = threads, futexes
-    futex_ids = np.arange(T * f, dtype=np.int64).reshape(T, f)
-    # thread t's calloc'd u32 array: consecutive 4-byte words, arrays ~one malloc chunk apart
-    stride = ((4 * f + 16 + 15) // 16) * 16
-    offset = (np.arange(T)[:, None] * stride + 4 * np.arange(f)[None, :]).reshape(-1)
-    n = T * f
+    arrays = _perf_bench_arrays(T, f, bool(shared), topology.ncpus)
     return FutexWorkload(
-        program=PERF_BENCH, topology=topology, mode=mode,
-        thread_cpu=np.arange(T, dtype=np.int64) % topology.ncpus,
-        thread_proc=np.zeros(T, dtype=np.int64), thread_role=np.zeros(T, dtype=np.int64),
-        thread_futexes=futex_ids,
-        fx_proc=np.zeros(n, dtype=np.int64), fx_private=np.full(n, not shared),
-        fx_numa=np.zeros(n, dtype=bool), fx_node_word=np.full(n, -1, dtype=np.int64),
-        fx_mpol=np.zeros(n, dtype=bool), fx_mpol_node=np.full(n, -1, dtype=np.int64),
-        fx_offset=offset.astype(np.int64), proc_region=("heap",), slots=(buckets,),
+        program=PERF_BENCH, topology=topology, mode=mode, **arrays, proc_region=("heap",), slots=(buckets,),
         hashsize=hashsize, refcount=refcount, squash=squash, hash=hash, base_small=base_small,
         classic_home=classic_home, runtime_s=float(runtime),
         params=dict(threads=T, futexes=f, buckets=buckets, shared=bool(shared),
                     immutable=bool(immutable), runtime=runtime),
     )
+
+
+@lru_cache(maxsize=8)
+def _perf_bench_arrays(T: int, f: int, shared: bool, ncpus: int) -> dict:
+    """The thread and futex arrays of ``perf bench futex hash -t T -f f [-S]`` (read-only, so
+    the workloads of a sweep over bucket counts share them)."""
+    n = T * f
+    # thread t's calloc'd u32 array: consecutive 4-byte words, arrays ~one malloc chunk apart
+    stride = ((4 * f + 16 + 15) // 16) * 16
+    offset = (np.arange(T)[:, None] * stride + 4 * np.arange(f)[None, :]).reshape(-1)
+    out = dict(
+        thread_cpu=np.arange(T, dtype=np.int64) % ncpus,
+        thread_proc=np.zeros(T, dtype=np.int64), thread_role=np.zeros(T, dtype=np.int64),
+        thread_futexes=np.arange(n, dtype=np.int64).reshape(T, f),
+        fx_proc=np.zeros(n, dtype=np.int64), fx_private=np.full(n, not shared),
+        fx_numa=np.zeros(n, dtype=bool), fx_node_word=np.full(n, -1, dtype=np.int64),
+        fx_mpol=np.zeros(n, dtype=bool), fx_mpol_node=np.full(n, -1, dtype=np.int64),
+        fx_offset=offset.astype(np.int64),
+    )
+    for a in out.values():
+        a.flags.writeable = False
+    return out
 
 
 def futex_numa(topology="2s-ivb-40", *, contenders=0, threads=2, nanos=50000, sleeps=10,
@@ -335,7 +347,7 @@ def route(w: FutexWorkload, seed: int, *, rng: np.random.Generator | None = None
     thread_node = w.topology.cpu_node[w.thread_cpu]
     tf = w.thread_futexes
     valid = tf >= 0
-    fxi = np.where(valid, tf, 0)
+    fxi = tf if valid.all() else np.where(valid, tf, 0)
     # first touch: the node of the first thread (in thread order) that uses a FUTEX2_NUMA futex
     toucher_node = np.zeros(nfx, dtype=np.int64)
     if w.fx_numa.any():
@@ -347,6 +359,16 @@ def route(w: FutexWorkload, seed: int, *, rng: np.random.Generator | None = None
                         mpol_node=w.fx_mpol_node, cpu_node=toucher_node)
     bucket = futex_bucket(layout, h_global=h_g, h_private=h_p, node=node, proc=w.fx_proc,
                           private=w.fx_private)
-    tb = np.where(valid, bucket[fxi], -1)
-    tp = valid & (bucket[fxi] >= layout.n_global)
+    if valid.all():
+        # perf bench: thread t's futexes are ids t*f ... t*f+f-1, so its buckets are a reshape
+        tb = bucket.reshape(tf.shape) if _is_identity(tf, nfx) else bucket[tf]
+        tp = tb >= layout.n_global
+    else:
+        tb = np.where(valid, bucket[fxi], -1)
+        tp = valid & (tb >= layout.n_global)
     return Routing(w, layout, thread_node, tb, tp, layout.n_buckets)
+
+
+def _is_identity(tf: np.ndarray, n: int) -> bool:
+    """thread_futexes lists the futex ids 0..n-1 in order (one row per thread)."""
+    return tf.size == n and np.array_equal(tf.reshape(-1), np.arange(n))

@@ -1,14 +1,17 @@
 """Scalar discrete-event simulator of futex hash-bucket contention (test oracle).
 
 The same system as :func:`numalab.futex.solver.simulate`, written event by event with a
-``heapq`` of thread arrivals, straight from the spec (§7.3) and a routing
+``heapq`` of thread arrivals, straight from the spec (§7.3), ``docs/futex.md`` and a routing
 (:func:`numalab.futex.workloads.route`):
 
-* thread t thinks for ``Z_t`` (syscall entry/exit + hashing + user work [+ GUP, per-CPU ref,
-  nanosleeps]), then picks one of its futexes uniformly;
+* thread t thinks for ``Z_t`` (syscall entry/exit + futex path + hashing + two atomics + user
+  work [+ GUP, per-CPU ref, nanosleeps]), its CPU work stretched by the SMT slowdown of its
+  core (:func:`cpu_slowdown`), then takes its next futex in a fixed cyclic order that starts
+  at a random key (perf bench's ``for (i = 0; i < nfutexes; i++)`` loop);
 * in the 6.16 ``rcuref`` private mode it first takes the process's refcount line
   (``rcuref_lines`` transfers, FCFS), then the bucket's hb lock (FCFS): service
-  ``critical_section_ns + lines_per_op * c`` where, for a line homed on node h
+  ``slowdown * critical_section_ns + n * c`` with ``n = lines_contended`` if the lock is held
+  when it arrives, else ``lines_per_op``; for a line homed on node h
   (``layout.bucket_home``; a refcount line lives on its process's private-hash node):
   ``c = line_self_ns`` when this thread held the line last; the home's DRAM latency
   ``Topology.latency_ns[my node, h]`` when nobody has held it yet (cold line); else the line
@@ -43,6 +46,26 @@ def line_cost(L, lat, costs: FutexCosts, holder_node, my_node: int, home: int) -
     return c
 
 
+def cpu_slowdown(rt: Routing, t: int, costs: FutexCosts) -> float:
+    """How much slower thread t's CPU work runs for the other busy threads on its core.
+
+    CPU k of a node is on core ``k % cores_per_node`` (cores first, then their SMT siblings);
+    a futex_numa lock thread that nanosleeps does not load its core. With n busy threads on a
+    core of ``smt`` hardware threads: ``n / (1 + smt_gain * (min(n, smt) - 1))``."""
+    w = rt.workload
+    topo = w.topology
+
+    def core(cpu):
+        cpu = int(cpu)
+        return cpu // topo.cpus_per_node, (cpu % topo.cpus_per_node) % topo.cores_per_node
+
+    def busy(u):
+        return w.thread_role[u] != ROLE_LOCK or w.sleep_ns == 0
+
+    n = 1 + sum(1 for u in range(w.threads) if u != t and busy(u) and core(w.thread_cpu[u]) == core(w.thread_cpu[t]))
+    return n / (1.0 + costs.smt_gain * (min(n, topo.smt) - 1))
+
+
 def think_ns(rt: Routing, t: int, costs: FutexCosts) -> float:
     """Mean think time of thread t [ns], spelled out term by term."""
     w = rt.workload
@@ -50,13 +73,15 @@ def think_ns(rt: Routing, t: int, costs: FutexCosts) -> float:
     keys = [f for f in w.thread_futexes[t] if f >= 0]
     buckets = [b for b in rt.thread_buckets[t] if b >= 0]
     n = len(keys)
-    z = c.syscall_ns + c.hash_ns + c.user_ns
+    z = c.syscall_ns + c.futex_path_ns + c.hash_ns + 2 * c.atomic_ns + c.user_ns
     z += c.gup_ns * sum(1 for f in keys if not w.fx_private[f]) / n
     if w.refcount == "percpu":
         z += c.percpu_ref_ns * sum(1 for b in buckets if b >= rt.layout.n_global) / n
+    sleep = 0.0
     if w.thread_role[t] == ROLE_LOCK:
-        z += 2 * (c.syscall_ns + w.sleep_ns + (c.timer_slack_ns if w.sleep_ns > 0 else 0.0))
-    return z
+        z += 2 * c.syscall_ns                                   # the two nanosleep() calls
+        sleep = 2 * (w.sleep_ns + (c.timer_slack_ns if w.sleep_ns > 0 else 0.0))
+    return cpu_slowdown(rt, t, c) * z + sleep
 
 
 def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: int = 400,
@@ -74,8 +99,10 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
         return -math.log(1.0 - rng.random()) if dist == "exponential" else 1.0
 
     z = [think_ns(rt, t, costs) for t in range(T)]
+    cpu = [cpu_slowdown(rt, t, costs) for t in range(T)]
     keys = [[(int(b), bool(p)) for b, p in zip(rt.thread_buckets[t], rt.thread_private[t]) if b >= 0]
             for t in range(T)]
+    nxt = [rng.randrange(len(keys[t])) for t in range(T)]   # cyclic order from a random first key
     free_at: dict = {}
     holder: dict = {}
     done = [0] * T
@@ -84,7 +111,8 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
     heap = []
     def arrival(t, when):
         """The thread's next operation: pick a futex, queue at its first station."""
-        bucket, private = keys[t][rng.randrange(len(keys[t]))]
+        bucket, private = keys[t][nxt[t]]
+        nxt[t] = (nxt[t] + 1) % len(keys[t])
         stage = 0 if (use_ref and private) else 1
         heapq.heappush(heap, (when, t, stage, bucket))
 
@@ -106,11 +134,12 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
         holder_node = None if prev is None else int(rt.thread_node[prev])
         return line_cost(L, lat, costs, holder_node, int(rt.thread_node[t]), home)
 
-    def serve(station, arrive, t, base, lines):
+    def serve(station, arrive, t, base, lines, lines_held):
         prev = holder.get(station)
         c = station_cost(station, prev, t)
+        held = arrive < free_at.get(station, 0.0)          # somebody holds the lock: contended
         start = max(arrive, free_at.get(station, 0.0))
-        end = start + (base + lines * c) * draw()
+        end = start + (cpu[t] * base + (lines_held if held else lines) * c) * draw()
         free_at[station] = end
         holder[station] = t
         return end
@@ -118,10 +147,11 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
     while True:
         now, t, stage, bucket = heapq.heappop(heap)
         if stage == 0:  # rcuref_get/put on the process's refcount line, then the bucket
-            end = serve(("ref", int(w.thread_proc[t])), now, t, 0.0, costs.rcuref_lines)
+            end = serve(("ref", int(w.thread_proc[t])), now, t, 0.0, costs.rcuref_lines, costs.rcuref_lines)
             heapq.heappush(heap, (end, t, 1, bucket))
             continue
-        end = serve(("bucket", bucket), now, t, costs.critical_section_ns, costs.lines_per_op)
+        end = serve(("bucket", bucket), now, t, costs.critical_section_ns, costs.lines_per_op,
+                    costs.lines_contended)
         done[t] += 1
         if done[t] == warmup:
             t_warm[t] = end

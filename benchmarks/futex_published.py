@@ -1,0 +1,72 @@
+"""The futex model against the published perf bench futex hash curves (data/futex-e5-2650.csv).
+
+    python benchmarks/futex_published.py [--seeds 4] [--markdown]
+
+Prints, for T=28 (both nodes) and T=14 (node 0) of the 2-socket Xeon E5-2650: the published
+ops/s per thread, the model with the documented default constants, and the model calibrated
+on the T=28 rows alone (``nl.futex.calibrate``, default fit) -- so its T=14 column is a
+prediction -- with each model / published ratio; then the plateau rise, the cross-socket
+penalty of a saturated bucket and the fitted constants. The topology is
+``nl.Topology(nodes=2, cpus_per_node=16)`` with its default latencies: nothing in it is taken
+from this machine. docs/futex.md quotes this output.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    args = ap.parse_args()
+
+    import numalab as nl
+
+    topo = nl.Topology(nodes=2, cpus_per_node=16)
+    pub = nl.data.load("futex-e5-2650")
+    curves = {t: pub.where(pub.threads == t, drop=True) for t in (28, 14)}
+    fit = nl.futex.calibrate(curves[28], topo, seeds=args.seeds, refcount="immutable")
+    out = {}
+    for t, rows in curves.items():
+        y = rows.ops_per_s_per_thread.values
+        d = nl.futex.predict(rows, topo, seeds=args.seeds, refcount="immutable")
+        c = nl.futex.predict(rows, topo, costs=fit.costs, seeds=args.seeds, refcount="immutable")
+        out[t] = (rows.buckets.values.astype(int), y, d, c)
+        label = "calibrated on T=28" + (" (fit)" if t == 28 else " (prediction)")
+        print(f"\nT={t} ({'both nodes' if t == 28 else 'node 0'}), ops/s per thread")
+        if args.markdown:
+            print(f"| B | published | default | ratio | {label} | ratio |")
+            print("|---:|---:|---:|---:|---:|---:|")
+        else:
+            print(f"{'B':>6} {'published':>10} {'default':>10} {'ratio':>6} {'calibrated':>11} {'ratio':>6}")
+        for b, yy, dd, cc in zip(*out[t]):
+            name = "global" if b == 0 else str(b)
+            if args.markdown:
+                print(f"| {name} | {yy:,.0f} | {dd:,.0f} | {dd / yy:.2f} | {cc:,.0f} | {cc / yy:.2f} |")
+            else:
+                print(f"{name:>6} {yy:10.0f} {dd:10.0f} {dd / yy:6.2f} {cc:11.0f} {cc / yy:6.2f}")
+        r_d, r_c = d / y, c / y
+        print(f"default: ratio in [{r_d.min():.2f}, {r_d.max():.2f}]; calibrated: [{r_c.min():.2f}, {r_c.max():.2f}]")
+    for t in (28, 14):
+        b, y, d, _ = out[t]
+        flat = b >= 8 * t
+        print(f"plateau T={t} (B >= {8 * t}): published rises {100 * (y[flat].max() / y[flat].min() - 1):.1f} %, "
+              f"model {100 * (d[flat].max() / d[flat].min() - 1):.1f} %")
+
+    def per_bucket(t, k):
+        b, arr = out[t][0], out[t][k]
+        return t * arr[b == 2][0] / 2
+
+    print("cross-socket penalty (saturated per-bucket rate at B=2, T=14 / T=28): published "
+          f"{per_bucket(14, 1) / per_bucket(28, 1):.2f}, model {per_bucket(14, 2) / per_bucket(28, 2):.2f}")
+    print(f"\ncalibrate on T=28 ({fit.seconds:.1f} s, {fit.evaluations} model evaluations):")
+    print(fit.summary())
+    print("correlation:", np.array2string(fit.correlation, precision=2))
+
+
+if __name__ == "__main__":
+    main()
