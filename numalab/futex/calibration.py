@@ -152,6 +152,102 @@ def predict(measurements, topology, *, costs=None, seeds=4, futexes=1024, **work
         coerce_costs(costs).resolve(topology))
 
 
+def _fit_names(fit) -> tuple:
+    """``fit`` as a tuple, checked: at least one name, each a :data:`COST_NAMES` entry, none twice."""
+    fit = tuple(fit)
+    if not fit:
+        raise NumalabValueError("fit must name at least one constant")
+    for name in fit:
+        check_choice("fit", name, COST_NAMES)
+    if len(set(fit)) != len(fit):
+        raise NumalabValueError(f"fit={fit} names a constant twice; allowed: distinct names from {COST_NAMES}")
+    return fit
+
+
+def _jacobian(residual, theta: np.ndarray, r: np.ndarray, h: float = 1e-4) -> np.ndarray:
+    """Forward-difference Jacobian of the log residuals ``r = residual(theta)`` in the
+    log-constants ``theta``, (rows, fit) [log ratio per unit of log-constant], step ``h``."""
+    J = np.empty((r.size, theta.size))
+    for i in range(theta.size):
+        tp = theta.copy()
+        tp[i] += h
+        J[:, i] = (residual(tp) - r) / h
+    return J
+
+
+def _levenberg_marquardt(residual, theta: np.ndarray, max_iter: int):
+    """Minimise ``|residual(theta)|^2`` over the log-constants ``theta`` from the given start:
+    Levenberg-Marquardt with Marquardt's diagonal scaling and steps clipped to +-2 (a factor
+    e^2 per constant), until no better step, a step below 1e-6 or a relative gain below 1e-6.
+    Returns ``(theta, r, J, iterations)``: the optimum, its log residuals and their
+    Jacobian there."""
+    r = residual(theta)
+    lam, it = 1e-2, 0
+    J = _jacobian(residual, theta, r)
+    for it in range(1, max_iter + 1):
+        g = J.T @ r
+        H = J.T @ J
+        improved = False
+        for _ in range(10):
+            step = np.linalg.solve(H + lam * np.diag(np.diag(H) + 1e-12), -g)
+            step = np.clip(step, -2.0, 2.0)
+            r_new = residual(theta + step)
+            if r_new @ r_new < r @ r:
+                gain = 1.0 - (r_new @ r_new) / max(r @ r, 1e-300)
+                theta, r, improved = theta + step, r_new, True
+                lam = max(lam / 3.0, 1e-9)
+                break
+            lam *= 10.0
+        # converged: no better step, a negligible one, or a negligible gain in the misfit
+        if not improved or np.max(np.abs(step)) < 1e-6 or gain < 1e-6:
+            break
+        J = _jacobian(residual, theta, r)
+    if improved:
+        J = _jacobian(residual, theta, r)
+    return theta, r, J, it
+
+
+def _standard_errors(fit: tuple, fitted: dict, r: np.ndarray, J: np.ndarray):
+    """Standard errors of the fitted constants from the Jacobian ``J`` of the log residuals
+    ``r`` at the optimum: ``cov = s^2 (J^T J)^-1`` in log-constants (= relative errors),
+    ``s^2`` the residual variance, at least :data:`NOISE_FLOOR` squared. Returns
+    ``(uncertainty, relative, correlation, identified)``: by name, the standard error (the
+    constant's units) and the relative one [1], the fit x fit correlation matrix, and whether
+    the relative error is at most :data:`IDENTIFIABLE_REL`."""
+    dof = max(r.size - len(fit), 1)
+    s2 = max(float(r @ r) / dof, NOISE_FLOOR ** 2)
+    cov = s2 * np.linalg.pinv(J.T @ J)
+    rel = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
+    corr = cov / np.outer(sd, sd)
+    rel_d = {n: float(v) for n, v in zip(fit, rel)}
+    unc = {n: fitted[n] * rel_d[n] for n in fit}
+    ident = {n: bool(rel_d[n] <= IDENTIFIABLE_REL) for n in fit}
+    return unc, rel_d, corr, ident
+
+
+def _fit_dataset(rows: dict, r: np.ndarray, y: np.ndarray, fit: tuple, best: FutexCosts, unc: dict,
+                 ident: dict, topology: Topology):
+    """The rows' xarray Dataset over ``row``: measured and predicted ops/s per thread [1/s]
+    and the log residual [1], with the fitted costs, their standard errors, the unidentified
+    names and the topology as attributes."""
+    pred = np.exp(r + y)
+    import xarray as xr
+
+    return xr.Dataset(
+        {
+            "measured": ("row", rows["ops_per_s_per_thread"], {"units": "1/s", "long_name": "measured ops/s per thread"}),
+            "ops_per_s_per_thread": ("row", pred, {"units": "1/s", "long_name": "predicted ops/s per thread (MVA, fitted constants)"}),
+            "residual": ("row", r, {"units": "1", "long_name": "log(predicted / measured)"}),
+        },
+        coords={"row": np.arange(y.size), "mode": ("row", rows["mode"]), "threads": ("row", rows["threads"]),
+                "buckets": ("row", rows["buckets"])},
+        attrs={"fitted": ",".join(fit), **{f"cost_{k}": v for k, v in best.to_dict().items()},
+               **{f"stderr_{k}": v for k, v in unc.items()},
+               "unidentified": ",".join(n for n in fit if not ident[n]), **topology.to_attrs()},
+    )
+
+
 def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, futexes=1024,
               max_iter=50, **workload_kw) -> CalibrationResult:
     """Fit cost constants to measured perf-bench-futex-hash rows on ``topology``.
@@ -172,13 +268,7 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, f
     t0 = time.perf_counter()
     topology = Topology.coerce(topology)
     rows = measurement_rows(measurements)
-    fit = tuple(fit)
-    if not fit:
-        raise NumalabValueError("fit must name at least one constant")
-    for name in fit:
-        check_choice("fit", name, COST_NAMES)
-    if len(set(fit)) != len(fit):
-        raise NumalabValueError(f"fit={fit} names a constant twice; allowed: distinct names from {COST_NAMES}")
+    fit = _fit_names(fit)
     max_iter = check_int("max_iter", max_iter, lo=1)
     base = coerce_costs(costs).resolve(topology)
     model_rows = _Model(rows, topology, check_seeds(seeds), futexes, workload_kw)
@@ -192,64 +282,11 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, f
     def residual(theta):
         return np.log(model_rows(priced(theta))) - y
 
-    def jacobian(theta, r, h=1e-4):
-        J = np.empty((y.size, theta.size))
-        for i in range(theta.size):
-            tp = theta.copy()
-            tp[i] += h
-            J[:, i] = (residual(tp) - r) / h
-        return J
-
     theta = np.log(np.array([max(getattr(base, n), 1e-3) for n in fit], dtype=float))
-    r = residual(theta)
-    lam, it = 1e-2, 0
-    J = jacobian(theta, r)
-    for it in range(1, max_iter + 1):
-        g = J.T @ r
-        H = J.T @ J
-        improved = False
-        for _ in range(10):
-            step = np.linalg.solve(H + lam * np.diag(np.diag(H) + 1e-12), -g)
-            step = np.clip(step, -2.0, 2.0)
-            r_new = residual(theta + step)
-            if r_new @ r_new < r @ r:
-                gain = 1.0 - (r_new @ r_new) / max(r @ r, 1e-300)
-                theta, r, improved = theta + step, r_new, True
-                lam = max(lam / 3.0, 1e-9)
-                break
-            lam *= 10.0
-        # converged: no better step, a negligible one, or a negligible gain in the misfit
-        if not improved or np.max(np.abs(step)) < 1e-6 or gain < 1e-6:
-            break
-        J = jacobian(theta, r)
-    if improved:
-        J = jacobian(theta, r)
+    theta, r, J, it = _levenberg_marquardt(residual, theta, max_iter)
     best = priced(theta)
     fitted = {n: float(getattr(best, n)) for n in fit}
-    # standard errors from the Jacobian at the optimum (in log-constants = relative errors)
-    dof = max(y.size - len(fit), 1)
-    s2 = max(float(r @ r) / dof, NOISE_FLOOR ** 2)
-    cov = s2 * np.linalg.pinv(J.T @ J)
-    rel = np.sqrt(np.maximum(np.diag(cov), 0.0))
-    sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
-    corr = cov / np.outer(sd, sd)
-    rel_d = {n: float(v) for n, v in zip(fit, rel)}
-    unc = {n: fitted[n] * rel_d[n] for n in fit}
-    ident = {n: bool(rel_d[n] <= IDENTIFIABLE_REL) for n in fit}
-    pred = np.exp(r + y)
-    import xarray as xr
-
-    ds = xr.Dataset(
-        {
-            "measured": ("row", rows["ops_per_s_per_thread"], {"units": "1/s", "long_name": "measured ops/s per thread"}),
-            "ops_per_s_per_thread": ("row", pred, {"units": "1/s", "long_name": "predicted ops/s per thread (MVA, fitted constants)"}),
-            "residual": ("row", r, {"units": "1", "long_name": "log(predicted / measured)"}),
-        },
-        coords={"row": np.arange(y.size), "mode": ("row", rows["mode"]), "threads": ("row", rows["threads"]),
-                "buckets": ("row", rows["buckets"])},
-        attrs={"fitted": ",".join(fit), **{f"cost_{k}": v for k, v in best.to_dict().items()},
-               **{f"stderr_{k}": v for k, v in unc.items()},
-               "unidentified": ",".join(n for n in fit if not ident[n]), **topology.to_attrs()},
-    )
+    unc, rel_d, corr, ident = _standard_errors(fit, fitted, r, J)
+    ds = _fit_dataset(rows, r, y, fit, best, unc, ident, topology)
     return CalibrationResult(best, fitted, unc, rel_d, corr, ident, r, ds, it,
                              model_rows.evaluations, time.perf_counter() - t0)

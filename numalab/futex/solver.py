@@ -547,6 +547,119 @@ def network(routings: list[Routing], costs: FutexCosts | None = None, *, keep_th
     return Network(n_points=len(parts), points=points, **arrays).with_costs(costs)
 
 
+def _uncontended_service(net: Network) -> tuple[np.ndarray, np.ndarray]:
+    """Per entry (E,): the CPU work done with the lock held, ``cpu_k * st_base`` [ns], and the
+    service time of a visit that finds the line where this thread left it, that work plus
+    ``st_lines`` L2 hits ``cls_self`` [ns] (``s0``: no queue, no handoff)."""
+    ek, eu = net.ent_cls, net.ent_station
+    base_all = net.st_base[eu] * net.cls_cpu[ek]
+    s0_all = base_all + net.st_lines[eu] * net.cls_self[ek]
+    return base_all, s0_all
+
+
+def _solo_entries(net: Network, s0_all: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Entries (E,) of the stations visited by one thread alone -- such a station never queues
+    and always hands the line back to its one visitor, so its response time is ``s0`` exactly
+    and it leaves the fixed point (most of a large table) -- and the time per op [ns] those
+    visits add to each class's think time, ``sum m_e v_e s0_e`` (K,)."""
+    ek, eu = net.ent_cls, net.ent_station
+    U, K = net.st_home.size, net.cls_n.size
+    n_ent = np.bincount(eu, minlength=U)[eu]
+    solo = (n_ent == 1) & np.isclose(net.ent_self, net.ent_visit * net.cls_n[ek], rtol=1e-9, atol=0.0)
+    mult_all = net.st_mult[eu]   # identical stations a row stands for: the class visits each
+    fixed = np.bincount(ek[solo], weights=(mult_all * net.ent_visit * s0_all)[solo], minlength=K)
+    return solo, fixed
+
+
+def _shared_entries(net: Network, live: np.ndarray, base_all: np.ndarray, s0_all: np.ndarray) -> dict:
+    """The constants of the fixed point's entries ``live`` (the shared stations'), (E,) each:
+    class ``k``, visits per op ``v``, self-share ``a``, visits per op of all the merged copies
+    ``vm``, station ``u`` (an index into ``used``, the stations they visit), the class's
+    ``node``, the handoff cost [ns] of the station's line from a holder on each node ``line``
+    (E, nodes) and from one on the class's own node ``line_own``, the L2 hit ``self`` [ns],
+    the CPU work held ``base`` [ns], line pulls per idle / held visit ``lines`` /
+    ``lines_busy``, the uncontended service ``s0`` [ns], the class's threads ``n`` and
+    ``point``."""
+    ek, eu = net.ent_cls, net.ent_station
+    mult_all = net.st_mult[eu]
+    k, v = ek[live], net.ent_visit[live]
+    used, u = np.unique(eu[live], return_inverse=True)
+    u = u.reshape(-1)
+    node_k = net.cls_node[k]
+    line_k = net.cls_line[k, :, net.st_home[eu[live]]]   # (E, nmax): holder node i, this home
+    return dict(k=k, v=v, a=net.ent_self[live], vm=v * mult_all[live], used=used, u=u, node=node_k,
+                line=line_k, line_own=line_k[np.arange(k.size), node_k], self=net.cls_self[k],
+                base=base_all[live], lines=net.st_lines[used][u], lines_busy=net.st_lines_busy[used][u],
+                s0=s0_all[live], n=net.cls_n[k], point=net.cls_point[k])
+
+
+def _working_set(q: dict, sel: np.ndarray, nmax: int) -> tuple[dict, np.ndarray]:
+    """The entries ``sel`` of :func:`_shared_entries`' ``q`` (those of the points still
+    iterating) with their stations renumbered: returns the subset, with ``uu`` its station
+    index, ``nu`` the station count and ``un`` = station * nmax + the arrival's node (one
+    (station, holder node) bincount), and ``su``, the stations' indices in ``q["used"]``."""
+    su, uu = np.unique(q["u"][sel], return_inverse=True)
+    uu = uu.reshape(-1)
+    w = {name: q[name][sel] for name in ("k", "v", "a", "vm", "n", "line", "self", "base", "lines",
+                                         "lines_busy", "line_own", "point")}
+    w.update(uu=uu, nu=su.size, un=uu * nmax + q["node"][sel])   # arrivals by holder node
+    return w, su
+
+
+def _schweitzer_step(w: dict, x, R, s, rho, on, think, resid: float, K: int, nmax: int):
+    """One pass of the fixed point over the working set ``w`` (:func:`_working_set`) at
+    per-thread throughputs ``x`` (K,) [ops/ns]: the service times ``s`` [ns] and response
+    times ``R`` [ns] of the entries where ``on`` (the others keep theirs), the stations'
+    utilisation ``rho`` and the throughputs they imply, ``x_new`` (K,) [ops/ns].
+    Returns ``(x_new, R, s, rho)``."""
+    uu, nu_ = w["uu"], w["nu"]
+    xk = x[w["k"]]
+    lam = w["n"] * xk * w["v"]
+    Lam = np.bincount(uu, weights=lam, minlength=nu_)
+    Ai = np.bincount(w["un"], weights=lam, minlength=nu_ * nmax).reshape(nu_, nmax)
+    other_sum = np.einsum("ei,ei->e", Ai[uu], w["line"])
+    own = xk * w["a"]
+    Lu = np.maximum(Lam[uu], 1e-300)
+    # FCFS: an arrival that finds the lock busy follows the last thread queued before
+    # it (never itself); one that finds it idle follows the last holder (maybe itself)
+    busy = np.clip(rho[uu] - own * s, 0.0, 1.0)
+    other_sum = np.maximum(other_sum - own * w["line_own"], 0.0)
+    # the line is still mine only if no other thread came by since my last visit.
+    # Keys are visited in a fixed cyclic order, so I come back after m = 1 / a ops:
+    # for m large that window is nearly fixed and so are the others' (periodic
+    # visitors: P = 1 - r, r = their visits per mine); for m = 1 it is one random
+    # cycle (P = 1 / (1 + r), as for memoryless visits); in between, mixed by 1 / m
+    others = np.maximum(Lu - own, 1e-300)
+    r = others / np.maximum(own, 1e-300)
+    fm = np.minimum(w["a"], 1.0)
+    pself = (1.0 - fm) * np.clip(1.0 - r, 0.0, 1.0) + fm / (1.0 + r)
+    c_other = other_sum / others
+    s_idle = w["base"] + w["lines"] * (pself * w["self"] + (1.0 - pself) * c_other)
+    s_busy = w["base"] + w["lines_busy"] * c_other
+    s = np.where(on, busy * s_busy + (1.0 - busy) * s_idle, s)
+    rho = np.bincount(uu, weights=lam * s, minlength=nu_)
+    # the work an arrival finds: the queued jobs, each of which found the lock held
+    # (so is served with the contended line count), plus the residual of the one in
+    # service (E[S^2] / 2E[S] of the busy/idle mix, E[S^2] = (1 + scv) s^2 per type)
+    per = (R - s) * s_busy + resid * (busy * s_busy ** 2 + (1.0 - busy) * s_idle ** 2)
+    work = np.bincount(uu, weights=lam * per, minlength=nu_)
+    R = np.where(on, s + np.maximum(work[uu] - own * per, 0.0), R)
+    x_new = 1.0 / (think + np.bincount(w["k"], weights=w["vm"] * R, minlength=K))
+    return x_new, R, s, rho
+
+
+def _mva_result(net: Network, live, s0_all, s, R, x, it: int) -> dict:
+    """:func:`mva`'s answer: every entry's service and response time [ns] (``s0`` for the
+    solo ones), the per-thread throughput ``x`` [ops/ns] and each station's utilisation
+    ``rho`` = its arrivals' ``sum lam_e s_e`` (U,)."""
+    ek, eu = net.ent_cls, net.ent_station
+    s_all, R_all = s0_all.copy(), s0_all.copy()
+    s_all[live], R_all[live] = s, R
+    lam = net.cls_n[ek] * x[ek] * net.ent_visit
+    rho = np.bincount(eu, weights=lam * s_all, minlength=net.st_home.size)
+    return dict(x=x, R=R_all, s=s_all, rho=rho, iterations=it)
+
+
 def mva(net: Network, *, tol: float = 1e-8, max_iter: int = 10000, damping: float = 0.0,
         scv: float = 1.0, start: dict | None = None) -> dict:
     """Approximate MVA (Bard-Schweitzer, one customer removed = the arriving thread itself).
@@ -585,106 +698,206 @@ def mva(net: Network, *, tol: float = 1e-8, max_iter: int = 10000, damping: floa
     if net.cls_think is None:
         raise NumalabValueError("network has no prices; allowed: a Network from network() or .with_costs()")
     resid = (1.0 + scv) / 2.0
-    U, K = net.st_home.size, net.cls_n.size
-    nmax = net.cls_line.shape[1]
-    ek, eu = net.ent_cls, net.ent_station
-    base_all = net.st_base[eu] * net.cls_cpu[ek]
-    s0_all = base_all + net.st_lines[eu] * net.cls_self[ek]
-    # a station visited by one thread alone never queues and always hands the line to itself:
-    # its response time is s0 exactly, so it leaves the fixed point (most of a large table)
-    n_ent = np.bincount(eu, minlength=U)[eu]
-    solo = (n_ent == 1) & np.isclose(net.ent_self, net.ent_visit * net.cls_n[ek], rtol=1e-9, atol=0.0)
-    mult_all = net.st_mult[eu]   # identical stations a row stands for: the class visits each
-    fixed = np.bincount(ek[solo], weights=(mult_all * net.ent_visit * s0_all)[solo], minlength=K)
+    K, nmax = net.cls_n.size, net.cls_line.shape[1]
+    base_all, s0_all = _uncontended_service(net)
+    solo, fixed = _solo_entries(net, s0_all)
     live = np.flatnonzero(~solo)
-    k, v, a = ek[live], net.ent_visit[live], net.ent_self[live]
-    vm = v * mult_all[live]
-    used, u = np.unique(eu[live], return_inverse=True)
-    u = u.reshape(-1)
-    Ul = used.size
-    node_k = net.cls_node[k]
-    line_k = net.cls_line[k, :, net.st_home[eu[live]]]   # (E, nmax): holder node i, this home
-    self_k = net.cls_self[k]
-    base = base_all[live]
-    lines, lines_b = net.st_lines[used][u], net.st_lines_busy[used][u]
-    s0 = s0_all[live]
+    q = _shared_entries(net, live, base_all, s0_all)
     think = net.cls_think + fixed
-    n_k = net.cls_n[k]
     if start is None:
-        x = 1.0 / (think + np.bincount(k, weights=vm * s0, minlength=K))
-        R, s, rho = s0.copy(), s0.copy(), np.zeros(Ul)
+        x = 1.0 / (think + np.bincount(q["k"], weights=q["vm"] * q["s0"], minlength=K))
+        R, s, rho = q["s0"].copy(), q["s0"].copy(), np.zeros(q["used"].size)
     else:
         x = np.asarray(start["x"], dtype=float).copy()
-        R, s, rho = start["R"][live], start["s"][live], start["rho"][used]
-    line_own = line_k[np.arange(k.size), node_k]
+        R, s, rho = start["R"][live], start["s"][live], start["rho"][q["used"]]
     active = np.ones(net.n_points, dtype=bool)
-    ent_point = net.cls_point[k]
-    per_point = np.bincount(ent_point, minlength=net.n_points)
+    per_point = np.bincount(q["point"], minlength=net.n_points)
     it = 0
     while True:
         # the working set: entries (and their stations) of the points still iterating; a
         # point's arithmetic is the same in any working set, so its answer does not change
-        sel = np.flatnonzero(active[ent_point])
-        su, uu = np.unique(u[sel], return_inverse=True)
-        uu = uu.reshape(-1)
-        nu_ = su.size
-        kk, vv, aa, vmv = k[sel], v[sel], a[sel], vm[sel]
-        nn, lk, sk, bb = n_k[sel], line_k[sel], self_k[sel], base[sel]
-        ll, lb, lo = lines[sel], lines_b[sel], line_own[sel]
-        un = uu * nmax + node_k[sel]      # arrivals by holder node: one (station, node) bincount
+        sel = np.flatnonzero(active[q["point"]])
+        w, su = _working_set(q, sel, nmax)
         Rw, sw, rw = R[sel], s[sel], rho[su]
-        work_size = sel.size
         while it < max_iter:
             it += 1
-            xk = x[kk]
-            lam = nn * xk * vv
-            Lam = np.bincount(uu, weights=lam, minlength=nu_)
-            Ai = np.bincount(un, weights=lam, minlength=nu_ * nmax).reshape(nu_, nmax)
-            other_sum = np.einsum("ei,ei->e", Ai[uu], lk)
-            own = xk * aa
-            Lu = np.maximum(Lam[uu], 1e-300)
-            # FCFS: an arrival that finds the lock busy follows the last thread queued before
-            # it (never itself); one that finds it idle follows the last holder (maybe itself)
-            busy = np.clip(rw[uu] - own * sw, 0.0, 1.0)
-            other_sum = np.maximum(other_sum - own * lo, 0.0)
-            # the line is still mine only if no other thread came by since my last visit.
-            # Keys are visited in a fixed cyclic order, so I come back after m = 1 / a ops:
-            # for m large that window is nearly fixed and so are the others' (periodic
-            # visitors: P = 1 - r, r = their visits per mine); for m = 1 it is one random
-            # cycle (P = 1 / (1 + r), as for memoryless visits); in between, mixed by 1 / m
-            others = np.maximum(Lu - own, 1e-300)
-            r = others / np.maximum(own, 1e-300)
-            fm = np.minimum(aa, 1.0)
-            pself = (1.0 - fm) * np.clip(1.0 - r, 0.0, 1.0) + fm / (1.0 + r)
-            c_other = other_sum / others
-            s_idle = bb + ll * (pself * sk + (1.0 - pself) * c_other)
-            s_busy = bb + lb * c_other
-            ent_on = active[ent_point[sel]]
-            sw = np.where(ent_on, busy * s_busy + (1.0 - busy) * s_idle, sw)
-            rw = np.bincount(uu, weights=lam * sw, minlength=nu_)
-            # the work an arrival finds: the queued jobs, each of which found the lock held
-            # (so is served with the contended line count), plus the residual of the one in
-            # service (E[S^2] / 2E[S] of the busy/idle mix, E[S^2] = (1 + scv) s^2 per type)
-            per = (Rw - sw) * s_busy + resid * (busy * s_busy ** 2 + (1.0 - busy) * s_idle ** 2)
-            work = np.bincount(uu, weights=lam * per, minlength=nu_)
-            Rw = np.where(ent_on, sw + np.maximum(work[uu] - own * per, 0.0), Rw)
-            x_new = 1.0 / (think + np.bincount(kk, weights=vmv * Rw, minlength=K))
+            x_new, Rw, sw, rw = _schweitzer_step(w, x, Rw, sw, rw, active[w["point"]], think, resid, K, nmax)
             # each point stops on its own, so a point's answer does not depend on its batch
             delta = np.zeros(net.n_points)
             np.maximum.at(delta, net.cls_point, np.abs(x_new - x) / x_new)
             moving = active[net.cls_point]
             x = np.where(moving, damping * x + (1.0 - damping) * x_new, x)
             active &= delta >= tol
-            if not active.any() or per_point @ active < work_size // 2:
+            if not active.any() or per_point @ active < sel.size // 2:
                 break
         R[sel], s[sel], rho[su] = Rw, sw, rw
         if not active.any() or it >= max_iter:
             break
-    s_all, R_all = s0_all.copy(), s0_all.copy()
-    s_all[live], R_all[live] = s, R
-    lam = net.cls_n[ek] * x[ek] * net.ent_visit
-    rho = np.bincount(eu, weights=lam * s_all, minlength=U)
-    return dict(x=x, R=R_all, s=s_all, rho=rho, iterations=it)
+    return _mva_result(net, live, s0_all, s, R, x, it)
+
+
+def _thread_streams(net: Network, seeds: np.ndarray, thr_point: np.ndarray, ops: int, dist: str):
+    """Every thread's pre-drawn random stream, drawn per point in thread order from
+    ``Generator((seed, 0xF07E))``: the factors [1, mean 1] of its think times ``Et``
+    (T, ops + 1) and of its two visits' service times ``Es`` (T, ops + 1, 2) -- Exp(1) draws,
+    or 1 for ``dist="deterministic"`` -- and its first key ``start`` (T,), an index into
+    its cyclic key order. Returns ``(Et, Es, start)``."""
+    T = thr_point.size
+    Et = np.ones((T, ops + 1))
+    Es = np.ones((T, ops + 1, 2))
+    start = np.zeros(T, dtype=np.int64)
+    for p in range(net.n_points):
+        idx = np.flatnonzero(thr_point == p)
+        g = np.random.default_rng((int(seeds[p]), 0xF07E))
+        draws = g.random((idx.size, ops + 1, 4))
+        start[idx] = (draws[:, 0, 0] * net.thr_nf[idx]).astype(np.int64)
+        if dist == "exponential":
+            Et[idx] = -np.log1p(-draws[..., 1])
+            Es[idx] = -np.log1p(-draws[..., 2:4])
+    return Et, Es, start
+
+
+def _point_threads(thr_point: np.ndarray, P: int) -> np.ndarray:
+    """(P, Tmax) table of each point's global thread ids in thread order, -1 padding."""
+    T = thr_point.size
+    Tmax = np.bincount(thr_point, minlength=P).max()
+    order = np.argsort(thr_point, kind="stable")
+    slot = np.arange(T) - np.searchsorted(thr_point[order], thr_point[order])
+    table = np.full((P, Tmax), -1, dtype=np.int64)
+    table[thr_point[order], slot] = order
+    return table
+
+
+class _EventRun:
+    """The state of one :func:`simulate` run, flat over its points' threads (T), stations (U)
+    and points (P). Per thread: its prices (``think`` [ns], ``cpu`` slowdown, ``node``,
+    handoff costs ``line`` (T, holder node, home node) [ns], cold fetch ``cold`` (T, home
+    node) [ns], L2 hit ``selfc`` [ns]), its random streams, the station of its next visit
+    (``ref`` refcount line, then ``bucket``; ``stage`` 0 / 1), its next arrival time
+    ``t_next`` (P, Tmax) [ns] and its ``done_ops``, ``t_warm``, ``t_last`` [ns]. Per station:
+    ``free_at`` [ns] when the lock is next free, the last ``holder`` (-1: a cold line), its
+    ``busy`` time in the window [ns] and ``visits``. Per point: the utilisation window
+    ``t_start`` .. ``t_end`` [ns] and ``live``."""
+
+    def __init__(self, net: Network, seeds: np.ndarray, ops: int, warmup: int, dist: str):
+        """Per-thread prices and streams of ``net``, every thread before its first arrival
+        (after one think time), every line cold, every window not yet open."""
+        self.net, self.ops, self.warmup = net, ops, warmup
+        P = net.n_points
+        self.thr_point = thr_point = net.cls_point[net.thr_cls]
+        T = thr_point.size
+        self.Et, self.Es, self.start = _thread_streams(net, seeds, thr_point, ops, dist)
+        self.table = table = _point_threads(thr_point, P)
+        self.think = net.cls_think[net.thr_cls]
+        self.cpu = net.cls_cpu[net.thr_cls]
+        self.node = net.cls_node[net.thr_cls]
+        self.line = net.cls_line[net.thr_cls]   # (T, holder node, home node)
+        self.cold = net.cls_cold[net.thr_cls]   # (T, home node)
+        self.selfc = net.cls_self[net.thr_cls]
+        self.bucket, self.ref = self.keys(np.arange(T), np.zeros(T, dtype=np.int64))
+        self.stage = np.where(self.ref >= 0, 0, 1)
+        self.t_next = np.full((P, table.shape[1]), np.inf)
+        self.t_next[table >= 0] = (self.think * self.Et[:, 0])[table[table >= 0]]
+        self.done_ops = np.zeros(T, dtype=np.int64)
+        self.t_warm = np.zeros(T)
+        self.t_last = np.zeros(T)
+        U = net.st_home.size
+        self.free_at = np.zeros(U)
+        self.holder = np.full(U, -1, dtype=np.int64)
+        self.busy = np.zeros(U)
+        self.visits = np.zeros(U)
+        self.t_start = np.full(P, np.inf)   # utilisation window of each point
+        self.t_end = np.zeros(P)
+        self.live = np.ones(P, dtype=bool)
+
+    def keys(self, g, j):
+        """Stations of thread ``g``'s ``j``-th op: its bucket and its refcount line (-1:
+        none). The thread takes its keys in a fixed cyclic order from a random first key
+        (perf bench's ``for (i = 0; i < nfutexes; i++)`` loop, started at a random phase)."""
+        col = (self.start[g] + j) % self.net.thr_nf[g]
+        return self.net.thr_buckets[g, col], self.net.thr_ref[g, col]
+
+    def step(self) -> None:
+        """Advance every live point by its earliest event: a thread arriving at a station."""
+        pl = np.flatnonzero(self.live)
+        jj = np.argmin(self.t_next[pl], axis=1)
+        a = self.t_next[pl, jj]
+        g = self.table[pl, jj]
+        stg = self.stage[g]
+        st = np.where(stg == 0, self.ref[g], self.bucket[g])
+        c = self.serve(g, st, stg, a, self.t_start[pl])
+        fin = stg == 1
+        # not finished: go on to the bucket right after the refcount line
+        self.stage[g[~fin]] = 1
+        self.t_next[pl[~fin], jj[~fin]] = c[~fin]
+        self.complete(pl[fin], jj[fin], g[fin], c[fin])
+
+    def line_cost(self, g, st):
+        """Cost [ns] for thread ``g`` of getting station ``st``'s line from where it is: an
+        L2 hit if ``g`` held it last, the DRAM fetch from its home node if nobody did, else
+        the handoff from the last holder's node."""
+        prev = self.holder[st]
+        hs = self.net.st_home[st]
+        cost = np.where(prev == g, self.selfc[g], self.line[g, self.node[np.maximum(prev, 0)], hs])
+        return np.where(prev < 0, self.cold[g, hs], cost)   # first touch: from the home's DRAM
+
+    def serve(self, g, st, stg, a, ts):
+        """FCFS service of thread ``g`` arriving at ``a`` [ns] at station ``st`` (visit
+        ``stg`` of its op): from ``max(a, free_at)`` for ``cpu * st_base`` plus the line
+        pulls (``st_lines_busy`` if the lock is held on arrival, else ``st_lines``) times
+        :meth:`line_cost`, scaled by its service draw; books the station's busy time after
+        the window start ``ts`` [ns]. Returns the completion times [ns]."""
+        net = self.net
+        cost = self.line_cost(g, st)
+        held = a < self.free_at[st]                         # the lock is held on arrival
+        nl = np.where(held, net.st_lines_busy[st], net.st_lines[st])
+        n_done = self.done_ops[g]
+        s = (net.st_base[st] * self.cpu[g] + nl * cost) * self.Es[g, n_done, stg]
+        b = np.maximum(a, self.free_at[st])
+        c = b + s
+        self.free_at[st] = c
+        self.holder[st] = g
+        self.busy[st] += np.maximum(c - np.maximum(b, ts), 0.0)
+        self.visits[st] += c > ts
+        return c
+
+    def complete(self, pf, jf, gf, cf) -> None:
+        """Threads ``gf`` (slots ``jf`` of points ``pf``) complete an op at ``cf`` [ns]: count
+        it, open a point's utilisation window at its first ``warmup``-th completion, draw the
+        next op's keys and think time, and stop a point at its first ``ops``-th completion."""
+        done_ops, warmup = self.done_ops, self.warmup
+        done_ops[gf] += 1
+        n = done_ops[gf]
+        self.t_warm[gf] = np.where(n == warmup, cf, self.t_warm[gf])
+        self.t_last[gf] = cf
+        opening = (n == warmup) & np.isinf(self.t_start[pf])
+        if opening.any():  # open these points' windows; count the work already queued past the start
+            self.t_start[pf[opening]] = cf[opening]
+            on = np.isin(self.net.st_point, pf[opening])
+            self.busy[on] += np.maximum(self.free_at[on] - self.t_start[self.net.st_point[on]], 0.0)
+        nb, nr = self.keys(gf, n)
+        self.bucket[gf], self.ref[gf] = nb, nr
+        self.stage[gf] = np.where(nr >= 0, 0, 1)
+        self.t_next[pf, jf] = cf + self.think[gf] * self.Et[gf, n]
+        stop = pf[n >= self.ops]
+        self.t_end[stop] = cf[n >= self.ops]
+        self.live[stop] = False
+
+    def result(self) -> dict:
+        """:func:`simulate`'s answer: each thread's rate [ops/ns] from its ``warmup``-th to
+        its last completion, and each station's utilisation over its point's window (busy
+        time / window length) with the visits that weigh it."""
+        measured = self.done_ops - self.warmup
+        if np.any(measured < 2):
+            raise NumalabValueError(
+                f"ops={self.ops} leaves a thread with fewer than {self.warmup + 2} operations; allowed: raise ops"
+            )
+        rate = measured / (self.t_last - self.t_warm)
+        # close each window: busy time and visits scheduled beyond the stopping completion
+        te = self.t_end[self.net.st_point]
+        busy = self.busy - np.maximum(self.free_at - te, 0.0)
+        rho = busy / (te - self.t_start[self.net.st_point])
+        return dict(rate=rate, ops=self.done_ops, thr_point=self.thr_point, rho=rho, visits=self.visits)
 
 
 def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str = "exponential") -> dict:
@@ -718,109 +931,7 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
         raise NumalabValueError(f"seeds has {seeds.size} entries; allowed: one per network point ({P})")
     if np.all(net.thr_buckets < 0):
         raise NumalabValueError("network was built with keep_threads=False; allowed: network(..., keep_threads=True)")
-    thr_point = net.cls_point[net.thr_cls]
-    T = thr_point.size
-    # per-thread random streams, drawn per point in thread order
-    Et = np.ones((T, ops + 1))
-    Es = np.ones((T, ops + 1, 2))
-    start = np.zeros(T, dtype=np.int64)
-    for p in range(P):
-        idx = np.flatnonzero(thr_point == p)
-        g = np.random.default_rng((int(seeds[p]), 0xF07E))
-        draws = g.random((idx.size, ops + 1, 4))
-        start[idx] = (draws[:, 0, 0] * net.thr_nf[idx]).astype(np.int64)
-        if dist == "exponential":
-            Et[idx] = -np.log1p(-draws[..., 1])
-            Es[idx] = -np.log1p(-draws[..., 2:4])
-    Tmax = np.bincount(thr_point, minlength=P).max()
-    # (P, Tmax) table of global thread ids, -1 padding
-    order = np.argsort(thr_point, kind="stable")
-    slot = np.arange(T) - np.searchsorted(thr_point[order], thr_point[order])
-    table = np.full((P, Tmax), -1, dtype=np.int64)
-    table[thr_point[order], slot] = order
-    think = net.cls_think[net.thr_cls]
-    cpu = net.cls_cpu[net.thr_cls]
-    node = net.cls_node[net.thr_cls]
-    line = net.cls_line[net.thr_cls]   # (T, holder node, home node)
-    cold = net.cls_cold[net.thr_cls]   # (T, home node)
-    home = net.st_home
-    selfc = net.cls_self[net.thr_cls]
-    nf = net.thr_nf
-
-    def pick(g, j):
-        # the thread's keys in a fixed cyclic order from a random first key (perf bench's
-        # ``for (i = 0; i < nfutexes; i++)`` loop, started at a random phase)
-        col = (start[g] + j) % nf[g]
-        return net.thr_buckets[g, col], net.thr_ref[g, col]
-
-    bucket, ref = pick(np.arange(T), np.zeros(T, dtype=np.int64))
-    stage = np.where(ref >= 0, 0, 1)
-    t_next = np.full((P, Tmax), np.inf)
-    t_next[table >= 0] = (think * Et[:, 0])[table[table >= 0]]
-    done_ops = np.zeros(T, dtype=np.int64)
-    t_warm = np.zeros(T)
-    t_last = np.zeros(T)
-    U = home.size
-    free_at = np.zeros(U)
-    holder = np.full(U, -1, dtype=np.int64)
-    busy = np.zeros(U)
-    visits = np.zeros(U)
-    t_start = np.full(P, np.inf)   # utilisation window of each point
-    t_end = np.zeros(P)
-    live = np.ones(P, dtype=bool)
-    pts = np.arange(P)
-    while live.any():
-        pl = pts[live]
-        jj = np.argmin(t_next[pl], axis=1)
-        a = t_next[pl, jj]
-        g = table[pl, jj]
-        stg = stage[g]
-        st = np.where(stg == 0, ref[g], bucket[g])
-        prev = holder[st]
-        hs = home[st]
-        cost = np.where(prev == g, selfc[g], line[g, node[np.maximum(prev, 0)], hs])
-        cost = np.where(prev < 0, cold[g, hs], cost)   # first touch: from the home's DRAM
-        held = a < free_at[st]                         # the lock is held on arrival
-        nl = np.where(held, net.st_lines_busy[st], net.st_lines[st])
-        n_done = done_ops[g]
-        s = (net.st_base[st] * cpu[g] + nl * cost) * Es[g, n_done, stg]
-        b = np.maximum(a, free_at[st])
-        c = b + s
-        free_at[st] = c
-        holder[st] = g
-        ts = t_start[pl]
-        busy[st] += np.maximum(c - np.maximum(b, ts), 0.0)
-        visits[st] += c > ts
-        fin = stg == 1
-        # not finished: go on to the bucket right after the refcount line
-        gn = g[~fin]
-        stage[gn] = 1
-        t_next[pl[~fin], jj[~fin]] = c[~fin]
-        gf, cf = g[fin], c[fin]
-        done_ops[gf] += 1
-        n = done_ops[gf]
-        t_warm[gf] = np.where(n == warmup, cf, t_warm[gf])
-        t_last[gf] = cf
-        opening = (n == warmup) & np.isinf(t_start[pl[fin]])
-        if opening.any():  # open these points' windows; count the work already queued past the start
-            t_start[pl[fin][opening]] = cf[opening]
-            on = np.isin(net.st_point, pl[fin][opening])
-            busy[on] += np.maximum(free_at[on] - t_start[net.st_point[on]], 0.0)
-        nb, nr = pick(gf, n)
-        bucket[gf], ref[gf] = nb, nr
-        stage[gf] = np.where(nr >= 0, 0, 1)
-        t_next[pl[fin], jj[fin]] = cf + think[gf] * Et[gf, n]
-        stop = pl[fin][n >= ops]
-        t_end[stop] = cf[n >= ops]
-        live[stop] = False
-    measured = done_ops - warmup
-    if np.any(measured < 2):
-        raise NumalabValueError(
-            f"ops={ops} leaves a thread with fewer than {warmup + 2} operations; allowed: raise ops"
-        )
-    rate = measured / (t_last - t_warm)
-    # close each window: busy time and visits scheduled beyond the stopping completion
-    te = t_end[net.st_point]
-    busy -= np.maximum(free_at - te, 0.0)
-    rho = busy / (te - t_start[net.st_point])
-    return dict(rate=rate, ops=done_ops, thr_point=thr_point, rho=rho, visits=visits)
+    run = _EventRun(net, seeds, ops, warmup, dist)
+    while run.live.any():
+        run.step()
+    return run.result()
