@@ -23,6 +23,8 @@ tradeoff               false skips vs idle scans along N, one line per profile
 fidelity               published vs simulated %change per row, with the acceptance band
 futex_buckets          futex ops/s per thread vs number of hash buckets, one line per mode
 samples                mmtests-style box + strip plot of the per-seed samples per policy
+paired_change          per-seed %change against a baseline policy, mean with its confidence
+                       interval and the mmtests significance mark (the effect, not the levels)
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ __all__ = [
     "fidelity",
     "futex_buckets",
     "samples",
+    "paired_change",
 ]
 
 #: The package style sheet (shipped as package data).
@@ -472,7 +475,7 @@ def convergence(series, ax=None, *, pages: str = "pages_node", local: str = "loc
             for j, node in enumerate(p[node_dim].values.tolist()):
                 top.plot(time, p.sel({process_dim: proc, node_dim: node}), dashes[j % 4],
                          color=cycle[i % len(cycle)], label=f"{process_dim} {proc}, node {node}")
-        top.set_ylabel(_label(p, "pages on node"))
+        top.set_ylabel(f"resident pages on node [{p.attrs.get('units', 'pages')}]")
         top.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), ncols=1)
         top.set_title("convergence: where each process's memory sits")
         if process_dim in loc.dims:
@@ -481,6 +484,8 @@ def convergence(series, ax=None, *, pages: str = "pages_node", local: str = "loc
         else:
             bottom.plot(time, loc, color="#000000")
         bottom.axhline(0.9, color="#888888", linewidth=0.8, linestyle=":")
+        bottom.annotate("90 % local", (1.0, 0.9), xycoords=("axes fraction", "data"), xytext=(-3, -9),
+                        textcoords="offset points", ha="right", fontsize=7, color="#666666")
         bottom.set_ylim(0, 1.02)
         bottom.set_ylabel("local fraction")
         units = p["time"].attrs.get("units", "s")
@@ -532,7 +537,9 @@ def skip_reasons(ds, ax=None, *, by: str = "policy", normalise: bool = False):
     _check_dims(stacked, ("reason", by), what="skip_<reason>")
     if normalise:
         stacked = stacked / stacked.sum("reason").where(lambda t: t > 0)
-    mean, std = _mean_std(stacked)
+    mean = stacked.mean("seed") if "seed" in stacked.dims else stacked
+    low = stacked.min("seed") if "seed" in stacked.dims else stacked
+    high = stacked.max("seed") if "seed" in stacked.dims else stacked
     reasons = mean["reason"].values.tolist()
     groups = mean[by].values.tolist()
     with style():
@@ -541,11 +548,13 @@ def skip_reasons(ds, ax=None, *, by: str = "policy", normalise: bool = False):
         height = 0.8 / max(len(groups), 1)
         y = np.arange(len(reasons))
         for gi, g in enumerate(groups):
-            a.barh(y + (gi - (len(groups) - 1) / 2) * height, mean.sel({by: g}).values, height,
-                   xerr=std.sel({by: g}).values, label=str(g))
+            m = mean.sel({by: g}).values
+            spread = np.stack([m - low.sel({by: g}).values, high.sel({by: g}).values - m])
+            a.barh(y + (gi - (len(groups) - 1) / 2) * height, m, height,
+                   xerr=np.where(np.isfinite(spread), spread, 0.0), label=str(g))
         a.set_yticks(y, reasons)
         a.invert_yaxis()
-        a.set_xlabel("share of skipped VMA visits" if normalise else "skipped VMA visits per run (mean ± stddev)")
+        a.set_xlabel("share of skipped VMA visits" if normalise else "skipped VMA visits per run (mean; whiskers: min-max over seeds)")
         a.set_title("why the scanner skipped VMAs (sched_skip_vma_numa)")
         a.legend(title=by, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         a.grid(axis="y", visible=False)
@@ -805,4 +814,77 @@ def samples(ds, ax=None, *, var: str = "elsp", by: str = "policy"):
                 a.set_ylabel(f"{var} [{da.attrs.get('units', 's')}], lower is better" if var in ("elsp", "syst")
                              else _label(da, var))
             a.grid(axis="x", visible=False)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# paired effects
+
+
+def paired_change(ds, ax=None, *, variables=("elsp",), along: str = "history", baseline=None,
+                  by: str = "workload", ci: float = 0.95, method: str = "t", era: str = "2023"):
+    """The effect of each policy against ``baseline``: per-seed %change (points), its mean with
+    the ``ci`` confidence interval (bar), and the mmtests significance mark (``*``), one row per
+    variable and one panel per ``by`` value (workload).
+
+    Seeds are common random numbers across policies, so the per-seed difference is what tells
+    policies apart when their levels overlap (:func:`numalab.stats.paired_change`).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset with ``variables`` over dims (along, seed[, by])
+    variables : variable names, one row each (e.g. ("elsp", "syst"))
+    along : the compared dim ("history", "policy", ...); baseline: its value to compare with
+        (default: the first)
+    ci, method, era : see :func:`numalab.stats.paired_change`
+    ax : array of len(variables) x n_by Axes, optional
+    """
+    from . import stats
+
+    if isinstance(variables, str):
+        variables = (variables,)
+    das = [_as_dataarray(ds, v, "ds") for v in variables]
+    for v, da in zip(variables, das):
+        _check_dims(da, (along, "seed"), optional=(by,), what=v)
+    groups = das[0][by].values.tolist() if by in das[0].dims else [None]
+    names = _ticklabels(das[0][along].values)
+    base = names[0] if baseline is None else check_choice("baseline", str(baseline), names)
+    others = [n for n in names if n != base]
+    y = np.arange(len(others))
+    jitter = (np.random.default_rng(0).random(das[0].sizes["seed"]) - 0.5) * 0.36
+    cycle = [c["color"] for c in _prop_cycle()]
+    with style():
+        fig, axes = _figure(ax, len(variables), len(groups),
+                            figsize=(min(2.9 * len(groups) + 1.2, 12), 0.9 + (0.45 * len(others) + 0.9) * len(variables)),
+                            sharey=True)
+        for r, (v, da) in enumerate(zip(variables, das)):
+            da = da.assign_coords({along: names})
+            eff = stats.paired_change(da, along, base, ci=ci, method=method, era=era)
+            for c, g in enumerate(groups):
+                a = axes[r, c]
+                e = eff.sel({by: g}) if g is not None else eff
+                a.axvline(0, color="#444444", linewidth=0.8)
+                for i, name in enumerate(others):
+                    pts = e["pct"].sel({along: name}).values.astype(float)
+                    ok = np.isfinite(pts)
+                    a.plot(pts[ok], y[i] + jitter[: pts.size][ok], "o", color=cycle[i % len(cycle)], alpha=0.45,
+                           markersize=3.5)
+                    m, lo, hi = (float(e[k].sel({along: name})) for k in ("mean", "lo", "hi"))
+                    if np.isfinite(lo):
+                        a.errorbar([m], [y[i]], xerr=[[m - lo], [hi - m]], fmt="D", color="#000000", markersize=5,
+                                   capsize=3, zorder=5)
+                    else:
+                        a.plot([m], [y[i]], "D", color="#000000", markersize=5, zorder=5)
+                    if bool(e["significant"].sel({along: name})):
+                        a.annotate("*", (hi if np.isfinite(hi) else m, y[i]), textcoords="offset points",
+                                   xytext=(5, -4), fontsize=12, fontweight="bold")
+                a.set_yticks(y, [f"N={n}" if along == "history" else n for n in others])
+                a.set_ylim(len(others) - 0.5, -0.5)
+                a.grid(axis="y", visible=False)
+                a.set_xlabel(f"{v}: %change vs {'N=' if along == 'history' else ''}{base}")
+                if r == 0 and g is not None:
+                    a.set_title(str(g))
+        how = f"{ci:.0%} {'t' if method == 't' else 'bootstrap'} interval"
+        fig.suptitle(f"effect against {'N=' if along == 'history' else ''}{base} (negative = lower): seeds (dots), "
+                     f"mean ◆ with {how}; * mmtests significant")
     return fig
