@@ -166,10 +166,64 @@ def test_futex_explorer_matches_pure_function_and_reruns_only_new_points():
 
 def test_futex_explorer_reports_a_refused_combination():
     ex = W.FutexExplorer(mode="numa", buckets=256, threads=8, nodes=2, seeds=1)
-    shown = ex.summary.value
+    assert ex.figure.layout.display != "none"
     ex.set(nodes=1, threads=100)  # one node of 64 CPUs cannot run 100 threads
     assert ex.error and "threads" in ex.error
-    assert "threads" in ex.status.value and ex.summary.value == shown  # old result stays
+    # the message replaces the figure and the summary: no stale numbers stay on screen
+    assert "100 threads need 100 CPUs" in ex.message.value and "allowed:" not in ex.message.value
+    assert ex.figure.layout.display == "none" and ex.summary.value == ""
+    assert "100 threads" in ex.snapshot_html()
+    ex.set(nodes=2)  # a valid combination again: the figure comes back
+    assert ex.error is None and ex.figure.layout.display != "none" and ex.message.layout.display == "none"
+
+
+def test_futex_explorer_explains_a_what_if_node_count():
+    ex = W.FutexExplorer(mode="numa", buckets=256, threads=8, nodes=2, seeds=1)
+    assert ex.notes_shown == []
+    ex.controls["nodes"].value = 8
+    assert ex.notes_shown and "what-if" in ex.notes_shown[0] and "8 nodes x 64 CPUs" in ex.notes_shown[0]
+    assert "what-if" in ex.summary.value
+
+
+def test_every_knob_has_a_tooltip():
+    for ex in (W.PidHashExplorer(), W.DecisionMatrixExplorer(threads=2, passes=3),
+               W.FutexExplorer(threads=4, seeds=1),
+               W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", threads=2, seeds=1,
+                                 workload_options=SMALL)):
+        for name, c in ex.controls.items():
+            assert c.tooltip and len(c.tooltip) > 20, (type(ex).__name__, name)
+
+
+def test_live_explorer_answers_first_then_refines_and_newest_wins():
+    ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", history=4, threads=2, seeds=1,
+                           workload_options=SMALL, live=True)
+    ex.timings.clear()
+    ex.controls["seeds"].value = 4  # queued: first answer from seeds 0-1, then all 4
+    ex.controls["history"].value = 8  # supersedes the run in flight
+    assert ex.wait(120)
+    assert ex.error is None and list(ex.result) == ["profile", 8]
+    assert ex.result[8].sizes["seed"] == 4 and ex.timings[-1]["params"]["history"] == 8
+    shown = [t for t in ex.timings if t["params"]["history"] == 8]
+    assert [t["stage"] for t in shown] == [0, 1]  # a first answer, then the refined one
+    assert shown[0]["seconds"] <= shown[1]["seconds"]
+    want = W.history_summary(_concat_runs("numa02", "2s-ivb-40", "6.12", 8, 2, range(4)))
+    assert _shown(ex, "elsp Amean [s]", "6.12+N=8") == W._fmt(want["elsp Amean [s]"])
+
+
+def _concat_runs(wl, topo, prof, h, threads, seeds):
+    from numalab.widgets.compute import _concat
+
+    return _concat([W.history_run(wl, topo, prof, h, threads, s, workload_options=SMALL) for s in seeds], "seed")
+
+
+def test_history_explorer_explains_v64_starvation():
+    ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", profile="6.4", history=4, threads=2, seeds=1,
+                           workload_options=SMALL)
+    starved = [n for n in ex.notes_shown if "no hinting faults" in n]
+    if any(float(d["numa_hint_faults"].mean()) == 0 for d in ex.result.values()):
+        assert starved and "pid_inactive" in starved[0] and "vma_pids_forced" in starved[0]
+    else:
+        assert not starved
 
 
 # --- history (numalab.simulate) -----------------------------------------------------------------
@@ -215,9 +269,10 @@ def test_history_explorer_shows_progress_while_it_runs():
     ex.progress.observe(lambda ch: bars.append((ch["new"], ex.progress.max, ex.progress.layout.visibility)), names="value")
     ex.controls["seeds"].value = 3  # 2 policies x 2 new seeds
     running = [s for s in seen if s.startswith("running")]
-    assert running == [f"running N={h} seed {s}: {i + 1}/4 ..." for i, (h, s) in
-                       enumerate([("profile", 1), ("profile", 2), (4, 1), (4, 2)])]
-    assert (1, 4, "visible") in bars  # the bar moved while runs were pending
+    # the first answer (seeds 0-1) needs seed 1 of each policy, the full one seed 2
+    assert running == ["running N=profile seed 1: 1/2 ...", "running N=4 seed 1: 2/2 ...",
+                       "running N=profile seed 2: 1/2 ...", "running N=4 seed 2: 2/2 ..."]
+    assert (1, 2, "visible") in bars  # the bar moved while runs were pending
     assert ex.status.value == "" and ex.progress.layout.visibility == "hidden"  # and is gone after
     assert ex.runs == 6
 
