@@ -269,10 +269,9 @@ def test_history_explorer_shows_progress_while_it_runs():
     ex.progress.observe(lambda ch: bars.append((ch["new"], ex.progress.max, ex.progress.layout.visibility)), names="value")
     ex.controls["seeds"].value = 3  # 2 policies x 2 new seeds
     running = [s for s in seen if s.startswith("running")]
-    # the first answer (seeds 0-1) needs seed 1 of each policy, the full one seed 2
-    assert running == ["running N=profile seed 1: 1/2 ...", "running N=4 seed 1: 2/2 ...",
-                       "running N=profile seed 2: 1/2 ...", "running N=4 seed 2: 2/2 ..."]
-    assert (1, 2, "visible") in bars  # the bar moved while runs were pending
+    # synchronous (no kernel): one batched engine call per policy for the two new seeds
+    assert running == ["running N=profile seeds 1-2: 1/4 ...", "running N=4 seeds 1-2: 3/4 ..."]
+    assert (2, 4, "visible") in bars  # the bar moved while runs were pending
     assert ex.status.value == "" and ex.progress.layout.visibility == "hidden"  # and is gone after
     assert ex.runs == 6
 

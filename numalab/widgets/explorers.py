@@ -170,6 +170,8 @@ class Explorer:
             self._refuse(reason)
             return
         stages = self.stages(params)
+        if not draw_all:
+            stages = stages[-1:]  # synchronous: compute the final answer in as few engine calls as possible
         for i, stage in enumerate(stages):
             last = i == len(stages) - 1
             try:
@@ -492,10 +494,23 @@ class FutexExplorer(Explorer):
 
     def stages(self, params):
         n = params["seeds"]
-        return [1, n] if n > 1 else [n]
+        base = (params["mode"], params["threads"], params["nodes"], self.topology)
+        if all(base + (s,) in self.cache for s in range(n)):
+            return [n]  # nothing to compute: draw the final answer at once
+        if base + (0,) not in self.cache:
+            return ["coarse", n]  # every other bucket count of seed 0 first
+        return [1, n]
 
     def stage_label(self, stage, params):
-        return "seed 0"
+        return "seed 0, every other bucket count" if stage == "coarse" else "seed 0"
+
+    def _coarse(self, params):
+        buckets = sorted(set(FUTEX_BUCKETS[::2]) | {params["buckets"]})
+        key = (params["mode"], params["threads"], params["nodes"], self.topology, "coarse", tuple(buckets))
+        if key not in self.cache:
+            self.cache[key] = futex_run(params["mode"], buckets, params["threads"], params["nodes"],
+                                        topology=self.topology, seeds=[0])
+        return self.cache[key]
 
     def _curve(self, base, s):
         key = base + (s,)
@@ -506,6 +521,11 @@ class FutexExplorer(Explorer):
         return self.cache[key]
 
     def compute(self, params, stage=None):
+        if stage == "coarse":
+            self._progress(0, 1, "seed 0 (coarse):")
+            ds = self._coarse(params)
+            self._progress(1, 1)
+            return ds
         n = params["seeds"] if stage is None else stage
         base = (params["mode"], params["threads"], params["nodes"], self.topology)
         missing = [s for s in range(n) if base + (s,) not in self.cache]
@@ -606,7 +626,9 @@ class HistoryExplorer(Explorer):
 
     def stages(self, params):
         n = params["seeds"]
-        return [self.first_seeds, n] if n > self.first_seeds else [n]
+        base = (params["workload"], params["topology"], params["profile"], params["threads"])
+        cached = all(base + (h, s) in self.cache for h in self._choices(params) for s in range(n))
+        return [self.first_seeds, n] if n > self.first_seeds and not cached else [n]
 
     def stage_label(self, stage, params):
         return f"seeds 0-{self.first_seeds - 1} of {params['seeds']}"
