@@ -654,8 +654,15 @@ class HistoryExplorer(Explorer):
                 self.runs += len(part)
                 done += len(part)
         self._progress(1, 1)
-        # runs of different seeds end at different times: pad the time series (outer join)
-        return {h: _concat([self.cache[base + (h, s)] for s in range(n)], "seed") for h in choices}
+        # runs of different seeds end at different times: pad the time series (outer join); the
+        # joined Dataset is kept too, so going back to a view costs only its figure
+        out = {}
+        for h in choices:
+            key = ("joined",) + base + (h, n)
+            if key not in self.cache:
+                self.cache[key] = _concat([self.cache[base + (h, s)] for s in range(n)], "seed")
+            out[h] = self.cache[key]
+        return out
 
     def notes(self, result, params):
         out = []
