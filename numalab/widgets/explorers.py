@@ -147,10 +147,14 @@ class Explorer:
 
     def check_superseded(self) -> None:
         """Raise :class:`_Superseded` when a newer change is waiting (call between chunks)."""
-        if self.live and self._running != self._gen:
+        if self.live and (self._running != self._gen or (self._quiet and self._pending is not None)):
             raise _Superseded
 
+    _quiet = False
+
     def _progress(self, done: int, total: int, what: str = "") -> None:
+        if self._quiet:
+            return  # computing ahead in idle time: nothing to show
         self.progress.max = max(total, 1)
         self.progress.value = done
         self.progress.layout.visibility = "visible" if done < total else "hidden"
@@ -257,8 +261,18 @@ class Explorer:
         self.status.value = "running ..."
 
     def _work(self) -> None:
+        last = None
         while True:
             with self._cv:
+                if self._pending is None and last is not None and self.prefetch_enabled:
+                    self._busy = False
+                    self._cv.notify_all()
+                    params, last = last, None
+                    self._cv.release()
+                    try:
+                        self._prefetch(params)
+                    finally:
+                        self._cv.acquire()
                 while self._pending is None:
                     self._busy = False
                     self._cv.notify_all()
@@ -268,10 +282,46 @@ class Explorer:
                             return
                 gen, params, t0 = self._pending
                 self._pending = None
+                self._busy = True
             try:
                 self._run(gen, params, t0=t0, draw_all=True)
+                last = params if self.error is None and self._gen == gen else None
             except Exception as exc:  # pragma: no cover - never leave the worker dead silently
                 self._refuse(f"Unexpected error: {type(exc).__name__}: {exc}")
+
+    # ---- idle time: compute ahead the first answers of the likely next views
+    #: in live mode, use idle time to compute the first answers of neighbouring views
+    prefetch_enabled = True
+
+    def neighbours(self, params: dict) -> list[dict]:
+        """Views a person is likely to ask for next (their first answers are computed ahead)."""
+        return []
+
+    def _prefetch(self, params: dict) -> None:
+        for nxt in self.neighbours(params):
+            if self._pending is not None:
+                return  # a real request waits: it goes first
+            try:
+                if self.validate(nxt) is None:
+                    stage = self.stages(nxt)[0]
+                    self._running = self._gen  # a new change supersedes the prefetch at its next chunk
+                    self._quiet = True
+                    self.compute(nxt, stage)
+            except (_Superseded, NumalabValueError):
+                return
+            finally:
+                self._quiet = False
+        self.prefetched = getattr(self, "prefetched", 0) + 1
+
+    def _option_neighbours(self, params: dict, name: str, width: int = 1) -> list[dict]:
+        options = list(self.controls[name].options)
+        options = [o[1] if isinstance(o, tuple) else o for o in options]
+        try:
+            i = options.index(params[name])
+        except ValueError:
+            return []
+        near = [options[j] for k in range(1, width + 1) for j in (i + k, i - k) if 0 <= j < len(options)]
+        return [dict(params, **{name: v}) for v in near]
 
     def wait(self, timeout: float = 120.0) -> bool:
         """Block until no update is queued or running (live mode); True if idle in time."""
@@ -504,6 +554,13 @@ class FutexExplorer(Explorer):
     def stage_label(self, stage, params):
         return "seed 0, every other bucket count" if stage == "coarse" else "seed 0"
 
+    def neighbours(self, params):
+        # the other kernel modes, then the thread counts a slider step away
+        modes = [dict(params, mode=m) for m in self.controls["mode"].options if m != params["mode"]]
+        near = [dict(params, threads=t) for t in (params["threads"] * 2, params["threads"] // 2)
+                if 1 <= t <= self.controls["threads"].max]
+        return modes + near
+
     def _coarse(self, params):
         buckets = sorted(set(FUTEX_BUCKETS[::2]) | {params["buckets"]})
         key = (params["mode"], params["threads"], params["nodes"], self.topology, "coarse", tuple(buckets))
@@ -633,6 +690,10 @@ class HistoryExplorer(Explorer):
     def stage_label(self, stage, params):
         return f"seeds 0-{self.first_seeds - 1} of {params['seeds']}"
 
+    def neighbours(self, params):
+        # the first control: the history lengths next to the one shown
+        return [p for p in self._option_neighbours(params, "history", 2) if not str(p["history"]).startswith("adaptive")]
+
     def compute(self, params, stage=None):
         n = params["seeds"] if stage is None else stage
         choices = self._choices(params)
@@ -665,21 +726,22 @@ class HistoryExplorer(Explorer):
         return out
 
     def notes(self, result, params):
-        out = []
+        starved = []
         for h, ds in result.items():
             faults = float(ds["numa_hint_faults"].mean()) if "numa_hint_faults" in ds else None
             skips = float(ds["skip_pid_inactive"].mean()) if "skip_pid_inactive" in ds else 0.0
-            name = str(ds["policy"].values[0]) if "policy" in ds.coords else str(h)
             if faults == 0 and skips > 0:
-                out.append(
-                    f"{name}: no hinting faults at all. Its filter (vma_is_accessed()) lets a thread scan a VMA "
-                    "only if the thread's PID bit is already in pids_active[], and only hinting faults in "
-                    "scanned VMAs set bits. Once the unconditional first passes (mm->numa_scan_seq < 2) are "
-                    "over with no bit set, every VMA is skipped as pid_inactive for the rest of the run: "
-                    "nothing is protected or migrated, and elsp is the time with memory left where it was "
-                    "first touched. v6.7 added a forced scan of one PID-inactive VMA (vma_pids_forced) and "
-                    "v6.12 a starvation horizon, which end this.")
-        return out
+                starved.append(str(ds["policy"].values[0]) if "policy" in ds.coords else str(h))
+        if not starved:
+            return []
+        return [
+            f"{' and '.join(starved)}: no hinting faults at all -- the PID filter starved every VMA. "
+            "vma_is_accessed() lets a thread scan a VMA only if the thread's PID bit is already in "
+            "pids_active[], and only hinting faults in scanned VMAs set bits. Here the unconditional first "
+            "passes (mm->numa_scan_seq < 2) went by without a fault setting any bit, so every VMA is skipped "
+            "as pid_inactive for the rest of the run: nothing is protected or migrated, and elsp is the time "
+            "with memory left where it was first touched. v6.7 added a forced scan of one PID-inactive VMA "
+            "(vma_pids_forced) and v6.12 a starvation horizon, which end this."]
 
     def render(self, result, params):
         from matplotlib.figure import Figure
