@@ -67,8 +67,9 @@ class Explorer:
     an HTML summary and a PNG figure. Subclasses define :meth:`compute` and :meth:`render`, and
     may define :meth:`stages`, :meth:`validate`, :meth:`notes` and :attr:`tooltips`.
 
-    ``timings`` lists, per shown answer, ``{"stage", "stages", "seconds", "params"}``: seconds
-    from the knob change to the new figure (what ``benchmarks/bench_explorers.py`` reports)."""
+    ``timings`` lists, per shown answer, ``{"stage", "stages", "seconds", "cpu_seconds", "params"}``:
+    seconds from the knob change to the new figure, and the CPU seconds the updating thread spent
+    on it (what ``benchmarks/bench_explorers.py`` reports; wall time depends on the machine's load)."""
 
     title = ""
     #: control name -> tooltip, in the kernel's words
@@ -169,6 +170,7 @@ class Explorer:
 
     def _run(self, gen: int, params: dict, *, t0: float, draw_all: bool) -> None:
         self._running = gen
+        c0 = time.thread_time()
         reason = self.validate(params)
         if reason:
             self._refuse(reason)
@@ -193,7 +195,7 @@ class Explorer:
             self._show(result, rows, fig, columns[0] if columns else None, params,
                        refining=not last, stage=i, nstages=len(stages))
             self.timings.append({"stage": i, "stages": len(stages), "seconds": time.perf_counter() - t0,
-                                 "params": dict(params)})
+                                 "cpu_seconds": time.thread_time() - c0, "params": dict(params)})
 
     def explain(self, exc: Exception, params: dict) -> str:
         """The message shown for a refused combination (override for plainer words)."""
@@ -616,13 +618,14 @@ class HistoryExplorer(Explorer):
 
     Runs are cached per (workload, topology, profile, N, threads, seed) and computed in batches
     of seeds (one engine call per policy and chunk): raising ``seeds`` from 2 to 3 runs one more
-    seed of each policy; changing N runs only the new policy. With more than 2 seeds the first
-    answer comes from seeds 0-1, then the rest refine it."""
+    seed of each policy; changing N runs only the new policy. In live mode the first answer comes
+    from seed 0 (one engine call per new policy, about half the time of 8 seeds), then the other
+    seeds refine it, 4 per engine call."""
 
     title = "PID-history length (numalab.simulate)"
     #: seeds of the first answer, and seeds per engine call after it
-    first_seeds = 2
-    chunk = 3
+    first_seeds = 1
+    chunk = 4
     tooltips = {
         "history": _HISTORY_TIP,
         "workload": "autonuma-benchmark test (mmtests autonumabench): numa01 = 2 processes sharing one buffer; "
@@ -688,7 +691,8 @@ class HistoryExplorer(Explorer):
         return [self.first_seeds, n] if n > self.first_seeds and not cached else [n]
 
     def stage_label(self, stage, params):
-        return f"seeds 0-{self.first_seeds - 1} of {params['seeds']}"
+        return (f"seed 0 of {params['seeds']}" if self.first_seeds == 1 else
+                f"seeds 0-{self.first_seeds - 1} of {params['seeds']}")
 
     def neighbours(self, params):
         # the first control: the history lengths next to the one shown
@@ -756,7 +760,8 @@ class HistoryExplorer(Explorer):
             eff = paired_change(merged["elsp"].assign_coords(policy=names), "policy")
             m, lo, hi = (float(eff[k].values[1]) for k in ("mean", "lo", "hi"))
             mark = " *" if bool(eff["significant"].values[1]) else ""
-            rows["elsp %change vs profile, per seed (95% CI)"] = ["baseline", f"{m:+.2f}% [{lo:+.2f}, {hi:+.2f}]{mark}"]
+            rows["elsp %change vs profile, per seed (95% CI)"] = [
+                "baseline", f"{m:+.2f}% [{lo:+.2f}, {hi:+.2f}]{mark}" if np.isfinite(lo) else f"{m:+.2f}% (no interval yet)"]
         with plots.style():
             fig = Figure(figsize=(11.0, 3.6))
             left, right = fig.subplots(1, 2, width_ratios=[1, 1.4])
