@@ -261,8 +261,6 @@ def test_futex_explorer_in_jupyterlab(jupyter_lab, tmp_path):
     shutil.copyfile(shot, _shots(tmp_path) / shot.name)
     print(f"\nscreenshot: {shot}\nbrowser test took {elapsed:.1f} s")
     if os.environ.get("NUMALAB_SCREENSHOT"):
-        import shutil
-
         shutil.copyfile(shot, os.environ["NUMALAB_SCREENSHOT"])
     assert shot.stat().st_size > 10_000
 
@@ -313,6 +311,15 @@ _EXPLORER_VIEWS = """() => {
 }"""
 
 
+def _wait_views(page, n, timeout_s):
+    """Wait (bounded) until ``n`` explorer cells show their last view; the caller asserts."""
+    try:
+        page.wait_for_function(f"() => {{ const v = ({_EXPLORER_VIEWS})(); return v.length >= {n} && v.every(x => x); }}",
+                               timeout=_left_ms(timeout_s), polling=250)
+    except Exception:  # reported by the caller's assertion  # noqa: BLE001
+        pass
+
+
 def test_saved_notebooks_read_without_a_kernel(jupyter_lab, tmp_path):
     """Every shipped notebook, opened without running it, shows every stored figure and each
     explorer's last view; nowhere the widget's text repr."""
@@ -332,6 +339,8 @@ def test_saved_notebooks_read_without_a_kernel(jupyter_lab, tmp_path):
                 _open_notebook(page, base, token, name)
                 page.wait_for_function(f"() => document.querySelectorAll('.jp-OutputArea-output img').length >= "
                                        f"{want['images']}", timeout=_left_ms(30))
+                if name not in NOT_REEXECUTED:
+                    _wait_views(page, want["explorers"], 30)
                 views = page.evaluate(_EXPLORER_VIEWS)
                 text = page.locator(".jp-NotebookPanel").inner_text()
                 first = page.locator(".numalab-snapshot, .numalab-live").first
@@ -484,6 +493,7 @@ def test_notebooks_run_and_explorers_answer(jupyter_lab, tmp_path):
                 assert not errors, f"{name}: error output {errors[0][:500]}"
                 assert images >= want["images"], f"{name}: {images} images on the page, {want['images']} stored"
                 # live: each explorer's widget is on screen and its static snapshot hidden (not shown twice)
+                _wait_views(page, want["explorers"], 30)
                 assert all(page.evaluate(_EXPLORER_VIEWS)), name
                 assert page.evaluate("() => [...document.querySelectorAll('.numalab-snapshot')]"
                                      ".filter(e => e.offsetParent !== null).length") == 0, name
