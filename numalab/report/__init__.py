@@ -73,6 +73,12 @@ def lkp(ds, metric=None, along=None, baseline=None, **kwargs) -> Report:
     return Report(text, kind="lkp", columns=_columns(ds, along, baseline))
 
 
+_RETURNS = ("\n\n    Returns a :class:`Report`: a ``str`` holding exactly this text (``print`` it, write it, "
+            "compare it), which a notebook displays as an HTML table (:mod:`numalab.report.rendering`).\n")
+mmtests.__doc__ = (mmtests.__doc__ or "").rstrip() + _RETURNS
+lkp.__doc__ = (lkp.__doc__ or "").rstrip() + _RETURNS
+
+
 __all__ = [
     "mmtests",
     "lkp",
