@@ -618,7 +618,11 @@ def history_sweep(ds, ax=None, *, variables=("elsp", "syst"), history_dim: str =
                     a.errorbar(x[~num], m[~num], yerr=s[~num], marker="s", linestyle="none", color=colour)
                 best = int(np.nanargmin(m)) if np.isfinite(m).any() else None
                 if best is not None:
-                    a.plot(x[best], m[best], "*", color="#000000", markersize=9, zorder=5)
+                    # filled: the lowest mean is significantly lower (mmtests t-test) than every other
+                    # N; hollow: a tie with at least one of them
+                    a.plot(x[best], m[best], "*", markersize=10, zorder=5, color="#000000",
+                           markerfacecolor="#000000" if _clear_best(da.sel(workload=w), history_dim, best)
+                           else "none")
                 if r == 0:
                     a.set_title(str(w))
                 if c == 0:
@@ -627,8 +631,23 @@ def history_sweep(ds, ax=None, *, variables=("elsp", "syst"), history_dim: str =
                 if r == len(variables) - 1:
                     a.set_xticks(x, labels)
                     a.set_xlabel("history length N")
-        fig.suptitle("PID-history length sweep (mean ± stddev over seeds; ★ best)")
+        fig.suptitle("PID-history length sweep (mean ± stddev over seeds; ★ lowest mean, "
+                     "hollow when not significantly lower than another N)")
     return fig
+
+
+def _clear_best(da, dim, best) -> bool:
+    """True when the mean at index ``best`` of ``dim`` is lower than every other one by mmtests'
+    2023 t-test (p < 0.10); without seeds there is no test and the mark is hollow."""
+    from . import stats
+
+    if "seed" not in da.dims or da.sizes["seed"] < 2:
+        return False
+    x = da.transpose(dim, "seed").values.astype(float)
+    m, sd, n = stats.amean(x), stats.stddev(x), stats.count(x)
+    others = [i for i in range(x.shape[0]) if i != best]
+    sig = stats.ttest_significant(m[best], sd[best], n[best], m[others], sd[others], n[others])
+    return bool(np.all(sig & (m[others] > m[best])))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -273,6 +273,8 @@ class Explorer:
                     self._cv.release()
                     try:
                         self._prefetch(params)
+                    except Exception:  # computing ahead is best effort: never let it end the worker  # noqa: BLE001
+                        pass
                     finally:
                         self._cv.acquire()
                 while self._pending is None:
