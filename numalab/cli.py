@@ -15,7 +15,7 @@ from importlib import import_module
 from ._version import __version__
 
 # the order is the order of ``numalab --help``
-COMMANDS = ["simulate", "trace", "sweep", "futex", "report", "reproduce", "demo"]
+COMMANDS = ["simulate", "trace", "sweep", "futex", "report", "reproduce", "demo", "explore"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,6 +24,8 @@ fidelity               published vs simulated %change per row, with the acceptan
 futex_buckets          futex ops/s per thread vs number of hash buckets, one line per mode
 futex_published        published perf bench futex hash curves against the model's predictions
 samples                mmtests-style box + strip plot of the per-seed samples per policy
+paired_change          per-seed %change against a baseline policy, mean with its confidence
+                       interval and the mmtests significance mark (the effect, not the levels)
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ __all__ = [
     "futex_buckets",
     "futex_published",
     "samples",
+    "paired_change",
 ]
 
 #: The package style sheet (shipped as package data).
@@ -475,7 +478,7 @@ def convergence(series, ax=None, *, pages: str = "pages_node", local: str = "loc
             for j, node in enumerate(p[node_dim].values.tolist()):
                 top.plot(time, p.sel({process_dim: proc, node_dim: node}), dashes[j % 4],
                          color=cycle[i % len(cycle)], label=f"{process_dim} {proc}, node {node}")
-        top.set_ylabel(_label(p, "pages on node"))
+        top.set_ylabel(f"resident pages on node [{p.attrs.get('units', 'pages')}]")
         top.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), ncols=1)
         top.set_title("convergence: where each process's memory sits")
         if process_dim in loc.dims:
@@ -484,6 +487,8 @@ def convergence(series, ax=None, *, pages: str = "pages_node", local: str = "loc
         else:
             bottom.plot(time, loc, color="#000000")
         bottom.axhline(0.9, color="#888888", linewidth=0.8, linestyle=":")
+        bottom.annotate("90 % local", (1.0, 0.9), xycoords=("axes fraction", "data"), xytext=(-3, -9),
+                        textcoords="offset points", ha="right", fontsize=7, color="#666666")
         bottom.set_ylim(0, 1.02)
         bottom.set_ylabel("local fraction")
         units = p["time"].attrs.get("units", "s")
@@ -535,7 +540,9 @@ def skip_reasons(ds, ax=None, *, by: str = "policy", normalise: bool = False):
     _check_dims(stacked, ("reason", by), what="skip_<reason>")
     if normalise:
         stacked = stacked / stacked.sum("reason").where(lambda t: t > 0)
-    mean, std = _mean_std(stacked)
+    mean = stacked.mean("seed") if "seed" in stacked.dims else stacked
+    low = stacked.min("seed") if "seed" in stacked.dims else stacked
+    high = stacked.max("seed") if "seed" in stacked.dims else stacked
     reasons = mean["reason"].values.tolist()
     groups = mean[by].values.tolist()
     with style():
@@ -544,11 +551,13 @@ def skip_reasons(ds, ax=None, *, by: str = "policy", normalise: bool = False):
         height = 0.8 / max(len(groups), 1)
         y = np.arange(len(reasons))
         for gi, g in enumerate(groups):
-            a.barh(y + (gi - (len(groups) - 1) / 2) * height, mean.sel({by: g}).values, height,
-                   xerr=std.sel({by: g}).values, label=str(g))
+            m = mean.sel({by: g}).values
+            spread = np.stack([m - low.sel({by: g}).values, high.sel({by: g}).values - m])
+            a.barh(y + (gi - (len(groups) - 1) / 2) * height, m, height,
+                   xerr=np.where(np.isfinite(spread), spread, 0.0), label=str(g))
         a.set_yticks(y, reasons)
         a.invert_yaxis()
-        a.set_xlabel("share of skipped VMA visits" if normalise else "skipped VMA visits per run (mean ± stddev)")
+        a.set_xlabel("share of skipped VMA visits" if normalise else "skipped VMA visits per run (mean; whiskers: min-max over seeds)")
         a.set_title("why the scanner skipped VMAs (sched_skip_vma_numa)")
         a.legend(title=by, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         a.grid(axis="y", visible=False)
@@ -612,7 +621,11 @@ def history_sweep(ds, ax=None, *, variables=("elsp", "syst"), history_dim: str =
                     a.errorbar(x[~num], m[~num], yerr=s[~num], marker="s", linestyle="none", color=colour)
                 best = int(np.nanargmin(m)) if np.isfinite(m).any() else None
                 if best is not None:
-                    a.plot(x[best], m[best], "*", color="#000000", markersize=9, zorder=5)
+                    # filled: the lowest mean is significantly lower (mmtests t-test) than every other
+                    # N; hollow: a tie with at least one of them
+                    a.plot(x[best], m[best], "*", markersize=10, zorder=5, color="#000000",
+                           markerfacecolor="#000000" if _clear_best(da.sel(workload=w), history_dim, best)
+                           else "none")
                 if r == 0:
                     a.set_title(str(w))
                 if c == 0:
@@ -621,8 +634,23 @@ def history_sweep(ds, ax=None, *, variables=("elsp", "syst"), history_dim: str =
                 if r == len(variables) - 1:
                     a.set_xticks(x, labels)
                     a.set_xlabel("history length N")
-        fig.suptitle("PID-history length sweep (mean ± stddev over seeds; ★ best)")
+        fig.suptitle("PID-history length sweep (mean ± stddev over seeds; ★ lowest mean, "
+                     "hollow when not significantly lower than another N)")
     return fig
+
+
+def _clear_best(da, dim, best) -> bool:
+    """True when the mean at index ``best`` of ``dim`` is lower than every other one by mmtests'
+    2023 t-test (p < 0.10); without seeds there is no test and the mark is hollow."""
+    from . import stats
+
+    if "seed" not in da.dims or da.sizes["seed"] < 2:
+        return False
+    x = da.transpose(dim, "seed").values.astype(float)
+    m, sd, n = stats.amean(x), stats.stddev(x), stats.count(x)
+    others = [i for i in range(x.shape[0]) if i != best]
+    sig = stats.ttest_significant(m[best], sd[best], n[best], m[others], sd[others], n[others])
+    return bool(np.all(sig & (m[others] > m[best])))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -936,4 +964,77 @@ def samples(ds, ax=None, *, var: str = "elsp", by: str = "policy"):
                 a.set_ylabel(f"{var} [{da.attrs.get('units', 's')}], lower is better" if var in ("elsp", "syst")
                              else _label(da, var))
             a.grid(axis="x", visible=False)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# paired effects
+
+
+def paired_change(ds, ax=None, *, variables=("elsp",), along: str = "history", baseline=None,
+                  by: str = "workload", ci: float = 0.95, method: str = "t", era: str = "2023"):
+    """The effect of each policy against ``baseline``: per-seed %change (points), its mean with
+    the ``ci`` confidence interval (bar), and the mmtests significance mark (``*``), one row per
+    variable and one panel per ``by`` value (workload).
+
+    Seeds are common random numbers across policies, so the per-seed difference is what tells
+    policies apart when their levels overlap (:func:`numalab.stats.paired_change`).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset with ``variables`` over dims (along, seed[, by])
+    variables : variable names, one row each (e.g. ("elsp", "syst"))
+    along : the compared dim ("history", "policy", ...); baseline: its value to compare with
+        (default: the first)
+    ci, method, era : see :func:`numalab.stats.paired_change`
+    ax : array of len(variables) x n_by Axes, optional
+    """
+    from . import stats
+
+    if isinstance(variables, str):
+        variables = (variables,)
+    das = [_as_dataarray(ds, v, "ds") for v in variables]
+    for v, da in zip(variables, das):
+        _check_dims(da, (along, "seed"), optional=(by,), what=v)
+    groups = das[0][by].values.tolist() if by in das[0].dims else [None]
+    names = _ticklabels(das[0][along].values)
+    base = names[0] if baseline is None else check_choice("baseline", str(baseline), names)
+    others = [n for n in names if n != base]
+    y = np.arange(len(others))
+    jitter = (np.random.default_rng(0).random(das[0].sizes["seed"]) - 0.5) * 0.36
+    cycle = [c["color"] for c in _prop_cycle()]
+    with style():
+        fig, axes = _figure(ax, len(variables), len(groups),
+                            figsize=(min(2.9 * len(groups) + 1.2, 12), 0.9 + (0.45 * len(others) + 0.9) * len(variables)),
+                            sharey=True)
+        for r, (v, da) in enumerate(zip(variables, das)):
+            da = da.assign_coords({along: names})
+            eff = stats.paired_change(da, along, base, ci=ci, method=method, era=era)
+            for c, g in enumerate(groups):
+                a = axes[r, c]
+                e = eff.sel({by: g}) if g is not None else eff
+                a.axvline(0, color="#444444", linewidth=0.8)
+                for i, name in enumerate(others):
+                    pts = e["pct"].sel({along: name}).values.astype(float)
+                    ok = np.isfinite(pts)
+                    a.plot(pts[ok], y[i] + jitter[: pts.size][ok], "o", color=cycle[i % len(cycle)], alpha=0.45,
+                           markersize=3.5)
+                    m, lo, hi = (float(e[k].sel({along: name})) for k in ("mean", "lo", "hi"))
+                    if np.isfinite(lo):
+                        a.errorbar([m], [y[i]], xerr=[[m - lo], [hi - m]], fmt="D", color="#000000", markersize=5,
+                                   capsize=3, zorder=5)
+                    else:
+                        a.plot([m], [y[i]], "D", color="#000000", markersize=5, zorder=5)
+                    if bool(e["significant"].sel({along: name})):
+                        a.annotate("*", (hi if np.isfinite(hi) else m, y[i]), textcoords="offset points",
+                                   xytext=(5, -4), fontsize=12, fontweight="bold")
+                a.set_yticks(y, [f"N={n}" if along == "history" else n for n in others])
+                a.set_ylim(len(others) - 0.5, -0.5)
+                a.grid(axis="y", visible=False)
+                a.set_xlabel(f"{v}: %change vs {'N=' if along == 'history' else ''}{base}")
+                if r == 0 and g is not None:
+                    a.set_title(str(g))
+        how = f"{ci:.0%} {'t' if method == 't' else 'bootstrap'} interval"
+        fig.suptitle(f"effect against {'N=' if along == 'history' else ''}{base} (negative = lower): seeds (dots), "
+                     f"mean ◆ with {how}; * mmtests significant")
     return fig

@@ -54,6 +54,8 @@ __all__ = [
     "mmtests_stats",
     "mmtests_compare",
     "lkp_stats",
+    "t_ppf",
+    "paired_change",
 ]
 
 #: mmtests code generations, named by the first month they describe:
@@ -496,3 +498,101 @@ def lkp_stats(da, dim: str = "seed"):
         },
         coords=coords,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# paired effects: seeds are common random numbers across policies
+
+
+def t_ppf(q, df) -> np.ndarray:
+    """Quantile of Student's t: the t with P(T_df <= t) = q (bisection on :func:`t_cdf`, to
+    1e-10), for 0 < q < 1 and df >= 1; broadcasting."""
+    q, df = np.broadcast_arrays(np.asarray(q, dtype=float), np.asarray(df, dtype=float))
+    lo = np.full(q.shape, -1e3)
+    hi = np.full(q.shape, 1e3)
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        below = t_cdf(mid, df) < q
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def paired_change(da, along: str, baseline=None, dim: str = "seed", *, direction: str = "lower",
+                  era: str = "2023", ci: float = 0.95, method: str = "t", resamples: int = 4000,
+                  rng_seed: int = 0):
+    """Per-seed %change of ``da`` against ``baseline`` along ``along`` -- the paired view.
+
+    numalab seeds are common random numbers: seed s draws the same random stream under every
+    policy, so the per-seed difference ``100 * (new_s - base_s) / base_s`` removes the noise the
+    policies share, and its confidence interval is much tighter than the spread of the levels.
+
+    Parameters
+    ----------
+    da : xarray.DataArray with dims (along, dim, ...)
+    along : the dim holding the compared policies (e.g. "history", "policy")
+    baseline : the ``along`` value compared against (default: the first)
+    ci : confidence level of the interval of the mean %change
+    method : "t" (mean +- t_{n-1} * s / sqrt(n) of the per-seed %changes) or "bootstrap"
+        (percentile interval of ``resamples`` resamples of seeds, numpy Generator ``rng_seed``)
+    direction, era : passed to :func:`mmtests_compare`, whose significance mark (the asterisk of
+        the Amean row, on the levels, as mmtests prints it) is returned as ``significant``
+
+    Returns
+    -------
+    xarray.Dataset with ``pct`` (along, dim, ...) [%] (LKP's sign: negative = smaller), and over
+    (along, ...): ``mean``, ``lo``, ``hi`` [%] (the interval), ``n`` (seeds with both runs) and
+    ``significant`` (bool); attrs ``baseline``, ``ci``, ``method``.
+    """
+    import xarray as xr
+
+    method = check_choice("method", method, ("t", "bootstrap"))
+    if not 0 < float(ci) < 1:
+        raise NumalabValueError(f"ci={ci!r}; allowed: a confidence level between 0 and 1, e.g. 0.95")
+    for d in (along, dim):
+        if d not in da.dims:
+            raise NumalabValueError(f"{d!r} is not a dimension of {da.name!r}; dims are {list(da.dims)}")
+    names = [str(v) for v in da[along].values]
+    base = names[0] if baseline is None else check_choice("baseline", str(baseline), names)
+    bi = names.index(base)
+    x = da.astype(float)
+    b = x.isel({along: bi})
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pct = 100.0 * (x - b) / b.where(b != 0)
+    pct = pct.transpose(along, ..., dim)
+    v = pct.values
+    ok = ~np.isnan(v)
+    n = ok.sum(axis=-1)
+    mean = amean(v)
+    alpha = 1.0 - float(ci)
+    if method == "t":
+        sd = stddev(v)
+        half = t_ppf(1.0 - alpha / 2, np.maximum(n - 1, 1)) * sd / np.sqrt(np.maximum(n, 1))
+        lo, hi = mean - half, mean + half
+    else:
+        check_int("resamples", resamples, lo=100, hi=10**6)
+        rng = np.random.default_rng(check_int("rng_seed", rng_seed, lo=0))
+        m = v.shape[-1]
+        idx = rng.integers(0, m, size=(int(resamples), m))
+        boot = amean(v[..., idx], axis=-1)  # (..., resamples)
+        lo = np.nanquantile(boot, alpha / 2, axis=-1) if boot.size else boot
+        hi = np.nanquantile(boot, 1 - alpha / 2, axis=-1) if boot.size else boot
+    lo = np.where(n > 1, lo, np.nan)
+    hi = np.where(n > 1, hi, np.nan)
+    cmp = mmtests_compare(x, along=along, baseline=base, dim=dim, direction=direction, era=era)
+    mean_label = "Amean" if direction == "lower" else "Hmean"
+    sig = cmp["significant"].sel(stat=mean_label).transpose(along, ...).values
+    other = pct.dims[:-1]
+    coords = {k: c for k, c in pct.coords.items() if dim not in c.dims}
+    out = xr.Dataset(
+        {
+            "pct": pct.assign_attrs(units="%", long_name=f"per-seed %change of {da.name} vs {base}"),
+            "mean": (other, mean, {"units": "%", "long_name": f"mean per-seed %change vs {base}"}),
+            "lo": (other, lo, {"units": "%", "long_name": f"lower end of the {ci:.0%} interval"}),
+            "hi": (other, hi, {"units": "%", "long_name": f"upper end of the {ci:.0%} interval"}),
+            "n": (other, n),
+            "significant": (other, sig.astype(bool), {"long_name": f"mmtests {era} significance (Amean row)"}),
+        },
+        coords=coords,
+    )
+    return out.assign_attrs(baseline=base, ci=float(ci), method=method, era=era, variable=str(da.name))

@@ -141,6 +141,7 @@ FIGURES = {
     "fidelity_machines": lambda: plots.fidelity_machines(*fidelity_machines_das()),
     "futex_buckets": lambda: plots.futex_buckets(futex_ds()),
     "samples": lambda: plots.samples(runs_ds()),
+    "paired_change": lambda: plots.paired_change(history_ds(), variables=("elsp", "syst"), baseline=2),
 }
 
 
@@ -366,3 +367,49 @@ def test_fidelity_machines_needs_the_machine_of_each_row():
     pub, sim = fidelity_machines_das()
     with pytest.raises(NumalabValueError, match="machine"):
         plots.fidelity_machines(pub.drop_vars("machine"), sim)
+
+
+def test_paired_change_draws_the_stats_numbers():
+    from numalab import stats
+
+    ds = history_ds()
+    fig = plots.paired_change(ds, variables=("elsp",), baseline=2)
+    eff = stats.paired_change(ds["elsp"].assign_coords(history=[str(h) for h in ds.history.values]), "history", "2")
+    a = fig.axes[1]  # numa01_THREAD_ALLOC
+    means = [ln for ln in a.lines if ln.get_marker() == "D"]
+    want = eff["mean"].sel(workload="numa01_THREAD_ALLOC").values[1:]
+    assert np.allclose([ln.get_xdata()[0] for ln in means], want)
+    pts = [ln for ln in a.lines if ln.get_marker() == "o"]
+    assert [len(ln.get_xdata()) for ln in pts] == [4, 4, 4, 4]  # every seed of every N but the baseline
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["N=4", "N=6", "N=8", "N=adaptive"]
+
+
+def test_paired_change_interval_and_significance():
+    from numalab import stats
+
+    rng = np.random.default_rng(1)
+    base = 100 + rng.normal(0, 5, 8)
+    da = xr.DataArray(np.stack([base, base * 0.97 + rng.normal(0, 0.2, 8), base * 1.0005]), dims=("policy", "seed"),
+                      coords={"policy": ["a", "b", "c"]}, name="elsp")
+    eff = stats.paired_change(da, "policy")
+    pct = 100 * (da.values[1] - base) / base
+    half = stats.t_ppf(0.975, 7) * pct.std(ddof=1) / np.sqrt(8)
+    assert np.isclose(float(eff["mean"].sel(policy="b")), pct.mean())
+    assert np.isclose(float(eff["hi"].sel(policy="b")) - float(eff["lo"].sel(policy="b")), 2 * half)
+    assert abs(stats.t_ppf(0.975, 7) - 2.364624251592785) < 1e-8
+    # the paired interval excludes 0 although the levels' stddev (about 5 %) is larger than the effect
+    assert float(eff["hi"].sel(policy="b")) < 0
+    cmp = stats.mmtests_compare(da, along="policy")
+    assert list(eff["significant"].values) == list(cmp["significant"].sel(stat="Amean").values)
+    boot = stats.paired_change(da, "policy", method="bootstrap")
+    assert float(boot["lo"].sel(policy="b")) < pct.mean() < float(boot["hi"].sel(policy="b"))
+
+
+def test_skip_reason_whiskers_never_go_below_zero():
+    ds = runs_ds()
+    ds["skip_unsuitable"][:] = 0.0
+    ds["skip_unsuitable"][0, 0] = 500.0  # one outlier seed: mean - stddev would be negative
+    ax = plots.skip_reasons(ds).axes[0]
+    for coll in ax.collections:  # the error-bar segments
+        for seg in coll.get_segments():
+            assert seg[:, 0].min() >= 0

@@ -166,10 +166,64 @@ def test_futex_explorer_matches_pure_function_and_reruns_only_new_points():
 
 def test_futex_explorer_reports_a_refused_combination():
     ex = W.FutexExplorer(mode="numa", buckets=256, threads=8, nodes=2, seeds=1)
-    shown = ex.summary.value
+    assert ex.figure.layout.display != "none"
     ex.set(nodes=1, threads=100)  # one node of 64 CPUs cannot run 100 threads
     assert ex.error and "threads" in ex.error
-    assert "threads" in ex.status.value and ex.summary.value == shown  # old result stays
+    # the message replaces the figure and the summary: no stale numbers stay on screen
+    assert "100 threads need 100 CPUs" in ex.message.value and "allowed:" not in ex.message.value
+    assert ex.figure.layout.display == "none" and ex.summary.value == ""
+    assert "100 threads" in ex.snapshot_html()
+    ex.set(nodes=2)  # a valid combination again: the figure comes back
+    assert ex.error is None and ex.figure.layout.display != "none" and ex.message.layout.display == "none"
+
+
+def test_futex_explorer_explains_a_what_if_node_count():
+    ex = W.FutexExplorer(mode="numa", buckets=256, threads=8, nodes=2, seeds=1)
+    assert ex.notes_shown == []
+    ex.controls["nodes"].value = 8
+    assert ex.notes_shown and "what-if" in ex.notes_shown[0] and "8 nodes x 64 CPUs" in ex.notes_shown[0]
+    assert "what-if" in ex.summary.value
+
+
+def test_every_knob_has_a_tooltip():
+    for ex in (W.PidHashExplorer(), W.DecisionMatrixExplorer(threads=2, passes=3),
+               W.FutexExplorer(threads=4, seeds=1),
+               W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", threads=2, seeds=1,
+                                 workload_options=SMALL)):
+        for name, c in ex.controls.items():
+            assert c.tooltip and len(c.tooltip) > 20, (type(ex).__name__, name)
+
+
+def test_live_explorer_answers_first_then_refines_and_newest_wins():
+    ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", history=4, threads=2, seeds=1,
+                           workload_options=SMALL, live=True)
+    ex.timings.clear()
+    ex.controls["seeds"].value = 4  # queued: first answer from seeds 0-1, then all 4
+    ex.controls["history"].value = 8  # supersedes the run in flight
+    assert ex.wait(120)
+    assert ex.error is None and list(ex.result) == ["profile", 8]
+    assert ex.result[8].sizes["seed"] == 4 and ex.timings[-1]["params"]["history"] == 8
+    shown = [t for t in ex.timings if t["params"]["history"] == 8]
+    assert [t["stage"] for t in shown] == [0, 1]  # a first answer, then the refined one
+    assert shown[0]["seconds"] <= shown[1]["seconds"]
+    want = W.history_summary(_concat_runs("numa02", "2s-ivb-40", "6.12", 8, 2, range(4)))
+    assert _shown(ex, "elsp Amean [s]", "6.12+N=8") == W._fmt(want["elsp Amean [s]"])
+
+
+def _concat_runs(wl, topo, prof, h, threads, seeds):
+    from numalab.widgets.compute import _concat
+
+    return _concat([W.history_run(wl, topo, prof, h, threads, s, workload_options=SMALL) for s in seeds], "seed")
+
+
+def test_history_explorer_explains_v64_starvation():
+    ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", profile="6.4", history=4, threads=2, seeds=1,
+                           workload_options=SMALL)
+    starved = [n for n in ex.notes_shown if "starved every VMA" in n]
+    if any(float(d["numa_hint_faults"].mean()) == 0 for d in ex.result.values()):
+        assert starved and "pid_inactive" in starved[0] and "vma_pids_forced" in starved[0]
+    else:
+        assert not starved
 
 
 # --- history (numalab.simulate) -----------------------------------------------------------------
@@ -215,9 +269,9 @@ def test_history_explorer_shows_progress_while_it_runs():
     ex.progress.observe(lambda ch: bars.append((ch["new"], ex.progress.max, ex.progress.layout.visibility)), names="value")
     ex.controls["seeds"].value = 3  # 2 policies x 2 new seeds
     running = [s for s in seen if s.startswith("running")]
-    assert running == [f"running N={h} seed {s}: {i + 1}/4 ..." for i, (h, s) in
-                       enumerate([("profile", 1), ("profile", 2), (4, 1), (4, 2)])]
-    assert (1, 4, "visible") in bars  # the bar moved while runs were pending
+    # synchronous (no kernel): one batched engine call per policy for the two new seeds
+    assert running == ["running N=profile seeds 1-2: 1/4 ...", "running N=4 seeds 1-2: 3/4 ..."]
+    assert (2, 4, "visible") in bars  # the bar moved while runs were pending
     assert ex.status.value == "" and ex.progress.layout.visibility == "hidden"  # and is gone after
     assert ex.runs == 6
 
@@ -232,3 +286,31 @@ def test_history_explorer_offers_and_runs_the_adaptive_rules():
     assert ex.error is None, ex.error
     assert list(ex.result) == ["profile", "adaptive:popcount"]
     assert str(ex.result["adaptive:popcount"]["policy"].values[0]) == W.history_policy("6.12", "adaptive:popcount").name
+
+
+def test_live_explorer_computes_ahead_in_idle_time():
+    import time
+
+    ex = W.FutexExplorer(mode="private", buckets=256, threads=8, nodes=2, seeds=2, live=True)
+    ex.controls["threads"].value = 12
+    assert ex.wait(120)
+    deadline = time.monotonic() + 120
+    while getattr(ex, "prefetched", 0) < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert getattr(ex, "prefetched", 0) >= 1
+    coarse = [k for k in ex.cache if len(k) > 4 and k[4] == "coarse" and k[0] == "numa" and k[1] == 12]
+    assert coarse  # the other modes' first answers are ready before anyone asks
+    runs = ex.runs
+    ex.timings.clear()
+    ex.controls["mode"].value = "numa"
+    assert ex.wait(120) and ex.error is None
+    assert [t["stage"] for t in ex.timings] == [0, 1] and ex.runs == runs + 2 * len(W.FUTEX_BUCKETS)
+    want = W.futex_summary(xr_concat([W.futex_run("numa", list(W.FUTEX_BUCKETS), 12, 2, seeds=[s]) for s in (0, 1)]), 256)
+    assert _shown(ex, "ops/s per thread") == W._fmt(want["ops/s per thread"])
+    ex.prefetch_enabled = False
+
+
+def xr_concat(parts):
+    import xarray as xr
+
+    return xr.concat(parts, dim="seed")

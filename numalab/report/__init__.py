@@ -36,15 +36,48 @@ Modules (writer and reader of each format side by side):
   Duration / Ops monitor tables;
 * :mod:`.lkp_format` -- :func:`lkp` / :func:`read_lkp`, the ``%stddev %change`` block;
 * :mod:`.vmstat_format` -- :func:`read_vmstat` and the vmstat ``Ops`` rows (§4.1);
+* :mod:`.rendering` -- :class:`Report`, the ``str`` both writers return, whose ``_repr_html_`` is
+  a table for notebooks, and :func:`trace_table` for long traces;
 * :mod:`.common` -- test names, Dataset handling and text helpers the formats share.
 """
 
 from __future__ import annotations
 
-from .common import lkp_test_name, mmtests_test_name
-from .lkp_format import lkp, read_lkp
-from .mmtests_format import mmtests, read_mmtests
+import functools
+
+from . import lkp_format as _lkp_format
+from . import mmtests_format as _mmtests_format
+from .common import _along, _order_kernels, lkp_test_name, mmtests_test_name
+from .lkp_format import read_lkp
+from .mmtests_format import read_mmtests
+from .rendering import Report, TextTable, trace_table
 from .vmstat_format import read_vmstat
+
+
+def _columns(ds, along, baseline):
+    try:
+        return _order_kernels(ds, _along(ds, along), baseline)
+    except ValueError:  # pragma: no cover - the writer has already accepted these
+        return []
+
+
+@functools.wraps(_mmtests_format.mmtests)
+def mmtests(ds, metric=None, along=None, baseline=None, era="2023", **kwargs) -> Report:
+    text = _mmtests_format.mmtests(ds, metric, along, baseline, era, **kwargs)
+    return Report(text, kind="mmtests", columns=_columns(ds, along, baseline))
+
+
+@functools.wraps(_lkp_format.lkp)
+def lkp(ds, metric=None, along=None, baseline=None, **kwargs) -> Report:
+    text = _lkp_format.lkp(ds, metric, along, baseline, **kwargs)
+    return Report(text, kind="lkp", columns=_columns(ds, along, baseline))
+
+
+_RETURNS = ("\n\n    Returns a :class:`Report`: a ``str`` holding exactly this text (``print`` it, write it, "
+            "compare it), which a notebook displays as an HTML table (:mod:`numalab.report.rendering`).\n")
+mmtests.__doc__ = (mmtests.__doc__ or "").rstrip() + _RETURNS
+lkp.__doc__ = (lkp.__doc__ or "").rstrip() + _RETURNS
+
 
 __all__ = [
     "mmtests",
@@ -54,4 +87,7 @@ __all__ = [
     "read_vmstat",
     "mmtests_test_name",
     "lkp_test_name",
+    "Report",
+    "TextTable",
+    "trace_table",
 ]

@@ -269,9 +269,10 @@ def history_policy(profile: str, history):
 HISTORY_WORKLOAD_OPTIONS = {"size_bytes": 512 << 20}
 
 
-def history_run(workload: str, topology: str, profile: str, history, threads, seed: int, *,
+def history_run(workload: str, topology: str, profile: str, history, threads, seed, *,
                 workload_options=None, **engine_options) -> xr.Dataset:
-    """One seed of ``numalab.simulate(workload, [policy], seeds=[seed])``.
+    """``numalab.simulate(workload, [policy], seeds=[seed])``; ``seed`` is one int or a list of
+    ints (one batched engine call; every seed gives the same numbers as it does alone).
 
     ``threads`` (per process; "default"/None keeps the workload's own count) and
     ``workload_options`` (e.g. ``size_bytes``, ``loops``) go to ``numalab.workload``;
@@ -283,7 +284,8 @@ def history_run(workload: str, topology: str, profile: str, history, threads, se
     if threads not in (None, "default"):
         overrides["threads"] = int(threads)
     wl = make(workload, topology, **overrides)
-    return simulate(wl, [history_policy(profile, history)], seeds=[int(seed)], **engine_options)
+    seeds = [int(x) for x in np.atleast_1d(seed).tolist()]
+    return simulate(wl, [history_policy(profile, history)], seeds=seeds, **engine_options)
 
 
 def history_summary(ds: xr.Dataset) -> dict:

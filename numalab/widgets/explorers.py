@@ -1,17 +1,36 @@
 """The ipywidgets explorers: controls bound to the pure functions of :mod:`.compute` and the
-figures of :mod:`.display`, with a per-input cache and a progress bar."""
+figures of :mod:`.display`, with a per-input cache, staged answers and a static snapshot.
+
+How an update runs (:meth:`Explorer.update`):
+
+1. :meth:`Explorer.validate` turns a knob combination the model refuses into a plain-language
+   message that *replaces* the figure (no API wording, no stale figure left on screen);
+2. :meth:`Explorer.stages` lists the answers to show: e.g. a first answer from 2 seeds, then the
+   full one. Each stage computes only what the cache lacks;
+3. in a live kernel (``live=True``, the default inside Jupyter) a knob change is handed to one
+   worker thread: the first answer is drawn as soon as it is ready, refined after, and a newer
+   change supersedes the run in flight at its next chunk (its finished chunks stay cached).
+   Outside a kernel (tests, scripts) updates run synchronously and only the last stage is drawn.
+
+Displayed in a notebook, an explorer shows the live widget *and* a static snapshot (the summary
+table as HTML and the figure as PNG) that follows every update, so a saved notebook shows the
+explorer's last view without a kernel (JupyterLab, ``nbconvert --to html``); while the live
+widget is on screen a style rule hides the snapshot.
+"""
 
 from __future__ import annotations
 
 import html
+import threading
+import time
 
+import numpy as np
 import xarray as xr
 
 from .. import plots
 from ..errors import NumalabValueError, check_choice, check_int
 from .compute import (
     FUTEX_BUCKETS,
-    HISTORY_WORKLOAD_OPTIONS,
     PATTERNS,
     _concat,
     adaptive_rules,
@@ -25,14 +44,38 @@ from .compute import (
 )
 from .display import decision_figure, figure_png, pid_hash_figure, summary_html
 
+#: hides the static snapshot outputs of a cell while its live widget is rendered
+_LIVE_CSS = ("<style>.jp-OutputArea:has(.numalab-live)>.jp-OutputArea-child:not(:first-child),"
+             ".output_area:has(.numalab-live)~.output_area{display:none}</style>")
+
+
+class _Superseded(Exception):
+    """A newer knob change arrived: stop this run at a chunk boundary."""
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return False
+    ip = get_ipython()
+    return ip is not None and getattr(ip, "kernel", None) is not None
+
 
 class Explorer:
     """Base class: ``controls`` (name -> ipywidget), a cache of computed points, a progress bar,
-    an HTML summary and a PNG figure. Subclasses define :meth:`compute` and :meth:`render`."""
+    an HTML summary and a PNG figure. Subclasses define :meth:`compute` and :meth:`render`, and
+    may define :meth:`stages`, :meth:`validate`, :meth:`notes` and :attr:`tooltips`.
+
+    ``timings`` lists, per shown answer, ``{"stage", "stages", "seconds", "cpu_seconds", "params"}``:
+    seconds from the knob change to the new figure, and the CPU seconds the updating thread spent
+    on it (what ``benchmarks/bench_explorers.py`` reports; wall time depends on the machine's load)."""
 
     title = ""
+    #: control name -> tooltip, in the kernel's words
+    tooltips: dict = {}
 
-    def __init__(self, controls: dict):
+    def __init__(self, controls: dict, *, live: bool | None = None):
         import ipywidgets as w
 
         self.controls = controls
@@ -40,25 +83,56 @@ class Explorer:
         self.runs = 0
         self.result = None
         self.error = None
+        self.notes_shown: list[str] = []
+        self.timings: list[dict] = []
+        self.live = _in_kernel() if live is None else bool(live)
+        self._gen = 0
+        self._running = 0
+        self._cv = threading.Condition()
+        self._pending = None
+        self._busy = False
+        self._worker = None
+        self._handles = None
+        self._last_png = b""
+        for name, c in controls.items():
+            tip = self.tooltips.get(name)
+            if tip:
+                c.tooltip = tip
         self.progress = w.IntProgress(value=0, min=0, max=1, description="", layout=w.Layout(width="220px", visibility="hidden"))
         self.status = w.HTML(value="")
         self.summary = w.HTML(value="")
         self.summary.add_class("numalab-summary")
+        self.message = w.HTML(value="", layout=w.Layout(display="none"))
+        self.message.add_class("numalab-message")
         self.figure = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto"))
         boxes = [w.HBox(list(controls.values())[i:i + 3]) for i in range(0, len(controls), 3)]
-        header = [w.HTML(f"<b>{html.escape(self.title)}</b>")] if self.title else []
-        self.widget = w.VBox([*header, *boxes, w.HBox([self.progress, self.status]), self.summary, self.figure])
+        header = w.HTML(f"<b>{html.escape(self.title)}</b>{_LIVE_CSS}")
+        header.add_class("numalab-live")
+        self.widget = w.VBox([header, *boxes, w.HBox([self.progress, self.status]), self.summary,
+                              self.message, self.figure])
         self.widget.add_class(f"numalab-{type(self).__name__.lower()}")
         for c in controls.values():
             c.observe(self._on_change, names="value")
         self.update()
 
     # ---- to override
-    def compute(self, params: dict):  # pragma: no cover - abstract
+    def compute(self, params: dict, stage=None):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def render(self, result, params: dict):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def stages(self, params: dict) -> list:
+        """The answers to show in turn (each passed to :meth:`compute` as ``stage``)."""
+        return [None]
+
+    def validate(self, params: dict) -> str | None:
+        """A plain-language reason why the model cannot answer ``params``, or None."""
+        return None
+
+    def notes(self, result, params: dict) -> list[str]:
+        """Plain-language remarks shown under the summary (e.g. what a striking number means)."""
+        return []
 
     # ---- machinery
     @property
@@ -72,36 +146,197 @@ class Explorer:
             self.runs += 1
         return self.cache[key]
 
+    def check_superseded(self) -> None:
+        """Raise :class:`_Superseded` when a newer change is waiting (call between chunks)."""
+        if self.live and (self._running != self._gen or (self._quiet and self._pending is not None)):
+            raise _Superseded
+
+    _quiet = False
+
     def _progress(self, done: int, total: int, what: str = "") -> None:
+        if self._quiet:
+            return  # computing ahead in idle time: nothing to show
         self.progress.max = max(total, 1)
         self.progress.value = done
         self.progress.layout.visibility = "visible" if done < total else "hidden"
         self.status.value = f"running {what} {done + 1}/{total} ..." if done < total else ""
 
     def update(self) -> None:
-        """Recompute what is missing for the current controls and redraw."""
-        params = self.params
-        try:
-            result = self.compute(params)
-            rows, fig, *columns = self.render(result, params)
-        except NumalabValueError as exc:  # a knob combination the model refuses: say so, keep going
-            self.error = str(exc)
-            self.progress.layout.visibility = "hidden"
-            self.status.value = f'<span style="color:#b00">{html.escape(str(exc))}</span>'
+        """Recompute what is missing for the current controls and redraw (synchronously)."""
+        with self._cv:
+            self._gen += 1
+            gen = self._gen
+        self._run(gen, self.params, t0=time.perf_counter(), draw_all=False)
+
+    def _run(self, gen: int, params: dict, *, t0: float, draw_all: bool) -> None:
+        self._running = gen
+        c0 = time.thread_time()
+        reason = self.validate(params)
+        if reason:
+            self._refuse(reason)
             return
+        stages = self.stages(params)
+        if not draw_all:
+            stages = stages[-1:]  # synchronous: compute the final answer in as few engine calls as possible
+        for i, stage in enumerate(stages):
+            last = i == len(stages) - 1
+            try:
+                result = self.compute(params, stage)
+                if not (last or draw_all):
+                    continue
+                self.check_superseded()
+                rows, fig, *columns = self.render(result, params)
+                self.check_superseded()
+            except _Superseded:
+                return
+            except NumalabValueError as exc:  # a combination the model refuses: say so instead of a figure
+                self._refuse(self.explain(exc, params))
+                return
+            self._show(result, rows, fig, columns[0] if columns else None, params,
+                       refining=not last, stage=i, nstages=len(stages))
+            self.timings.append({"stage": i, "stages": len(stages), "seconds": time.perf_counter() - t0,
+                                 "cpu_seconds": time.thread_time() - c0, "params": dict(params)})
+
+    def explain(self, exc: Exception, params: dict) -> str:
+        """The message shown for a refused combination (override for plainer words)."""
+        text = str(exc)
+        return "The model cannot run this combination: " + text.split("; allowed:")[0].replace("=", " = ") + "."
+
+    def _refuse(self, reason: str) -> None:
+        self.error = reason
+        self.progress.layout.visibility = "hidden"
+        self.status.value = ""
+        self.summary.value = ""
+        self.message.value = (f'<div style="padding:1em;border:1px solid #d8b4b4;background:#fff6f6;max-width:46em">'
+                              f'{html.escape(reason)}</div>')
+        self.message.layout.display = None
+        self.figure.layout.display = "none"
+        self._snapshot(self.message.value, None)
+
+    def _show(self, result, rows, fig, columns, params, *, refining=False, stage=0, nstages=1) -> None:
         self.error = None
         self.result = result
-        self.summary.value = summary_html(rows, title=self.summary_title(params),
-                                          columns=columns[0] if columns else None)
-        self.figure.value = figure_png(fig)
+        self.notes_shown = self.notes(result, params)
+        title = self.summary_title(params)
+        if refining:
+            title += f" -- first answer ({self.stage_label(stage, params)}), refining ..."
+        table = summary_html(rows, title=title, columns=columns)
+        if self.notes_shown:
+            table += "".join(f'<p class="numalab-note" style="max-width:52em;margin:0.4em 0">{html.escape(n)}</p>'
+                             for n in self.notes_shown)
+        png = figure_png(fig)
+        self.summary.value = table
+        self.figure.value = png
         self.figure.width = str(int(round(fig.get_figwidth() * fig.dpi)))  # natural size, no upscaling
-        self.status.value = ""
+        self.message.layout.display = "none"
+        self.figure.layout.display = None
+        if not refining:
+            self.status.value = ""
+            self.progress.layout.visibility = "hidden"
+        else:
+            self.status.value = "refining with more seeds ..."
+        self._snapshot(table, png)
+
+    def stage_label(self, stage, params) -> str:
+        return f"stage {stage + 1}"
 
     def summary_title(self, params) -> str:
         return ", ".join(f"{k}={v}" for k, v in params.items())
 
     def _on_change(self, _change) -> None:
-        self.update()
+        if self.live:
+            self.submit()
+        else:
+            self.update()
+
+    # ---- live mode: one worker thread, the newest request wins
+    def submit(self) -> None:
+        """Queue an update for the current controls (live mode); returns at once."""
+        with self._cv:
+            self._gen += 1
+            self._pending = (self._gen, self.params, time.perf_counter())
+            self._busy = True
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._work, name=f"numalab-{type(self).__name__}", daemon=True)
+                self._worker.start()
+            self._cv.notify_all()
+        self.status.value = "running ..."
+
+    def _work(self) -> None:
+        last = None
+        while True:
+            with self._cv:
+                if self._pending is None and last is not None and self.prefetch_enabled:
+                    self._busy = False
+                    self._cv.notify_all()
+                    params, last = last, None
+                    self._cv.release()
+                    try:
+                        self._prefetch(params)
+                    except Exception:  # computing ahead is best effort: never let it end the worker  # noqa: BLE001
+                        pass
+                    finally:
+                        self._cv.acquire()
+                while self._pending is None:
+                    self._busy = False
+                    self._cv.notify_all()
+                    if not self._cv.wait(timeout=60):
+                        if self._pending is None:
+                            self._worker = None
+                            return
+                gen, params, t0 = self._pending
+                self._pending = None
+                self._busy = True
+            try:
+                self._run(gen, params, t0=t0, draw_all=True)
+                last = params if self.error is None and self._gen == gen else None
+            except Exception as exc:  # pragma: no cover - never leave the worker dead silently
+                self._refuse(f"Unexpected error: {type(exc).__name__}: {exc}")
+
+    # ---- idle time: compute ahead the first answers of the likely next views
+    #: in live mode, use idle time to compute the first answers of neighbouring views
+    prefetch_enabled = True
+
+    def neighbours(self, params: dict) -> list[dict]:
+        """Views a person is likely to ask for next (their first answers are computed ahead)."""
+        return []
+
+    def _prefetch(self, params: dict) -> None:
+        for nxt in self.neighbours(params):
+            if self._pending is not None:
+                return  # a real request waits: it goes first
+            try:
+                if self.validate(nxt) is None:
+                    stage = self.stages(nxt)[0]
+                    self._running = self._gen  # a new change supersedes the prefetch at its next chunk
+                    self._quiet = True
+                    self.compute(nxt, stage)
+            except (_Superseded, NumalabValueError):
+                return
+            finally:
+                self._quiet = False
+        self.prefetched = getattr(self, "prefetched", 0) + 1
+
+    def _option_neighbours(self, params: dict, name: str, width: int = 1) -> list[dict]:
+        options = list(self.controls[name].options)
+        options = [o[1] if isinstance(o, tuple) else o for o in options]
+        try:
+            i = options.index(params[name])
+        except ValueError:
+            return []
+        near = [options[j] for k in range(1, width + 1) for j in (i + k, i - k) if 0 <= j < len(options)]
+        return [dict(params, **{name: v}) for v in near]
+
+    def wait(self, timeout: float = 120.0) -> bool:
+        """Block until no update is queued or running (live mode); True if idle in time."""
+        end = time.monotonic() + timeout
+        with self._cv:
+            while self._busy:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cv.wait(timeout=left)
+        return True
 
     def set(self, **values) -> "Explorer":
         """Set several controls at once, recomputing once (for notebooks and tests)."""
@@ -114,28 +349,92 @@ class Explorer:
         finally:
             for c in self.controls.values():
                 c.observe(self._on_change, names="value")
-        self.update()
+        self._on_change(None)
         return self
+
+    # ---- display: the widget plus a static snapshot that follows it
+    def snapshot_html(self) -> str:
+        """The last view as static HTML: the summary table or the refusal message."""
+        return self._snapshot_parts[0] if getattr(self, "_snapshot_parts", None) else ""
+
+    def _snapshot(self, table_html: str, png) -> None:
+        if png is not None:
+            self._last_png = png
+        self._snapshot_parts = (table_html, png)
+        if self._handles is None:
+            return
+        html_handle, png_handle = self._handles
+        html_handle.update(self._snapshot_bundle(table_html), raw=True)
+        png_handle.update(self._png_bundle(png), raw=True)
+
+    def _snapshot_bundle(self, table_html: str) -> dict:
+        head = (f'<div class="numalab-snapshot"><b>{html.escape(self.title)}</b> '
+                f'<span style="color:#666">(snapshot of the explorer\'s last view; run the notebook to move '
+                f'its controls)</span><br>{self._controls_html()}{table_html}</div>')
+        return {"text/html": head, "text/plain": f"{self.title}: {self.summary_title(self.params)}"}
+
+    def _png_bundle(self, png) -> dict:
+        import base64
+
+        if not png:
+            return {"text/plain": ""}
+        return {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": f"<{self.title} figure>"}
+
+    def _controls_html(self) -> str:
+        cells = "".join(f'<span style="margin-right:1.2em" title="{html.escape(self.tooltips.get(k, ""))}">'
+                        f'{html.escape(getattr(c, "description", k) or k)}: <b>{html.escape(str(c.value))}</b></span>'
+                        for k, c in self.controls.items())
+        return f'<div style="margin:0.3em 0">{cells}</div>'
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        bundle = self.widget._repr_mimebundle_()
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        data = dict(data)
+        data["text/plain"] = (f"{type(self).__name__}: live controls need a running kernel; "
+                              "the snapshot below shows the last view")
+        display(data, raw=True)
+        table, png = getattr(self, "_snapshot_parts", ("", None))
+        self._handles = (display(self._snapshot_bundle(table), raw=True, display_id=True),
+                         display(self._png_bundle(png if png is not None else self._last_png), raw=True,
+                                 display_id=True))
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
+
+
+_HISTORY_TIP = ("NR_ACCESS_PID_HIST: how many pids_active[] windows vma_is_accessed() ORs before it lets "
+                "the scanning thread scan a VMA ('profile' = the profile's own: 2 in mainline, 4 in the "
+                "RFCs); adaptive:<rule> lets numalab.adaptive choose it per VMA or mm while running")
+_PROFILE_TIP = ("kernel rule set of vma_is_accessed() / task_numa_work(): v6.4 (PID filter), v6.7 "
+                "(rotation before the test, vma_pids_forced), v6.8, v6.12 (starvation horizon), the "
+                "2023 RFC patches 1-6 and the 2024 RFCs")
 
 
 class PidHashExplorer(Explorer):
     """How many distinct ``pids_active`` bits do T threads with consecutive TIDs set?"""
 
     title = "Access-PID hash: hash_32(tid, 6 | 7)"
+    tooltips = {
+        "threads": "threads (consecutive TIDs) that take a hinting fault in the VMA; each sets bit "
+                   "hash_32(tid, ilog2(BITS_PER_LONG)) of pids_active[] (vma_set_access_pid_bit())",
+        "width": "bits per pids_active window: 64 (one unsigned long, mainline) or 128 (RFC 2024 PATCH 2, "
+                 "NR_PID_ARRAY 2, hash_32(tid, 7))",
+        "first_tid": "TID of the first thread (the main thread's current->pid); pthread_create() hands "
+                     "the next threads consecutive TIDs",
+    }
 
-    def __init__(self, threads: int = 16, width: int = 64, first_tid: int = 4100):
+    def __init__(self, threads: int = 16, width: int = 64, first_tid: int = 4100, *, live=None):
         import ipywidgets as w
 
         super().__init__({
             "threads": w.IntSlider(value=threads, min=1, max=256, description="threads", continuous_update=False),
             "width": w.Dropdown(options=[64, 128], value=width, description="map bits"),
             "first_tid": w.BoundedIntText(value=first_tid, min=1, max=4194303, description="first tid"),
-        })
+        }, live=live)
 
-    def compute(self, params):
+    def compute(self, params, stage=None):
         key = (params["threads"], params["width"], params["first_tid"])
         return self.cached(key, lambda: pid_hash_summary(*key))
 
@@ -153,9 +452,21 @@ class DecisionMatrixExplorer(Explorer):
     rotation period, seed); moving the ``pass`` slider only redraws."""
 
     title = "Scan filter, pass by pass"
+    tooltips = {
+        "profile": _PROFILE_TIP,
+        "history": _HISTORY_TIP,
+        "threads": "threads of the small process; each has its own 8 MiB stack VMA and shares the buffer VMA",
+        "pattern": "disjoint: each thread keeps to its own stack and the shared buffer; phase-change: halfway "
+                   "through, every thread moves on to its neighbour's stack",
+        "rotate_every": "scan passes between window rotations (pids_active[0] = pids_active[1]; "
+                        "pids_active[1] = 0): VMA_PID_RESET_PERIOD = 4 * sysctl_numa_balancing_scan_delay, "
+                        "4 passes at the 1 s minimum scan period",
+        "pass": "mm->numa_scan_seq of the pass shown (moving it only redraws)",
+        "seed": "numpy Generator seed of the threads' accesses",
+    }
 
     def __init__(self, profile: str = "6.12", history="profile", threads: int = 4, passes: int = 12,
-                 pattern: str = "disjoint", rotate_every: int = 4, seed: int = 0):
+                 pattern: str = "disjoint", rotate_every: int = 4, seed: int = 0, *, live=None):
         import ipywidgets as w
 
         from ..policy import Policy
@@ -170,9 +481,9 @@ class DecisionMatrixExplorer(Explorer):
                                         continuous_update=False),
             "pass": w.IntSlider(value=0, min=0, max=self.passes - 1, description="scan pass", continuous_update=True),
             "seed": w.BoundedIntText(value=seed, min=0, max=2**31 - 1, description="seed"),
-        })
+        }, live=live)
 
-    def compute(self, params):
+    def compute(self, params, stage=None):
         key = (params["profile"], params["history"], params["threads"], params["pattern"],
                params["rotate_every"], params["seed"])
         return self.cached(key, lambda: decision_passes(
@@ -186,43 +497,113 @@ class DecisionMatrixExplorer(Explorer):
 class FutexExplorer(Explorer):
     """perf bench futex hash: ops/s per thread vs hash buckets for one kernel mode.
 
-    Points are cached per (mode, buckets, threads, nodes, topology, seed): changing ``buckets``
-    highlights another point of a curve already computed; changing ``threads`` computes one
-    new curve."""
+    One curve (every bucket count of :data:`FUTEX_BUCKETS`) is solved per (mode, threads,
+    nodes, topology, seed) and cached: changing ``buckets`` highlights another point of a curve
+    already computed; changing ``threads`` computes one new curve per seed -- seed 0 first (the
+    first answer), the other seeds after."""
 
     title = "Futex hash buckets (perf bench futex hash)"
+    tooltips = {
+        "mode": "classic: one global futex_queues[] hash (<= v6.15); numa: FUTEX2_NUMA, one table per node "
+                "(futex_queues[node][hash & futex_hashmask]); private: the process's own hash "
+                "(v6.16, prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_SET_SLOTS, n))",
+        "buckets": "hash buckets: futex_hashmask + 1 of the global/per-node table, or the private hash's "
+                   "slots (a power of two)",
+        "threads": "perf bench futex hash -t: worker threads, each locking its own futexes",
+        "nodes": "NUMA nodes of the machine (num_possible_nodes()); another value than the preset's is a "
+                 "what-if machine with that many nodes of the preset's CPUs per node",
+        "seeds": "independent runs; the first answer uses seed 0, the others refine it",
+    }
 
-    def __init__(self, mode: str = "private", buckets: int = 256, threads: int = 16, nodes: int = 2,
-                 topology: str = "2s-128", seeds: int = 2):
+    def __init__(self, mode: str = "private", buckets: int = 256, threads: int = 16, nodes=None,
+                 topology: str = "2s-128", seeds: int = 2, *, live=None):
         import ipywidgets as w
 
         from .. import futex
+        from ..topology import Topology
 
         self.topology = topology
+        self._preset = Topology.preset(topology)
+        nodes = self._preset.nodes if nodes is None else nodes
+        node_options = sorted({1, 2, 4, 8, self._preset.nodes})
         super().__init__({
             "mode": w.Dropdown(options=list(futex.MODES), value=mode, description="mode"),
             "buckets": w.Dropdown(options=list(FUTEX_BUCKETS), value=buckets, description="buckets"),
-            "threads": w.IntSlider(value=threads, min=1, max=128, description="threads", continuous_update=False),
-            "nodes": w.Dropdown(options=[1, 2, 4, 8], value=nodes, description="nodes"),
+            "threads": w.IntSlider(value=threads, min=1, max=self._preset.ncpus, description="threads",
+                                   continuous_update=False),
+            "nodes": w.Dropdown(options=node_options, value=nodes, description="nodes"),
             "seeds": w.IntSlider(value=seeds, min=1, max=8, description="seeds", continuous_update=False),
-        })
+        }, live=live)
 
-    def compute(self, params):
+    def validate(self, params):
+        cpus = params["nodes"] * self._preset.cpus_per_node
+        if params["threads"] > cpus:
+            return (f"{params['threads']} threads need {params['threads']} CPUs, but {self.topology} with "
+                    f"{params['nodes']} node(s) of {self._preset.cpus_per_node} CPUs has only {cpus}: "
+                    f"lower threads to {cpus} or choose more nodes.")
+        return None
+
+    def explain(self, exc, params):  # pragma: no cover - validate() catches the known cases
+        return "The futex model cannot run this combination: " + str(exc).split("; allowed:")[0] + "."
+
+    def stages(self, params):
+        n = params["seeds"]
         base = (params["mode"], params["threads"], params["nodes"], self.topology)
-        wanted = [(b, s) for b in FUTEX_BUCKETS for s in range(params["seeds"])]
-        missing = [(b, s) for b, s in wanted if base + (b, s) not in self.cache]
-        if missing:
-            seeds = sorted({s for _, s in missing})
-            buckets = sorted({b for b, _ in missing})
-            self._progress(0, 1, "futex sweep")
-            ds = futex_run(params["mode"], buckets, params["threads"], params["nodes"],
-                           topology=self.topology, seeds=seeds)
-            for b in buckets:
-                for s in seeds:
-                    self.cache.setdefault(base + (b, s), ds.sel(buckets=[b], seed=[s]))
-            self.runs += len(missing)
+        if all(base + (s,) in self.cache for s in range(n)):
+            return [n]  # nothing to compute: draw the final answer at once
+        if base + (0,) not in self.cache:
+            return ["coarse", n]  # every other bucket count of seed 0 first
+        return [1, n]
+
+    def stage_label(self, stage, params):
+        return "seed 0, every other bucket count" if stage == "coarse" else "seed 0"
+
+    def neighbours(self, params):
+        # the other kernel modes, then the thread counts a slider step away
+        modes = [dict(params, mode=m) for m in self.controls["mode"].options if m != params["mode"]]
+        near = [dict(params, threads=t) for t in (params["threads"] * 2, params["threads"] // 2)
+                if 1 <= t <= self.controls["threads"].max]
+        return modes + near
+
+    def _coarse(self, params):
+        buckets = sorted(set(FUTEX_BUCKETS[::2]) | {params["buckets"]})
+        key = (params["mode"], params["threads"], params["nodes"], self.topology, "coarse", tuple(buckets))
+        if key not in self.cache:
+            self.cache[key] = futex_run(params["mode"], buckets, params["threads"], params["nodes"],
+                                        topology=self.topology, seeds=[0])
+        return self.cache[key]
+
+    def _curve(self, base, s):
+        key = base + (s,)
+        if key not in self.cache:
+            self.cache[key] = futex_run(base[0], list(FUTEX_BUCKETS), base[1], base[2],
+                                        topology=self.topology, seeds=[s])
+            self.runs += len(FUTEX_BUCKETS)
+        return self.cache[key]
+
+    def compute(self, params, stage=None):
+        if stage == "coarse":
+            self._progress(0, 1, "seed 0 (coarse):")
+            ds = self._coarse(params)
             self._progress(1, 1)
-        return xr.combine_by_coords([self.cache[base + k] for k in wanted])
+            return ds
+        n = params["seeds"] if stage is None else stage
+        base = (params["mode"], params["threads"], params["nodes"], self.topology)
+        missing = [s for s in range(n) if base + (s,) not in self.cache]
+        for i, s in enumerate(missing):
+            self.check_superseded()
+            self._progress(i, len(missing), f"seed {s}:")
+            self._curve(base, s)
+        self._progress(1, 1)
+        curves = [self.cache[base + (s,)] for s in range(n)]
+        return curves[0] if n == 1 else xr.concat(curves, dim="seed")
+
+    def notes(self, ds, params):
+        if params["nodes"] != self._preset.nodes:
+            return [f"{self.topology} has {self._preset.nodes} nodes; nodes = {params['nodes']} models a what-if "
+                    f"machine of {params['nodes']} nodes x {self._preset.cpus_per_node} CPUs "
+                    f"({params['nodes'] * self._preset.cpus_per_node} CPUs), not the preset re-split."]
+        return []
 
     def render(self, ds, params):
         fig = plots.futex_buckets(ds.expand_dims(mode=[params["mode"]]))
@@ -237,49 +618,136 @@ class FutexExplorer(Explorer):
 class HistoryExplorer(Explorer):
     """A workload under one policy with history length N, next to the profile's own N.
 
-    Runs are cached per (workload, topology, policy, threads, seed): raising ``seeds`` from 2
-    to 3 runs one more seed of each policy; changing N runs only the new policy."""
+    Runs are cached per (workload, topology, profile, N, threads, seed) and computed in batches
+    of seeds (one engine call per policy and chunk): raising ``seeds`` from 2 to 3 runs one more
+    seed of each policy; changing N runs only the new policy. In live mode the first answer comes
+    from seed 0 (one engine call per new policy, about half the time of 8 seeds), then the other
+    seeds refine it, 4 per engine call."""
 
     title = "PID-history length (numalab.simulate)"
+    #: seeds of the first answer, and seeds per engine call after it
+    first_seeds = 1
+    chunk = 4
+    tooltips = {
+        "history": _HISTORY_TIP,
+        "workload": "autonuma-benchmark test (mmtests autonumabench): numa01 = 2 processes sharing one buffer; "
+                    "numa01_THREAD_ALLOC (NUMA01_THREADLOCAL) = each thread its own slice of it; numa02 = one "
+                    "process, per-thread slices; _SMT = half the threads",
+        "topology": "machine preset (nl.Topology.presets()): nodes, CPUs, SLIT distances, bandwidths",
+        "profile": _PROFILE_TIP,
+        "threads": "threads per process ('default' = the benchmark's own: one per CPU)",
+        "seeds": "runs per policy (mmtests iterations); seed s draws the same random stream under both policies, "
+                 "so the per-seed difference is paired",
+    }
 
-    def __init__(self, workload: str = "numa01_THREAD_ALLOC", topology: str = "2s-ivb-40", profile: str = "6.12",
-                 history=4, threads=8, seeds: int = 2, *, workload_options=None, **engine_options):
+    def __init__(self, workload: str = "numa01_THREAD_ALLOC", topology: str = "2s-128", profile: str = "6.12",
+                 history=8, threads="default", seeds: int = 8, *, workload_options=None, live=None,
+                 **engine_options):
         import ipywidgets as w
 
         from ..policy import Policy
         from ..topology import Topology
         from ..workloads import workloads
 
-        self.workload_options = dict(HISTORY_WORKLOAD_OPTIONS if workload_options is None else workload_options)
+        # full size by default; pass workload_options=HISTORY_WORKLOAD_OPTIONS (512 MiB) for quick views
+        self.workload_options = dict(workload_options or {})
         self.engine_options = engine_options
         options = ["profile", 1, 2, 3, 4, 6, 8, 12, 16] + [f"adaptive:{r}" for r in adaptive_rules()]
         names = [n for n in workloads() if n.startswith("numa0") and "BIND" not in n] or workloads()
         super().__init__({
+            "history": w.Dropdown(options=options, value=history, description="history N"),
             "workload": w.Dropdown(options=names, value=workload, description="workload"),
             "topology": w.Dropdown(options=Topology.presets(), value=topology, description="topology"),
             "profile": w.Dropdown(options=Policy.profiles(), value=profile, description="profile"),
-            "history": w.Dropdown(options=options, value=history, description="history N"),
             "threads": w.Dropdown(options=["default", 2, 4, 8, 16, 32, 64], value=threads, description="threads"),
             "seeds": w.IntSlider(value=seeds, min=1, max=8, description="seeds", continuous_update=False),
-        })
+        }, live=live)
 
-    def compute(self, params):
+    def validate(self, params):
+        from ..topology import Topology
+
+        t = params["threads"]
+        if t not in (None, "default"):
+            topo = Topology.preset(params["topology"])
+            if int(t) > topo.ncpus:
+                return (f"{t} threads per process is more than {params['topology']}'s {topo.ncpus} CPUs; "
+                        f"choose at most {topo.ncpus} or 'default'.")
+        return None
+
+    def explain(self, exc, params):
+        return ("The model cannot run this combination (" + ", ".join(f"{k} = {v}" for k, v in params.items())
+                + "): " + str(exc).split("; allowed:")[0] + ".")
+
+    def _choices(self, params):
         from ..policy import Policy
 
         choices = ["profile"]
         if Policy.parse(params["profile"], history=params["history"]) != Policy.parse(params["profile"]):
             choices.append(params["history"])  # N equal to the profile's own: nothing to compare
-        todo = [(h, s) for h in choices for s in range(params["seeds"])]
+        return choices
+
+    def stages(self, params):
+        n = params["seeds"]
         base = (params["workload"], params["topology"], params["profile"], params["threads"])
-        missing = [k for k in todo if base + k not in self.cache]
-        for i, (h, s) in enumerate(missing):
-            self._progress(i, len(missing), f"N={h} seed {s}:")
-            self.cached(base + (h, s), lambda h=h, s=s: history_run(
-                params["workload"], params["topology"], params["profile"], h, params["threads"], s,
-                workload_options=self.workload_options, **self.engine_options))
+        cached = all(base + (h, s) in self.cache for h in self._choices(params) for s in range(n))
+        return [self.first_seeds, n] if n > self.first_seeds and not cached else [n]
+
+    def stage_label(self, stage, params):
+        return (f"seed 0 of {params['seeds']}" if self.first_seeds == 1 else
+                f"seeds 0-{self.first_seeds - 1} of {params['seeds']}")
+
+    def neighbours(self, params):
+        # the first control: the history lengths next to the one shown
+        return [p for p in self._option_neighbours(params, "history", 2) if not str(p["history"]).startswith("adaptive")]
+
+    def compute(self, params, stage=None):
+        n = params["seeds"] if stage is None else stage
+        choices = self._choices(params)
+        base = (params["workload"], params["topology"], params["profile"], params["threads"])
+        todo = [(h, [s for s in range(n) if base + (h, s) not in self.cache]) for h in choices]
+        todo = [(h, m) for h, m in todo if m]
+        total = sum(len(m) for _, m in todo)
+        done = 0
+        for h, missing in todo:
+            for i in range(0, len(missing), self.chunk):
+                self.check_superseded()
+                part = missing[i:i + self.chunk]
+                label = f"{part[0]}" if len(part) == 1 else f"{part[0]}-{part[-1]}"
+                self._progress(done, total, f"N={h} seed{'s' if len(part) > 1 else ''} {label}:")
+                ds = history_run(params["workload"], params["topology"], params["profile"], h, params["threads"],
+                                 part, workload_options=self.workload_options, **self.engine_options)
+                for s in part:
+                    self.cache[base + (h, s)] = ds.sel(seed=[s])
+                self.runs += len(part)
+                done += len(part)
         self._progress(1, 1)
-        # runs of different seeds end at different times: pad the time series (outer join)
-        return {h: _concat([self.cache[base + (h, s)] for s in range(params["seeds"])], "seed") for h in choices}
+        # runs of different seeds end at different times: pad the time series (outer join); the
+        # joined Dataset is kept too, so going back to a view costs only its figure
+        out = {}
+        for h in choices:
+            key = ("joined",) + base + (h, n)
+            if key not in self.cache:
+                self.cache[key] = _concat([self.cache[base + (h, s)] for s in range(n)], "seed")
+            out[h] = self.cache[key]
+        return out
+
+    def notes(self, result, params):
+        starved = []
+        for h, ds in result.items():
+            faults = float(ds["numa_hint_faults"].mean()) if "numa_hint_faults" in ds else None
+            skips = float(ds["skip_pid_inactive"].mean()) if "skip_pid_inactive" in ds else 0.0
+            if faults == 0 and skips > 0:
+                starved.append(str(ds["policy"].values[0]) if "policy" in ds.coords else str(h))
+        if not starved:
+            return []
+        return [
+            f"{' and '.join(starved)}: no hinting faults at all -- the PID filter starved every VMA. "
+            "vma_is_accessed() lets a thread scan a VMA only if the thread's PID bit is already in "
+            "pids_active[], and only hinting faults in scanned VMAs set bits. Here the unconditional first "
+            "passes (mm->numa_scan_seq < 2) went by without a fault setting any bit, so every VMA is skipped "
+            "as pid_inactive for the rest of the run: nothing is protected or migrated, and elsp is the time "
+            "with memory left where it was first touched. v6.7 added a forced scan of one PID-inactive VMA "
+            "(vma_pids_forced) and v6.12 a starvation horizon, which end this."]
 
     def render(self, result, params):
         from matplotlib.figure import Figure
@@ -288,6 +756,14 @@ class HistoryExplorer(Explorer):
         per = [history_summary(ds) for ds in result.values()]
         rows = {k: [p.get(k, float("nan")) for p in per] for k in per[0]}
         merged = _concat(list(result.values()), "policy")
+        if len(names) == 2 and merged.sizes.get("seed", 1) > 1:
+            from ..stats import paired_change
+
+            eff = paired_change(merged["elsp"].assign_coords(policy=names), "policy")
+            m, lo, hi = (float(eff[k].values[1]) for k in ("mean", "lo", "hi"))
+            mark = " *" if bool(eff["significant"].values[1]) else ""
+            rows["elsp %change vs profile, per seed (95% CI)"] = [
+                "baseline", f"{m:+.2f}% [{lo:+.2f}, {hi:+.2f}]{mark}" if np.isfinite(lo) else f"{m:+.2f}% (no interval yet)"]
         with plots.style():
             fig = Figure(figsize=(11.0, 3.6))
             left, right = fig.subplots(1, 2, width_ratios=[1, 1.4])

@@ -1,0 +1,110 @@
+"""How long an explorer takes from a knob change to the new figure, at full size.
+
+Drives the explorers as the browser does (``live=True``: the change is handed to the worker
+thread, the first answer is drawn as soon as it is ready, then refined) and prints, for each
+change, the seconds to the first answer and to the final one (``Explorer.timings``: from the
+change to the new summary + PNG being set on the widgets, rendering included).
+
+Views measured (the defaults of the explorers, full size):
+
+* ``HistoryExplorer()``: numa01_THREAD_ALLOC on 2s-128 (2 x 64 threads, 3 GiB per process),
+  v6.12 against v6.12 with N = 8, 8 seeds;
+* ``FutexExplorer(threads=128)``: perf bench futex hash, private hash, 2 seeds, 14 bucket counts.
+
+Run::
+
+    PYTHONPATH=. python benchmarks/bench_explorers.py            # both
+    PYTHONPATH=. python benchmarks/bench_explorers.py --only futex
+
+Numbers depend on the machine and its load (the engine is single-threaded numpy): ``cpu`` is the
+CPU time of the updating thread, which a busy machine does not inflate the way it does wall time.
+Load average is printed first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+
+def _idle(ex, timeout=300):
+    """Let the worker finish computing ahead (a person looking at the figure for a while)."""
+    before = getattr(ex, "prefetched", 0)
+    end = time.monotonic() + timeout
+    while getattr(ex, "prefetched", 0) == before and time.monotonic() < end:
+        time.sleep(0.05)
+
+
+def _measure(ex, label, *, prefetch=False, **change):
+    ex.prefetch_enabled = prefetch
+    ex.timings.clear()
+    t0 = time.perf_counter()
+    ex.set(**change)
+    ex.wait(600)
+    wall = time.perf_counter() - t0
+    shown = [t for t in ex.timings if all(t["params"].get(k) == v for k, v in change.items())]
+    first = shown[0]["seconds"] if shown else float("nan")
+    final = shown[-1]["seconds"] if shown else float("nan")
+    cpu1 = shown[0]["cpu_seconds"] if shown else float("nan")
+    cpu2 = shown[-1]["cpu_seconds"] if shown else float("nan")
+    note = "first answer + refined" if len(shown) > 1 else "one answer"
+    if ex.error:
+        note = f"refused: {ex.error[:60]}"
+    print(f"  {label:<60} first {first:5.2f} s (cpu {cpu1:5.2f})   final {final:5.2f} s (cpu {cpu2:5.2f})"
+          f"   {note}")
+    return first, final
+
+
+def bench_history():
+    from numalab.widgets import HistoryExplorer
+
+    t0 = time.perf_counter()
+    ex = HistoryExplorer(live=True)  # numa01_THREAD_ALLOC, 2s-128, 6.12 vs N=8, 8 seeds, full size
+    print(f"HistoryExplorer() full size, 8 seeds: opened in {time.perf_counter() - t0:.2f} s "
+          f"({ex.runs} runs, synchronous)")
+    _measure(ex, "history 8 -> 4: one new policy, uncached", history=4)
+    _measure(ex, "history 4 -> 8: cached", history=8)
+    _measure(ex, "seeds 8 -> 4: cached subset", seeds=4)
+    _measure(ex, "seeds 4 -> 8: cached", seeds=8)
+    _measure(ex, "profile 6.12 -> 6.8: two new policies, uncached", profile="6.8")
+    _measure(ex, "profile 6.8 -> 6.12: cached", profile="6.12", prefetch=True)
+    _idle(ex)
+    _measure(ex, "history 8 -> 6 after idle time (first answer computed ahead)", history=6, prefetch=True)
+    _idle(ex)
+    _measure(ex, "history 6 -> 3 after idle time (first answer computed ahead)", history=3, prefetch=True)
+    _measure(ex, "topology 2s-128 -> 2s-240: two new policies, uncached", topology="2s-240")
+    ex.prefetch_enabled = False
+
+
+def bench_futex():
+    from numalab.widgets import FutexExplorer
+
+    t0 = time.perf_counter()
+    ex = FutexExplorer(threads=128, live=True)
+    print(f"FutexExplorer(threads=128), 2 seeds: opened in {time.perf_counter() - t0:.2f} s")
+    _measure(ex, "threads 128 -> 96: new curves, uncached", threads=96)
+    _measure(ex, "buckets 256 -> 1024: same curves", buckets=1024)
+    _measure(ex, "mode private -> numa: new curves, uncached", mode="numa")
+    _measure(ex, "threads 96 -> 128 (numa): new curves, uncached", threads=128, prefetch=True)
+    _idle(ex)
+    _measure(ex, "mode numa -> classic after idle time (computed ahead)", mode="classic", prefetch=True)
+    _measure(ex, "seeds 2 -> 4: two more curves", seeds=4)
+    ex.prefetch_enabled = False
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=["history", "futex"])
+    args = parser.parse_args(argv)
+    import os
+
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    if args.only in (None, "futex"):
+        bench_futex()
+    if args.only in (None, "history"):
+        bench_history()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
