@@ -339,8 +339,7 @@ def test_saved_notebooks_read_without_a_kernel(jupyter_lab, tmp_path):
                 _open_notebook(page, base, token, name)
                 page.wait_for_function(f"() => document.querySelectorAll('.jp-OutputArea-output img').length >= "
                                        f"{want['images']}", timeout=_left_ms(30))
-                if name not in NOT_REEXECUTED:
-                    _wait_views(page, want["explorers"], 30)
+                _wait_views(page, want["explorers"], 30)
                 views = page.evaluate(_EXPLORER_VIEWS)
                 text = page.locator(".jp-NotebookPanel").inner_text()
                 first = page.locator(".numalab-snapshot, .numalab-live").first
@@ -349,9 +348,6 @@ def test_saved_notebooks_read_without_a_kernel(jupyter_lab, tmp_path):
                 page.screenshot(path=str(shots / f"static-{name.removesuffix('.ipynb')}.png"))
                 print(f"\n{name}: {want['images']} figures, {len(views)} explorer(s) shown without running "
                       f"({time.monotonic() - t0:.1f} s)")
-                if name in NOT_REEXECUTED:  # stored before explorers had snapshots: its owner re-executes it
-                    print(f"  {name}: explorer views not checked (stored outputs predate snapshots)")
-                    continue
                 assert "VBox(children=" not in text, name
                 assert len(views) == want["explorers"] and all(views), (name, views)
         finally:
@@ -402,8 +398,6 @@ KNOBS = {
                                      ("pidhashexplorer", "slider", "threads", "100", "", _pid_expected(100))],
 }
 QUICK_RUN = ["01-quickstart.ipynb", "03-hot-and-shared-vmas.ipynb"]  # NUMALAB_BROWSER_RUN=quick
-#: notebooks whose stored outputs were made before explorers displayed snapshots (another issue's)
-NOT_REEXECUTED = {"04-futex-buckets.ipynb"}
 
 
 def _move(page, box, kind, label, value):
