@@ -8,22 +8,62 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["atomic_write", "write_text", "write_netcdf"]
+__all__ = ["atomic_write", "write_text", "write_netcdf", "WriteError", "tmp_name"]
+
+
+class WriteError(OSError):
+    """Writing an output failed (disk full, file too large, permission, ...); nothing was left
+    at the destination. ``str()`` is one line naming the file and the reason."""
+
+
+def tmp_name(path: Path) -> Path:
+    """The temporary file :func:`atomic_write` writes first: hidden, unique per process and
+    call, and short (the name is cut to 64 characters) so it fits wherever ``path`` fits."""
+    return path.with_name(f".{path.name[:64]}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp{path.suffix[:16]}")
 
 
 def atomic_write(path, write: Callable[[Path], object]) -> Path:
-    """Call ``write(tmp_path)`` and move the result to ``path`` only if it succeeded."""
+    """Call ``write(tmp_path)`` and move the result to ``path`` only if it succeeded.
+
+    On any failure (an exception, Ctrl-C, a full disk, ``ulimit -f``) the temporary file is
+    removed and ``path`` is left as it was; an ``OSError`` is raised again as a
+    :class:`WriteError` whose message is one line."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(exc.errno, f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
     # unique per process and call: concurrent writers of one name never share a temporary
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp{path.suffix}")
+    tmp = tmp_name(path)
     try:
         write(tmp)
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+    except BaseException as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # pragma: no cover - the folder itself went away
+            pass
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError):
+            raise WriteError(exc.errno, f"cannot write {str(path)!r}: {_reason(exc)}") from None
+        if _is_h5_write_error(exc):
+            raise WriteError(None, f"cannot write {str(path)!r}: {_reason(exc)}") from None
         raise
     return path
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _is_h5_write_error(exc: BaseException) -> bool:
+    """HDF5 reports a failed write (e.g. EFBIG under ``ulimit -f``) as RuntimeError / KeyError
+    from h5py; those are I/O failures, not bugs."""
+    mod = type(exc).__module__ or ""
+    return isinstance(exc, (RuntimeError, KeyError)) and ("h5py" in mod or "h5netcdf" in mod or
+                                                          "HDF5" in str(exc) or "Can't" in str(exc))
 
 
 def write_text(path, text: str) -> Path:
