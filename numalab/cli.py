@@ -61,46 +61,7 @@ EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
 
-class Terminated(BaseException):
-    """SIGTERM (or SIGHUP) arrived: unwind so every ``finally`` (worker pools) runs."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _on_signal(signum, frame):  # pragma: no cover - exercised by tests/test_robust.py in a subprocess
-    raise Terminated(signum)
-
-
-def _install_signals():
-    """SIGTERM/SIGHUP unwind like Ctrl-C; SIGXFSZ (``ulimit -f``) becomes an EFBIG write error
-    instead of killing the process mid-write."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    old = {}
-    for name, handler in (("SIGTERM", _on_signal), ("SIGHUP", _on_signal), ("SIGXFSZ", signal.SIG_IGN)):
-        sig = getattr(signal, name, None)
-        if sig is None:
-            continue
-        try:
-            old[sig] = signal.signal(sig, handler)
-        except (OSError, ValueError):  # pragma: no cover
-            pass
-    return old
-
-
-def _restore_signals(old):
-    import signal
-
-    for sig, handler in old.items():
-        try:
-            signal.signal(sig, handler)
-        except (OSError, ValueError, TypeError):  # pragma: no cover
-            pass
+from .signals import Terminated  # noqa: E402  (re-exported: numalab.cli.Terminated)
 
 
 def check_outputs(args) -> None:
@@ -149,11 +110,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     debug = bool(os.environ.get("NUMALAB_DEBUG"))
     name = f"numalab {args.command}"
-    old = _install_signals()
+    from . import signals
+
+    old = signals.install()
     try:
         check_outputs(args)
         module = import_module(f"numalab.commands.{args.command}")
-        return int(module.run(args) or 0)
+        rc = int(module.run(args) or 0)
+        signals.check()  # a signal Python dropped (raised inside a __del__) still counts
+        return rc
     except ValueError as exc:  # includes NumalabValueError: a bad knob, already explained
         if not _is_user_error(exc):
             return _internal(name, exc)
@@ -188,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug in numalab: show where, ask for a report
         return _internal(name, exc)
     finally:
-        _restore_signals(old)
+        signals.restore(old)
 
 
 def _internal(name: str, exc: BaseException) -> int:

@@ -117,8 +117,10 @@ class Cache:
         """The points ``idx`` from one batch file ({} when it is unreadable or not ours)."""
         import xarray as xr
 
+        from numalab import signals
+
         try:
-            with xr.open_dataset(path, engine="h5netcdf", cache=False) as f:
+            with signals.deferred(), xr.open_dataset(path, engine="h5netcdf", cache=False) as f:
                 batch = f.load()
         except Exception as exc:  # a damaged or vanished file is a miss, never a crash
             log.warning("numalab sweep: ignoring unreadable cache file %s (%s)", path, exc)
