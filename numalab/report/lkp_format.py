@@ -64,8 +64,8 @@ def _lkp_var(key: str):
 
 
 def _lkp_value(v: float) -> str:
-    if math.isnan(v):
-        return f"{'NaN':>10}"
+    if math.isnan(v):  # NaN stays NaN (a stat with no usable run), never 0
+        return f"{'nan':>10}"
     if abs(v) < 1000:
         return f"{v:10.2f}"
     if abs(v) > 100_000_000:
@@ -81,6 +81,8 @@ def _lkp_pm(r: float, as_read: bool = False) -> str:
 
 
 def _lkp_change(c: float, absolute: bool) -> str:
+    if math.isnan(c):  # against or of a commit with no usable run
+        return f"{'nan':>10}" + ("  " if absolute else "% ")
     text = f"{c:+10.2g}" if abs(c) >= 100_000 else f"{c:+10.1f}"
     return text + ("  " if absolute else "% ")
 
@@ -115,7 +117,7 @@ def _lkp_rows(ds, metrics, along, kernels, sample_dim, workload):
                 change = column(f"{var}_change")
             else:
                 change = stats.lkp_change(mean, mean[0], stats.lkp_is_absolute(key))
-            rows.append((key, mean, pm, change))
+            rows.append((key, mean, pm, change, None))
         return rows
     if metrics is None:
         metrics = [v for v in ("elsp", "syst", "user", *_VMSTAT_SOURCE) if v in ds.data_vars]
@@ -140,7 +142,8 @@ def _lkp_rows(ds, metrics, along, kernels, sample_dim, workload):
             key = _lkp_key(var, w if per_test else None)
             mean = st["mean"].transpose(along).values
             change = stats.lkp_change(mean, mean[0], stats.lkp_is_absolute(key))
-            rows.append((key, mean, st["stddev_pct"].transpose(along).values, change))
+            rows.append((key, mean, st["stddev_pct"].transpose(along).values, change,
+                         (st["n"].transpose(along).values, sel.sizes[sample_dim])))
     return rows
 
 
@@ -190,14 +193,25 @@ def lkp(
         lines += ["=" * 89, f"{g['axes']}:", f"  {g['values']}", "", f"{g['compare']}: "]
         lines += [f"  {c}" for c in g["commits"]] + [""]
     lines += _lkp_header(kernels)
-    for key, mean, pm, change in rows:
+    notes = []
+    for key, mean, pm, change, counts in rows:
         absolute = stats.lkp_is_absolute(key)
         parts = [_lkp_value(float(mean[0])), _lkp_pm(float(pm[0]), as_read)]
         for k in range(1, len(kernels)):
             parts += [_lkp_change(float(change[k]), absolute), _lkp_value(float(mean[k])),
                       _lkp_pm(float(pm[k]), as_read)]
         lines.append("".join(parts) + "  " + key)
+        if counts is not None and (counts[0] < counts[1]).any():
+            notes.append(f"{_NOTE} {' '.join(f'{int(n)}/{counts[1]}' for n in counts[0])}  {key}")
+    if as_read:
+        notes = json.loads(ds.attrs.get("lkp_notes", "[]"))
+    if notes:  # a NaN run is a missing run, left out of mean and stddev: say how many were used
+        lines += [""] + notes
     return "\n".join(lines) + "\n"
+
+
+#: the note :func:`lkp` prints under a block when runs had no value (NaN), one per stat
+_NOTE = "# usable runs per commit:"
 
 
 # --------------------------------------------------------------------------------------------

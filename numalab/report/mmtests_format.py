@@ -60,12 +60,20 @@ def _header(kernels, first, width):
             " " * first + "".join(b.rjust(width) for b in bottoms)]
 
 
-def _cell(value, pct, base_value, significant, fl):
-    """One kernel cell: ``%FL.2f (%7.2f%)``, or ``*%7.2f%*`` when significant (§2.4)."""
-    if math.isnan(value) or value == -1 or base_value == -1:
-        value, pct, significant = 0.0, 0.0, False  # NaN / -1 print as 0.00 (0.00%) (§2.3)
+def _cell(value, pct, base_value, significant, fl, spread_of_one=False):
+    """One kernel cell: ``%FL.2f (%7.2f%)``, or ``*%7.2f%*`` when significant (§2.4).
+
+    NaN stays NaN: a value with no usable sample prints ``nan`` (its percentage too), and so
+    does a percentage against a baseline that has none. Kept from mmtests (§2.2-§2.3): -1 (a
+    2023 Hmean of a sample <= 0) prints 0.00 (0.00%), and so does the undefined Stddev of a
+    single sample (``spread_of_one``: the column has a mean)."""
+    base_nan = base_value is not None and math.isnan(base_value)
+    if value == -1 or base_value == -1 or (spread_of_one and math.isnan(value)):
+        value, pct, significant = 0.0, 0.0, False  # -1 / one sample's stddev print as 0.00 (0.00%)
+    elif math.isnan(value) or base_nan:
+        return f"{value:{fl}.2f} ({'nan':>7}%)"  # f"{nan:.2f}" is 'nan'
     if math.isnan(pct):
-        pct = 0.0  # e.g. against a one-sample (NaN stddev) baseline; UNVERIFIED against Perl
+        pct = 0.0  # a one-sample (NaN stddev) baseline; UNVERIFIED against Perl
     if significant:
         return f"{value:{fl}.2f} *{pct:7.2f}%*"
     return f"{value:{fl}.2f} ({pct:7.2f}%)"
@@ -88,6 +96,7 @@ def _main_rows(ds, metrics, along, kernels, era, direction, sample_dim, workload
     new = era == "2026"
     workloads = _workloads(ds, workload)
     ops = []
+    missing = False
     for var in metrics:
         if var not in ds.data_vars:
             raise NumalabValueError(f"metric={var!r} is not a variable; variables are {sorted(ds.data_vars)}")
@@ -99,6 +108,11 @@ def _main_rows(ds, metrics, along, kernels, era, direction, sample_dim, workload
         per_test = "workload" in tables[0].dims
         inner = (along, "workload", "stat") if per_test else (along, "stat")
         arrays = [t.sel({along: kernels}).transpose(*inner).values for t in tables]
+        if not summary:
+            counts = tables[0]["n"].sel({along: kernels}).transpose(*inner[:-1]).values
+            arrays = [np.concatenate([a, c[..., None]], axis=-1) for a, c in
+                      zip(arrays, (counts.astype(float), stats.pdiff(counts, counts[:1]), counts < 0))]
+            total = ds.sizes[sample_dim]
         columns = [str(x) for x in tables[0]["workload"].values] if per_test else []
         for w in workloads if per_test else [None]:
             vals, pct, sg = (a[:, columns.index(w)] if per_test else a for a in arrays)
@@ -108,6 +122,15 @@ def _main_rows(ds, metrics, along, kernels, era, direction, sample_dim, workload
                 w = workloads[0]  # one workload, named by the attr
             op = prefix if w is None else f"{prefix}-{mmtests_test_name(w)}"
             ops.append((op, var, vals, pct, sg.astype(bool)))
+            if not summary and (vals[:, -1] < total).any():
+                missing = True
+    if not summary:
+        # a NaN sample is a missing run, left out of the statistics; when any op lost one, a
+        # Samples row (mmtests' own label, pdiff percentages) shows the usable count of every op
+        if missing:
+            labels.append("Samples")
+        else:
+            ops = [(op, var, v[:, :-1], p[:, :-1], g[:, :-1]) for op, var, v, p, g in ops]
     if summary:
         order = json.loads(ds.attrs.get("mmtests_ops", "[]"))
         ops.sort(key=lambda o: order.index(o[0]) if o[0] in order else len(order))
@@ -179,7 +202,8 @@ def _plain_table(stat, rows, kernels, fl, width2=None):
     w2 = max(len(r[0]) for r in rows) if width2 is None else max(width2, *(len(r[0]) for r in rows))
     lines = _header(kernels, len(stat) + 1 + w2, fl)
     for label, values in rows:
-        cells = "".join(f"{0.0 if math.isnan(v) else v:{fl}.2f}" for v in values)
+        cells = "".join(f"{v:{fl}.2f}" for v in values)  # NaN stays NaN: 'nan'
+
         lines.append(f"{stat} {label:<{w2}}{cells}")
     return lines
 
@@ -238,11 +262,14 @@ def mmtests(
     if title:
         lines.append(title)
     lines += _header(kernels, w1 + 1 + w2, fl + 7 + 4)
+    mean_row = next((j for j, lab in enumerate(labels) if re.fullmatch(r"[AH]mean", lab)), None)
     for i, label in enumerate(labels):
+        spread = "Stddev" in label or "CoeffVar" in label
         for op, _var, vals, pct, sg in ops:
             base = float(vals[0, i])
             cells = "".join(
-                _cell(float(vals[k, i]), float(pct[k, i]), base if k else None, bool(sg[k, i]), fl)
+                _cell(float(vals[k, i]), float(pct[k, i]), base if k else None, bool(sg[k, i]), fl,
+                      spread and mean_row is not None and not math.isnan(float(vals[k, mean_row])))
                 for k in range(len(kernels))
             )
             lines.append(f"{label:<{w1}} {op:<{w2}}{cells}")
