@@ -77,6 +77,36 @@ def check_outputs(args) -> None:
         check_out_path(f"--{attr}", value, kind=kind, create=create)
 
 
+def preflight(args) -> None:
+    """The cost of ``numalab simulate`` / ``trace`` checked before any work (issue 17): time
+    steps (``max_time / dt``) and memory (:mod:`numalab.limits`), from the sizes of the
+    workload. The engine's own boundary does the same for ``nl.simulate``; this makes the
+    command refuse at once, before building anything large."""
+    if args.command not in ("simulate", "trace"):
+        return
+    from .errors import check_int, check_number, check_seed
+    from .limits import check_simulate
+    from .topology import Topology
+    from .workloads import workload
+
+    try:
+        from .engine import DEFAULTS
+    except ImportError:  # pragma: no cover - the engine package being restructured
+        DEFAULTS = {"dt": 0.05, "max_time": 2000.0, "time_resolution": 1.0}
+    dt = DEFAULTS["dt"] if getattr(args, "dt", None) is None else check_number("--dt", args.dt, lo=0.0, lo_open=True)
+    max_time = (DEFAULTS["max_time"] if args.max_time is None
+                else check_number("--max-time", args.max_time, lo=0.0, lo_open=True))
+    if args.command == "simulate":
+        seeds = check_int("--seeds", args.seeds, lo=1, hi=10000)
+        n_pol = max(1, len(args.profile or [0, 0, 0])) * max(1, len(args.history or [0]))
+    else:
+        check_seed("--seed", args.seed)
+        seeds, n_pol = 1, 1
+    wl = workload(args.workload, Topology.preset(args.topology))
+    check_simulate(wl, n_pol, seeds, dt=dt, max_time=max_time,
+                   time_resolution=DEFAULTS.get("time_resolution", 1.0))
+
+
 def _is_user_error(exc: BaseException) -> bool:
     """A ValueError is the user's when numalab raised it (check_* at the boundary, a reader
     naming the line); one raised from inside numpy/xarray is a bug in numalab."""
@@ -115,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     old = signals.install()
     try:
         check_outputs(args)
+        preflight(args)
         module = import_module(f"numalab.commands.{args.command}")
         rc = int(module.run(args) or 0)
         signals.check()  # a signal Python dropped (raised inside a __del__) still counts

@@ -119,7 +119,7 @@ def _solve_chunk(workloads, seeds, costs, method, ops, dist):
 def _attrs(w: FutexWorkload, costs: FutexCosts, method: str, extra: dict) -> dict:
     attrs = {"numalab_version": __version__, "workload": w.program, "method": method,
              "costs": json.dumps(costs.resolve(w.topology).to_dict()),
-             "parameters": json.dumps({**_jsonable(w.params), **extra, "refcount": w.refcount,
+             "parameters": json.dumps({**_jsonable(w.params), **_jsonable(extra), "refcount": w.refcount,
                                        "squash": w.squash, "hash": w.hash, "base_small": w.base_small,
                                        "classic_home": w.classic_home})}
     attrs.update(w.topology.to_attrs())
