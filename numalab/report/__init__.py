@@ -42,7 +42,7 @@ Modules (writer and reader of each format side by side):
 from __future__ import annotations
 
 from .common import lkp_test_name, mmtests_test_name
-from .lkp_format import lkp, read_lkp
+from .lkp_format import lkp, lkp_blocks, read_lkp
 from .mmtests_format import mmtests, read_mmtests
 from .vmstat_format import read_vmstat
 
@@ -51,6 +51,7 @@ __all__ = [
     "lkp",
     "read_mmtests",
     "read_lkp",
+    "lkp_blocks",
     "read_vmstat",
     "mmtests_test_name",
     "lkp_test_name",

@@ -323,8 +323,8 @@ def read_mmtests(text: str):
     labels, ops = _check_complete(rows)
     w1 = max(map(len, labels))
     w2 = max(map(len, ops))
-    fl = _field_width(rows, ops, w1 + 1 + w2, k)
-    kernels = _header_names(h1, h2, w1 + 1 + w2, fl + 11, k, first - 1)
+    fl, cell = _field_width(rows, ops, w1 + 1 + w2, k)
+    kernels = _header_names(h1, h2, w1 + 1 + w2, cell, k, first - 1)
     variables, var_names, workloads = _main_variables(rows, labels, k)
     ops_rows = _monitor_variables(lines, i, k, kernels, variables)
     attrs = {
@@ -336,6 +336,7 @@ def read_mmtests(text: str):
         "mmtests_ops": json.dumps(ops),
         "mmtests_vars": json.dumps(var_names),
         "mmtests_ops_rows": json.dumps(ops_rows),
+        "mmtests_layout": "pre-2019" if cell == 22 else "2026" if fl == 18 else "2019-2025",
     }
     ds = _summary_dataset(kernels, variables, attrs)
     return ds.assign_coords(stat=labels, **({"workload": workloads} if workloads else {}))
@@ -406,16 +407,19 @@ def _check_complete(rows):
 
 
 def _field_width(rows, ops, start, k):
-    """The value field width (12 or 18) from an unwrapped row, else from the op names."""
-    fl = None
+    """(value field width, kernel cell width) from an unwrapped row, else from the op names:
+    12 / 23 (2019-2025), 18 / 29 (2026), or 12 / 22 for the older layout whose percentage is
+    ``%6.2f`` (``(  0.00%)``, before 2019)."""
     for r in rows:
         if r[4] is not None:
             width = (len(r[4]) - start) / k
-            fl = int(width) - 11 if width == int(width) else None
+            if width == int(width) and int(width) in (22, 23, 29):
+                width = int(width)
+                return (18 if width == 29 else 12), width
             break
-    if fl not in (12, 18):
-        fl = 18 if any(o.split("-", 1)[0] in ("Elapsed", "System", "User") for o in ops) else 12
-    return fl
+    fl = 18 if any(o.split("-", 1)[0] in ("Elapsed", "System", "User") for o in ops) and not any(
+        r[0] == "Time" for r in rows) else 12
+    return fl, fl + 11
 
 
 def _main_variables(rows, labels, k):
@@ -465,6 +469,12 @@ def _monitor_variables(lines, i, k, kernels, variables):
         if not lines[i].strip():
             i += 1
             continue
+        end = i
+        while end < n and lines[end].strip():
+            end += 1
+        if not any(_numeric_row(lines[j], k) for j in range(i, end)) and not _names_line(lines[i], kernels):
+            i = end  # a paragraph of prose between the tables (an e-mail's commentary)
+            continue
         i = _read_monitor_block(lines, i, k, kernels, duration_rows, ops_rows)
     for label, (_, var, _v) in zip(("User", "System", "Elapsed"), _DURATION_ROWS):
         if label in duration_rows:
@@ -474,6 +484,22 @@ def _monitor_variables(lines, i, k, kernels, variables):
         var = _OPS_VAR.get(label, label)
         variables[var] = (("kernel",), np.array(vals), {**_attrs_for(var), "mmtests_label": f"Ops {label}"})
     return list(ops_rows)
+
+
+def _names_line(line: str, kernels) -> bool:
+    """Whether ``line`` is a header line of a monitor table: indented, and only kernel-name
+    halves (as :func:`_split_name` prints them)."""
+    if not line[:1] == " ":
+        return False
+    halves = {h for name in kernels for h in (*_split_name(name), name)}
+    toks = line.split()
+    return bool(toks) and all(t in halves for t in toks)
+
+
+def _numeric_row(line: str, k: int) -> bool:
+    """Whether ``line`` ends with ``k`` numbers after a label (a monitor row, or a damaged one)."""
+    toks = line.split()
+    return len(toks) > k and all(_NUMBER.match(t) for t in toks[-k:])
 
 
 def _header_names(h1, h2, start, width, k, lineno):
@@ -515,6 +541,9 @@ def _read_monitor_block(lines, i, k, kernels, duration_rows, ops_rows):
     while j < n and lines[j].strip():
         toks = lines[j].split()
         stat = toks[0]
+        if stat in ("User", "System", "Elapsed") and len(toks) == 1 + k:
+            toks = ["Duration", *toks]  # the older layout: a Duration table without the word
+            stat = "Duration"
         if stat not in ("Duration", "Ops") or len(toks) < 2 + k:
             raise _err(j + 1, f"expected a 'Duration <name> v1 .. v{k}' or 'Ops <label> v1 .. v{k}' row, got {lines[j]!r}")
         vals = toks[-k:]
