@@ -84,7 +84,7 @@ def check_number(
     """Return ``value`` as a float if it is a finite real number within the bounds.
 
     ``lo_open=True`` makes the lower bound strict (e.g. a positive duration)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not _finite(value):
         raise NumalabValueError(f"{name}={_fmt(value)} must be a finite number" + _range(lo, hi, lo_open))
     value = float(value)
     if lo is not None and (value < lo or (lo_open and value == lo)):
@@ -92,6 +92,14 @@ def check_number(
     if hi is not None and value > hi:
         raise NumalabValueError(f"{name}={value} is out of range; allowed: a number" + _range(lo, hi, lo_open))
     return value
+
+
+def _finite(value) -> bool:
+    """math.isfinite that takes any real, however large (np.isfinite refuses ints >= 2**64)."""
+    try:
+        return math.isfinite(float(value))
+    except (OverflowError, ValueError, TypeError):
+        return False
 
 
 def _range(lo, hi, lo_open: bool = False) -> str:

@@ -247,7 +247,7 @@ FUTEX = {
 }
 
 
-@settings(max_examples=n(40), **FUZZ)
+@settings(max_examples=n(60), **FUZZ)
 @given(program=st.sampled_from(["numa", "hash", "sweep"]), data=st.data(),
        out=st.sampled_from(OUT_KINDS + [None] * 3), plot=st.sampled_from(["file_png", "dir", "empty", None, None, None]))
 def test_cli_fuzz_futex(program, data, out, plot, capsys):
@@ -442,3 +442,30 @@ def test_api_fuzz_check_out_path(name, path, kind):
     from numalab.errors import check_out_path
 
     api_ok(check_out_path, name, path, kind=kind, create=kind == "dir")
+
+
+SIM_PARAMS = ["seeds", "dt", "max_time", "time_resolution", "costs", "topology", "scan_delay_ms", "pid_base",
+              "init_node", "thp", "bogus"]
+#: bad values the engine's own option checks still let through as OverflowError (the engine
+#: package is being restructured elsewhere; see tests below, strict xfail)
+ENGINE_KNOWN = {("seeds", "[18446744073709551616]"), ("scan_delay_ms", "9223372036854775808"),
+                ("scan_delay_ms", "18446744073709551616")}
+
+
+@settings(max_examples=n(40), **FUZZ)
+@given(param=st.sampled_from(SIM_PARAMS), value=st.sampled_from(BAD_VALUES))
+def test_api_fuzz_simulate(param, value):
+    if (param, repr(value)) in ENGINE_KNOWN:
+        return
+    kw = {"seeds": 1, "max_time": 0.5}
+    kw[param] = value
+    api_ok(nl.simulate, "numa02", "6.12", **kw)
+
+
+@pytest.mark.xfail(strict=True, raises=OverflowError,
+                   reason="engine: seeds / scan_delay_ms past int64 raise OverflowError (numalab.engine's checks)")
+@pytest.mark.parametrize("param, value", [("seeds", [2**64]), ("scan_delay_ms", 2**63)])
+def test_api_simulate_engine_overflow(param, value):
+    kw = {"seeds": 1, "max_time": 0.5}
+    kw[param] = value
+    api_ok(nl.simulate, "numa02", "6.12", **kw)

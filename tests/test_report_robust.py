@@ -189,3 +189,27 @@ def test_read_vmstat_reads_proc_vmstat_and_lkp_lines():
     assert report.read_vmstat(lkp_before, lkp_after).identical(ds)
     with pytest.raises(ValueError, match="after line 2"):
         report.read_vmstat(before, "nr_free_pages 900\nnuma_hint_faults x\n")
+
+
+def _fold(text, width, keep_space):
+    """What a mail client does to long lines: break at the last space before ``width``."""
+    out = []
+    for line in text.split("\n"):
+        while len(line) > width:
+            cut = line.rfind(" ", 0, width)
+            if cut <= 0:
+                break
+            out.append(line[:cut].rstrip())
+            line = line[cut:] if keep_space else line[cut:].lstrip()
+        out.append(line)
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("width", [72, 78])
+@pytest.mark.parametrize("keep_space", [True, False])
+def test_mmtests_3_kernel_table_wrapped_by_a_mail_client_reads(width, keep_space):
+    # issue: compare tables with three or more kernel columns did not read (their lines are
+    # ~105 characters, wrapped by mail clients, headers included)
+    text = _text("mmtests_6kernels.txt")
+    ds = report.read_mmtests(_fold(text, width, keep_space))
+    assert report.mmtests(ds) == text

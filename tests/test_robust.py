@@ -345,3 +345,17 @@ def test_parent_alive_sees_zombies_and_reused_pids():
     assert not parent_alive(proc.pid, start)  # exited, not yet reaped: a zombie
     proc.wait()
     assert not parent_alive(proc.pid, start)
+
+
+def test_workload_regions_past_memory_refused():
+    topo = nl.Topology(nodes=2, cpus_per_node=4, mem_per_node_GiB=1e9)
+    with pytest.raises(NumalabValueError, match="size_bytes=.* needs about"):
+        nl.workload("numa02", topo, size_bytes=1e16)
+
+
+def test_sweep_grid_too_large_refused_before_expanding():
+    t0 = time.monotonic()
+    with pytest.raises(NumalabValueError, match=r"grid x seeds='63360000 points' needs about"):
+        nl.sweep({"workload": "numa02", "history": list(range(1, 65)), "max_time": [float(i) for i in range(1, 100)]},
+                 seeds=list(range(10000)), cache=False, progress=False)
+    assert time.monotonic() - t0 < 10

@@ -304,7 +304,10 @@ def _continued(lines, i, rest):
     """Row ``i``'s cell text with the lines a mail client wrapped it onto (a row starts with its
     label in column 0, so a following non-blank line starting with a space continues it);
     returns (text, index of the row's last line)."""
-    while i + 1 < len(lines) and lines[i + 1][:1] == " " and lines[i + 1].strip():
+    while i + 1 < len(lines) and lines[i + 1].strip() and (
+            lines[i + 1][:1] == " " or lines[i + 1][:1] in "0123456789(-*"):
+        # a wrapped row continues on a line that is no new row: it starts with a space (the
+        # break kept it) or with a piece of a cell (the break dropped it)
         i += 1
         rest += " " + lines[i]
     return rest, i
@@ -355,9 +358,23 @@ def _find_table(lines):
     # line 1 of the header is all spaces when no name has a '-' before its last character
     if first < 2 or not lines[first - 1].strip():
         raise _err(first + 1, "expected two header lines with the kernel names above the first row")
-    h1, h2 = lines[first - 2], lines[first - 1]
+    j = first - 1
+    # the header paragraph: from the blank line above it (its first line is the title when it
+    # does not start with a space); a mail client may have wrapped the two header lines
+    while j >= 0 and lines[j]:
+        j -= 1
+    head = lines[j + 1:first]
+    if head and head[0][:1] != " " and len(head) > 2:
+        j, head = j + 1, head[1:]
+    m = _ROW.match(lines[first])
+    k = len(_cells(_continued(lines, first, m.group(3))[0]))
+    if len(head) > 2 and len(" ".join(head).split()) == 2 * k:
+        h1, h2 = None, head
+        t = j
+    else:
+        h1, h2 = lines[first - 2], lines[first - 1]
+        t = first - 3
     title = ""
-    t = first - 3
     if t >= 0 and lines[t].strip():
         title = lines[t]
     return first, h1, h2, title
@@ -512,7 +529,13 @@ def _header_names(h1, h2, start, width, k, lineno):
         toks = line.split()
         return toks if len(toks) == k else None
 
-    tops, bottoms = cut(h1), cut(h2)
+    if h1 is None:  # wrapped header lines (see _find_table): 2 k name halves in order
+        toks = " ".join(h2).split()
+        if len(toks) != 2 * k:
+            raise _err(lineno, f"expected {2 * k} kernel-name halves in the wrapped header lines, found {len(toks)}")
+        tops, bottoms = toks[:k], toks[k:]
+    else:
+        tops, bottoms = cut(h1), cut(h2)
     if tops is None or bottoms is None:
         raise _err(lineno if tops is not None else lineno - 1,
                    f"expected a header line with {k} kernel-name halves")
@@ -525,34 +548,45 @@ def _header_names(h1, h2, start, width, k, lineno):
     return names
 
 
+_ROW_LABELS = ("Duration", "Ops", "User", "System", "Elapsed")
+
+
 def _read_monitor_block(lines, i, k, kernels, duration_rows, ops_rows):
     """One Duration/Ops table whose header starts at line ``i``; returns the next line index.
 
     The header lines start with spaces (the first is all spaces when no kernel name has a
-    '-'), the rows with ``Duration`` or ``Ops``; the names were already read from the main table."""
+    '-'), the rows with ``Duration`` or ``Ops`` (or, in the older layout, a bare ``User`` /
+    ``System`` / ``Elapsed``); the names were already read from the main table. A row wrapped
+    by a mail client continues on the lines up to the next row label."""
     n = len(lines)
     j = i
-    while j < n and lines[j][:1] == " " and lines[j].strip():
+    while j < n and lines[j].strip() and not lines[j].split()[0] in _ROW_LABELS:
+        if lines[j][:1] != " " and j == i:
+            break
         j += 1
     if j == i:
         raise _err(i + 1, f"expected a monitor table header (kernel names), got {lines[i]!r}")
     if j >= n or not lines[j].strip():
         raise _err(j + 1, "truncated monitor table: expected rows after the header")
     while j < n and lines[j].strip():
-        toks = lines[j].split()
+        start, text = j, lines[j]
+        while j + 1 < n and lines[j + 1].strip() and lines[j + 1].split()[0] not in _ROW_LABELS:
+            j += 1
+            text += " " + lines[j]
+        toks = text.split()
         stat = toks[0]
         if stat in ("User", "System", "Elapsed") and len(toks) == 1 + k:
             toks = ["Duration", *toks]  # the older layout: a Duration table without the word
             stat = "Duration"
         if stat not in ("Duration", "Ops") or len(toks) < 2 + k:
-            raise _err(j + 1, f"expected a 'Duration <name> v1 .. v{k}' or 'Ops <label> v1 .. v{k}' row, got {lines[j]!r}")
+            raise _err(start + 1, f"expected a 'Duration <name> v1 .. v{k}' or 'Ops <label> v1 .. v{k}' row, got {text!r}")
         vals = toks[-k:]
         if not all(_NUMBER.match(v) for v in vals):
-            raise _err(j + 1, f"expected {k} numbers at the end of {lines[j]!r}")
+            raise _err(start + 1, f"expected {k} numbers at the end of {text!r}")
         label = " ".join(toks[1:-k])
         target = duration_rows if stat == "Duration" else ops_rows
         if label in target:
-            raise _err(j + 1, f"row '{stat} {label}' appears twice")
+            raise _err(start + 1, f"row '{stat} {label}' appears twice")
         target[label] = [float(v) for v in vals]
         j += 1
     return j
