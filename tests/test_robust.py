@@ -359,3 +359,15 @@ def test_sweep_grid_too_large_refused_before_expanding():
         nl.sweep({"workload": "numa02", "history": list(range(1, 65)), "max_time": [float(i) for i in range(1, 100)]},
                  seeds=list(range(10000)), cache=False, progress=False)
     assert time.monotonic() - t0 < 10
+
+
+def test_cli_simulate_tiny_dt_and_many_seeds_refused_at_once(capsys):
+    # issue: `--dt 1e-9` ran for hours without a word; many seeds ended in MemoryError
+    t0 = time.monotonic()
+    rc, out, err = run_cli(["simulate", "--dt", "1e-9"], capsys)
+    assert_user_error(rc, err, "dt=1e-09", "time steps", "NUMALAB_MAX_STEPS")
+    rc, out, err = run_cli(["trace", "--max-time", "1e12"], capsys)
+    assert_user_error(rc, err, "max_time=", "time steps")
+    rc, out, err = run_cli(["simulate", "--workload", "numa01", "--seeds", "10000"], capsys)
+    assert_user_error(rc, err, "seeds=10000 needs about", "GiB")  # 50% of this machine's memory or less
+    assert time.monotonic() - t0 < 10
