@@ -34,7 +34,9 @@ Modules (writer and reader of each format side by side):
 
 * :mod:`.mmtests_format` -- :func:`mmtests` / :func:`read_mmtests`, the compare table and its
   Duration / Ops monitor tables;
-* :mod:`.lkp_format` -- :func:`lkp` / :func:`read_lkp`, the ``%stddev %change`` block;
+* :mod:`.lkp_format` -- :func:`lkp` / :func:`read_lkp`, the ``%stddev %change`` block
+  (:func:`lkp_blocks` splits a mail of several blocks, read as one Dataset with a ``block``
+  dim);
 * :mod:`.vmstat_format` -- :func:`read_vmstat` and the vmstat ``Ops`` rows (§4.1);
 * :mod:`.common` -- test names, Dataset handling and text helpers the formats share.
 """
