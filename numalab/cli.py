@@ -22,8 +22,16 @@ from ._version import __version__
 COMMANDS = ["simulate", "trace", "sweep", "futex", "report", "reproduce", "demo"]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line usage error: ``numalab sweep: error: argument --seeds: ...
+    (see numalab sweep --help)``, exit status 2 (argparse prints the whole usage first)."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(str(message).split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="numalab",
         description=(
             "Simulate Linux automatic NUMA balancing (access-PID history, scan filter) and "

@@ -337,7 +337,7 @@ def check_out_path(name: str, path, *, kind: str = "file", create: bool = False)
         raise NumalabValueError(f"{name}={path!r}: allowed: a non-empty file path")
     if "\0" in path:
         raise NumalabValueError(f"{name}={_fmt(path)} holds a NUL character; allowed: a file path")
-    p = _Path(path).expanduser()
+    p = _Path(_os.path.expanduser(path))  # "~nosuchuser" stays as written (Path.expanduser raises)
     if len(_os.fsencode(str(p.absolute()))) >= 4096:
         raise NumalabValueError(f"{name}={_fmt(path)} is longer than the system's PATH_MAX (4096 bytes)")
     for part in p.parts:
@@ -400,7 +400,7 @@ def check_in_file(name: str, path) -> _Path:
         path = _os.fspath(path)
     if not isinstance(path, str) or not path:
         raise NumalabValueError(f"{name}={path!r}: allowed: the path of an existing file")
-    p = _Path(path).expanduser()
+    p = _Path(_os.path.expanduser(path))  # "~nosuchuser" stays as written (Path.expanduser raises)
     try:
         ok = p.is_file()
     except (OSError, ValueError):

@@ -121,7 +121,7 @@ def check_case(argv, capsys, root: Path, allowed=()):
     assert "Traceback" not in err and "Exception ignored" not in err, f"{argv!r}:\n{err}"
     if rc == 2:
         lines = [ln for ln in err.splitlines() if ln.strip()]
-        assert lines and (lines[-1].startswith("numalab") or lines[-1].startswith("usage:")), f"{argv!r}:\n{err}"
+        assert len(lines) == 1 and lines[0].startswith("numalab") and ": error: " in lines[0], f"{argv!r}:\n{err}"
     new = files(root) - before
     assert not [f for f in new if ".tmp" in f], f"{argv!r} left temporary files {new}"
     stray = {f for f in new if not any(f == a or f.startswith(a.rstrip("/") + "/") for a in allowed)}

@@ -171,6 +171,15 @@ def test_bad_scheduler_scheme_fails_fast(tmp_path, capsys):
     assert time.monotonic() - t0 < 3
 
 
+@pytest.mark.parametrize("argv", [["simulate", "--seeds", "x"], ["futex", "hash", "-t"], ["bogus"],
+                                  ["sweep", "--workload", "numa02"]])
+def test_usage_errors_are_one_line(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and "--help" in err, err
+
+
 def test_internal_error_prints_traceback_and_asks_for_a_report(monkeypatch, capsys):
     from numalab.commands import demo
 
@@ -371,3 +380,11 @@ def test_cli_simulate_tiny_dt_and_many_seeds_refused_at_once(capsys):
     rc, out, err = run_cli(["simulate", "--workload", "numa01", "--seeds", "10000"], capsys)
     assert_user_error(rc, err, "seeds=10000 needs about", "GiB")  # 50% of this machine's memory or less
     assert time.monotonic() - t0 < 10
+
+
+def test_tilde_of_an_unknown_user_is_a_plain_path(tmp_path, monkeypatch):
+    # found by tests/test_fuzz_cli.py: Path.expanduser("~0") raised RuntimeError
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(NumalabValueError, match="does not exist"):
+        check_out_path("--out", "~nosuchuser0/x.nc")
+    assert str(check_out_path("--out", "~0")) == "~0"
