@@ -57,6 +57,8 @@ def test_one_nan_seed_is_counted_not_dropped_silently():
     assert row(mm, "Samples   elsp-NUMA01").endswith("4.00 (   0.00%)        3.00 ( -25.00%)")
     assert row(mm, "Amean     elsp-NUMA01").split()[5] == "190.00"  # the mean of the 3 usable runs
     assert report.mmtests(report.read_mmtests(mm)) == mm
+    # the Duration total of a kernel with a missing run is unknown, not the others' sum
+    assert row(mm, "Duration Elapsed").split()[2:] == ["860.00", "nan"]
     lk = report.lkp(ds)
     assert "# usable runs per commit: 4/4 3/4  autonuma-benchmark.numa01.seconds" in lk
     assert report.lkp(report.read_lkp(lk)) == lk

@@ -163,7 +163,8 @@ def _compare_runs(ds, var, along, kernels, era, direction, sample_dim):
 def _monitor_value(ds, var, along, kernels):
     da = ds[var]
     other = [d for d in da.dims if d != along]
-    tot = da.sum(dim=other, skipna=True, min_count=1) if other else da
+    # a total over runs with a NaN (missing) run is unknown: NaN, not the sum of the others
+    tot = da.sum(dim=other, skipna=False) if other else da
     return [float(v) for v in _by_kernel(tot, along, kernels).values]
 
 
