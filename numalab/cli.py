@@ -3,13 +3,17 @@
 Each subcommand lives in ``numalab/commands/<name>.py`` with two functions,
 ``add_parser(subparsers)`` and ``run(args) -> int``; heavy imports happen inside ``run`` so
 ``numalab --help`` stays fast. Library errors (``ValueError`` naming the bad parameter) are
-printed as one line on stderr with exit status 2, never as a traceback.
+printed as one line on stderr with exit status 2, never as a traceback; output paths are
+checked before any work starts (:data:`OUTPUTS`); an environment failure (disk full, out of
+memory) is one line with status 1; only a bug in numalab prints a traceback, with a line
+asking to report it (status 1). SIGTERM unwinds like Ctrl-C, so worker pools are stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from importlib import import_module
 
 from ._version import __version__
@@ -18,8 +22,16 @@ from ._version import __version__
 COMMANDS = ["simulate", "trace", "sweep", "futex", "report", "reproduce", "demo", "explore"]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line usage error: ``numalab sweep: error: argument --seeds: ...
+    (see numalab sweep --help)``, exit status 2 (argparse prints the whole usage first)."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(str(message).split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="numalab",
         description=(
             "Simulate Linux automatic NUMA balancing (access-PID history, scan filter) and "
@@ -39,24 +51,155 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: output paths of each subcommand, checked (numalab.errors.check_out_path) before any work
+#: starts: (command, sub-program or None, argument attribute, kind, create)
+OUTPUTS = [
+    ("simulate", None, "out", "file", False),
+    ("trace", None, "out", "file", False),
+    ("sweep", None, "out", "file", False),
+    ("sweep", None, "cache", "dir", True),
+    ("futex", "sweep", "out", "file", False),
+    ("futex", "sweep", "plot", "file", False),
+    ("reproduce", None, "out", "dir", True),
+]
+
+#: exit status of a user error (a bad argument or value), as argparse uses
+EXIT_USAGE = 2
+#: exit status of an environment failure (disk full, out of memory) and of an internal error
+EXIT_FAILURE = 1
+
+
+from .signals import Terminated  # noqa: E402  (re-exported: numalab.cli.Terminated)
+
+
+def check_outputs(args) -> None:
+    """Every output path of ``args`` checked before the command does any work."""
+    from .errors import check_out_path
+
+    for command, program, attr, kind, create in OUTPUTS:
+        if args.command != command or (program is not None and getattr(args, "futex_command", None) != program):
+            continue
+        value = getattr(args, attr, None)
+        if value is None:
+            continue
+        check_out_path(f"--{attr}", value, kind=kind, create=create)
+
+
+def preflight(args) -> None:
+    """The cost of ``numalab simulate`` / ``trace`` checked before any work (issue 17): time
+    steps (``max_time / dt``) and memory (:mod:`numalab.limits`), from the sizes of the
+    workload. The engine's own boundary does the same for ``nl.simulate``; this makes the
+    command refuse at once, before building anything large."""
+    if args.command not in ("simulate", "trace"):
+        return
+    from .errors import check_int, check_number, check_seed
+    from .limits import check_simulate
+    from .topology import Topology
+    from .workloads import workload
+
+    try:
+        from .engine import DEFAULTS
+    except ImportError:  # pragma: no cover - the engine package being restructured
+        DEFAULTS = {"dt": 0.05, "max_time": 2000.0, "time_resolution": 1.0}
+    dt = DEFAULTS["dt"] if getattr(args, "dt", None) is None else check_number("--dt", args.dt, lo=0.0, lo_open=True)
+    max_time = (DEFAULTS["max_time"] if args.max_time is None
+                else check_number("--max-time", args.max_time, lo=0.0, lo_open=True))
+    if args.command == "simulate":
+        seeds = check_int("--seeds", args.seeds, lo=1, hi=10000)
+        n_pol = max(1, len(args.profile or [0, 0, 0])) * max(1, len(args.history or [0]))
+    else:
+        check_seed("--seed", args.seed)
+        seeds, n_pol = 1, 1
+    wl = workload(args.workload, Topology.preset(args.topology))
+    check_simulate(wl, n_pol, seeds, dt=dt, max_time=max_time,
+                   time_resolution=DEFAULTS.get("time_resolution", 1.0))
+
+
+def _is_user_error(exc: BaseException) -> bool:
+    """A ValueError is the user's when numalab raised it (check_* at the boundary, a reader
+    naming the line); one raised from inside numpy/xarray is a bug in numalab."""
+    from .errors import NumalabError
+
+    if isinstance(exc, NumalabError):
+        return True
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    if last is None:
+        return True
+    mod = last.tb_frame.f_globals.get("__name__", "")
+    return mod == "numalab" or mod.startswith("numalab.")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
+    import os
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
         return 0
-    module = import_module(f"numalab.commands.{args.command}")
+    debug = bool(os.environ.get("NUMALAB_DEBUG"))
+    name = f"numalab {args.command}"
+    from . import signals
+
+    old = signals.install()
     try:
-        return int(module.run(args) or 0)
+        check_outputs(args)
+        preflight(args)
+        module = import_module(f"numalab.commands.{args.command}")
+        rc = int(module.run(args) or 0)
+        signals.check()  # a signal Python dropped (raised inside a __del__) still counts
+        return rc
     except ValueError as exc:  # includes NumalabValueError: a bad knob, already explained
-        print(f"numalab {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        if not _is_user_error(exc):
+            return _internal(name, exc)
+        if debug:
+            traceback.print_exc()
+        print(f"{name}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     except BrokenPipeError:  # e.g. `numalab demo | head`: the reader left, nothing to report
-        sys.stderr.close()
+        try:
+            sys.stdout = open(os.devnull, "w")  # no second error when Python flushes stdout at exit
+            sys.stderr.close()
+        except OSError:  # pragma: no cover
+            pass
         return 0
     except KeyboardInterrupt:
-        print(f"numalab {args.command}: interrupted", file=sys.stderr)
+        print(f"{name}: interrupted", file=sys.stderr)
         return 130
+    except Terminated as exc:
+        print(f"{name}: terminated by signal {exc.signum}", file=sys.stderr)
+        return 128 + exc.signum
+    except MemoryError:
+        print(f"{name}: error: out of memory; use smaller sizes or fewer seeds "
+              "(numalab refuses calls it estimates above NUMALAB_MEMORY_LIMIT)", file=sys.stderr)
+        return EXIT_FAILURE
+    except OSError as exc:  # a write or read failed (disk full, ulimit -f, permissions): not a bug
+        if debug:
+            traceback.print_exc()
+        what = _one_line(exc) if exc.__class__.__name__ == "WriteError" else (
+            f"{exc.strerror or _one_line(exc)}" + (f": {exc.filename!r}" if getattr(exc, "filename", None) else ""))
+        print(f"{name}: error: {what}", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as exc:  # a bug in numalab: show where, ask for a report
+        return _internal(name, exc)
+    finally:
+        signals.restore(old)
+
+
+def _internal(name: str, exc: BaseException) -> int:
+    traceback.print_exception(exc)
+    print(f"{name}: internal error ({type(exc).__name__}); this is a bug in numalab {__version__}: please "
+          "report it with the command line and the traceback above", file=sys.stderr)
+    return EXIT_FAILURE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -84,7 +84,7 @@ def check_number(
     """Return ``value`` as a float if it is a finite real number within the bounds.
 
     ``lo_open=True`` makes the lower bound strict (e.g. a positive duration)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not _finite(value):
         raise NumalabValueError(f"{name}={_fmt(value)} must be a finite number" + _range(lo, hi, lo_open))
     value = float(value)
     if lo is not None and (value < lo or (lo_open and value == lo)):
@@ -92,6 +92,14 @@ def check_number(
     if hi is not None and value > hi:
         raise NumalabValueError(f"{name}={value} is out of range; allowed: a number" + _range(lo, hi, lo_open))
     return value
+
+
+def _finite(value) -> bool:
+    """math.isfinite that takes any real, however large (np.isfinite refuses ints >= 2**64)."""
+    try:
+        return math.isfinite(float(value))
+    except (OverflowError, ValueError, TypeError):
+        return False
 
 
 def _range(lo, hi, lo_open: bool = False) -> str:
@@ -184,3 +192,242 @@ def check_scalar(name: str, value):
 
 
 __all__ += ["check_str", "check_scalar"]
+
+
+# --------------------------------------------------------------------------------------------
+# output paths, memory and step budgets (issue 17): checked before any work starts
+
+import os as _os
+from pathlib import Path as _Path
+
+#: default share of the machine's available memory one call may plan to use
+MEMORY_FRACTION = 0.5
+#: most time steps one run may plan (``max_time / dt``); override with $NUMALAB_MAX_STEPS
+MAX_STEPS = 2_000_000
+
+
+def _parse_bytes(text: str) -> int:
+    """``"8G"``, ``"512M"``, ``"1.5GiB"``, ``"1000000"`` -> bytes."""
+    t = str(text).strip().upper().removesuffix("B").removesuffix("I")
+    mult = 1
+    for suffix, m in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30), ("T", 1 << 40)):
+        if t.endswith(suffix):
+            t, mult = t[:-1], m
+            break
+    try:
+        value = float(t) * mult
+    except ValueError:
+        raise NumalabValueError(
+            f"NUMALAB_MEMORY_LIMIT={text!r} is not a size; allowed: bytes or a number with K/M/G/T (e.g. 8G)"
+        ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise NumalabValueError(f"NUMALAB_MEMORY_LIMIT={text!r} must be a positive size (e.g. 8G)")
+    return int(value)
+
+
+def available_memory() -> int:
+    """Bytes the kernel says are available (``MemAvailable`` of /proc/meminfo; on other systems
+    the physical memory), capped by this process's address-space rlimit."""
+    avail = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    if avail is None:
+        try:
+            avail = _os.sysconf("SC_PAGE_SIZE") * _os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):  # pragma: no cover - exotic systems
+            avail = 8 << 30
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            avail = min(avail, soft)
+    except (ImportError, ValueError, OSError):  # pragma: no cover
+        pass
+    return int(avail)
+
+
+def memory_limit(limit=None) -> int:
+    """The memory budget of one call in bytes: ``limit`` if given (bytes or a text like "8G"),
+    else ``$NUMALAB_MEMORY_LIMIT``, else :data:`MEMORY_FRACTION` of :func:`available_memory`."""
+    if limit is None:
+        env = _os.environ.get("NUMALAB_MEMORY_LIMIT")
+        if env:
+            return _parse_bytes(env)
+        return int(MEMORY_FRACTION * available_memory())
+    if isinstance(limit, str):
+        return _parse_bytes(limit)
+    return check_int("memory_limit", limit, lo=1)
+
+
+def format_bytes(n: float) -> str:
+    """1536 -> '1.5 KiB'."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} EiB"  # pragma: no cover
+
+
+def check_memory(name: str, value, bytes_needed: float, limit=None) -> float:
+    """Refuse a call whose estimated memory ``bytes_needed`` exceeds the budget
+    (:func:`memory_limit`), naming the parameter that drives the cost and its value."""
+    budget = memory_limit(limit)
+    if not math.isfinite(bytes_needed) or bytes_needed > budget:
+        raise NumalabValueError(
+            f"{name}={_fmt(value)} needs about {format_bytes(bytes_needed)} of memory, more than the limit "
+            f"of {format_bytes(budget)} (set NUMALAB_MEMORY_LIMIT, e.g. NUMALAB_MEMORY_LIMIT=64G, to allow "
+            f"more; default: {MEMORY_FRACTION:.0%} of the available memory); use smaller sizes"
+        )
+    return bytes_needed
+
+
+def max_steps() -> int:
+    """:data:`MAX_STEPS`, or ``$NUMALAB_MAX_STEPS``."""
+    env = _os.environ.get("NUMALAB_MAX_STEPS")
+    if env:
+        try:
+            v = int(float(env))
+        except ValueError:
+            raise NumalabValueError(f"NUMALAB_MAX_STEPS={env!r} must be a positive integer") from None
+        if v < 1:
+            raise NumalabValueError(f"NUMALAB_MAX_STEPS={env!r} must be a positive integer")
+        return v
+    return MAX_STEPS
+
+
+def check_steps(name: str, value, steps: float, limit: int | None = None) -> float:
+    """Refuse a run that would take more than ``limit`` (:func:`max_steps`) time steps."""
+    cap = max_steps() if limit is None else limit
+    if not math.isfinite(steps) or steps > cap:
+        raise NumalabValueError(
+            f"{name}={_fmt(value)} makes {steps:.3g} time steps, more than the limit of {cap:,} "
+            f"(raise it with NUMALAB_MAX_STEPS, or use a larger dt or a smaller max_time)"
+        )
+    return steps
+
+
+def _name_max(directory: _Path) -> int:
+    try:
+        return int(_os.pathconf(directory, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+def check_out_path(name: str, path, *, kind: str = "file", create: bool = False) -> _Path:
+    """The one check of an output path, made before any work starts.
+
+    ``kind="file"``: ``path`` must not be a directory, its parent must be an existing, writable
+    directory, and its name short enough for the file system (with room for the temporary name
+    :mod:`numalab.storage` writes first). ``kind="dir"``: ``path`` is a directory, existing and
+    writable, or (``create=True``) one that can be made under the nearest existing directory.
+    ``''`` and ``None`` are refused."""
+    if isinstance(path, _os.PathLike):
+        path = _os.fspath(path)
+    if isinstance(path, bytes):
+        path = _os.fsdecode(path)
+    if not isinstance(path, str) or not path.strip():
+        raise NumalabValueError(f"{name}={path!r}: allowed: a non-empty file path")
+    if "\0" in path:
+        raise NumalabValueError(f"{name}={_fmt(path)} holds a NUL character; allowed: a file path")
+    p = _Path(_os.path.expanduser(path))  # "~nosuchuser" stays as written (Path.expanduser raises)
+    if len(_os.fsencode(str(p.absolute()))) >= 4096:
+        raise NumalabValueError(f"{name}={_fmt(path)} is longer than the system's PATH_MAX (4096 bytes)")
+    for part in p.parts:
+        if len(_os.fsencode(part)) > 255:
+            raise NumalabValueError(
+                f"{name}={_fmt(path)}: the name {_fmt(part)} is {len(_os.fsencode(part))} bytes, "
+                f"more than the file system allows (255)"
+            )
+    if kind == "file":
+        if p.is_dir():
+            raise NumalabValueError(f"{name}={_fmt(path)} is a directory; allowed: a file path")
+        if p.name in ("", ".", ".."):
+            raise NumalabValueError(f"{name}={_fmt(path)} names no file; allowed: a file path")
+        parent = p.parent
+        _check_dir_writable(name, path, parent, create)
+        limit = _name_max(parent if parent.exists() else _Path("."))
+        # storage.atomic_write writes ".<name[:64]>.<pid>.<8 hex>.tmp<suffix>" first
+        if len(_os.fsencode(p.name)) > limit:
+            raise NumalabValueError(
+                f"{name}={_fmt(path)}: the file name is {len(_os.fsencode(p.name))} bytes, more than "
+                f"the file system allows ({limit})"
+            )
+        if p.exists() and not p.is_file():
+            raise NumalabValueError(f"{name}={_fmt(path)} exists and is not a regular file")
+        return p
+    if kind == "dir":
+        if p.exists():
+            if not p.is_dir():
+                raise NumalabValueError(f"{name}={_fmt(path)} is a file, not a directory")
+            if not _os.access(p, _os.W_OK | _os.X_OK):
+                raise NumalabValueError(f"{name}={_fmt(path)}: directory is not writable")
+            return p
+        _check_dir_writable(name, path, p.parent, True) if create else _check_dir_writable(name, path, p, False)
+        return p
+    raise NumalabValueError(f"kind={kind!r}; allowed: 'file' or 'dir'")  # pragma: no cover
+
+
+def _check_dir_writable(name, path, directory: _Path, create: bool) -> None:
+    """``directory`` exists, is a directory and is writable -- or, with ``create``, the nearest
+    existing ancestor is, so it can be made."""
+    d = directory if str(directory) else _Path(".")
+    if create:
+        while not d.exists():
+            if d.is_symlink():
+                raise NumalabValueError(f"{name}={_fmt(path)}: {str(d)!r} is a dangling symbolic link")
+            if d.parent == d:
+                break
+            d = d.parent
+    if not d.exists():
+        raise NumalabValueError(f"{name}={_fmt(path)}: directory {str(d)!r} does not exist")
+    if not d.is_dir():
+        raise NumalabValueError(f"{name}={_fmt(path)}: {str(d)!r} is a file, not a directory")
+    if not _os.access(d, _os.W_OK | _os.X_OK):
+        raise NumalabValueError(f"{name}={_fmt(path)}: directory {str(d)!r} is not writable")
+
+
+def check_in_file(name: str, path) -> _Path:
+    """An input file that exists and is a readable regular file."""
+    if isinstance(path, _os.PathLike):
+        path = _os.fspath(path)
+    if not isinstance(path, str) or not path:
+        raise NumalabValueError(f"{name}={path!r}: allowed: the path of an existing file")
+    p = _Path(_os.path.expanduser(path))  # "~nosuchuser" stays as written (Path.expanduser raises)
+    try:
+        ok = p.is_file()
+    except (OSError, ValueError):
+        ok = False
+    if not ok:
+        raise NumalabValueError(f"{name}={_fmt(path)} does not exist or is not a file")
+    if not _os.access(p, _os.R_OK):
+        raise NumalabValueError(f"{name}={_fmt(path)} is not readable")
+    return p
+
+
+def check_seed(name: str, value) -> int:
+    """One run seed: an int in [0, SEED_MAX]."""
+    return check_int(name, value, lo=0, hi=SEED_MAX)
+
+
+def check_distinct(name: str, values) -> list:
+    """A list without repeated values (each would become a duplicate coordinate)."""
+    values = list(values)
+    seen = set()
+    for v in values:
+        key = v if not isinstance(v, float) or not math.isnan(v) else "nan"
+        if key in seen:
+            raise NumalabValueError(f"{name}={_fmt(values)} repeats {v!r}; allowed: distinct values")
+        seen.add(key)
+    return values
+
+
+__all__ += ["MEMORY_FRACTION", "MAX_STEPS", "available_memory", "memory_limit", "format_bytes", "check_memory",
+            "max_steps", "check_steps", "check_out_path", "check_in_file", "check_seed", "check_distinct"]

@@ -177,12 +177,13 @@ def hstddev(x, axis: int = -1, era: str = "2026") -> np.ndarray:
 
 
 def coeffvar(sd, mean) -> np.ndarray:
-    """``CoeffVar`` = 100 * stddev / mean; 0 when the stddev is NaN or the mean is 0."""
+    """``CoeffVar`` = 100 * stddev / mean; 0 when the stddev is NaN or the mean is 0; NaN when
+    the mean is NaN (no usable sample: nothing to report, not a zero spread)."""
     sd = np.asarray(sd, dtype=float)
     mean = np.asarray(mean, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         cv = 100.0 * sd / mean
-    return np.where(np.isnan(sd) | (mean == 0), 0.0, cv)
+    return np.where(np.isnan(mean), np.nan, np.where(np.isnan(sd) | (mean == 0), 0.0, cv))
 
 
 def best_mean(x, percent: int, axis: int = -1, direction: str = "lower", era: str = "2023") -> np.ndarray:
@@ -352,9 +353,9 @@ def band_significant(mean_b, sd_b, mean_n, sd_n, z: float = NORM_PPF_975) -> np.
 
 
 def lkp_mean(x, axis: int = -1) -> np.ndarray:
-    """``avg``: arithmetic mean over runs, 0 when there are no runs."""
-    m = amean(x, axis=axis)
-    return np.where(np.isnan(m), 0.0, m)
+    """``avg``: arithmetic mean over the usable (non-NaN) runs; NaN when there is none (Ruby's
+    ``avg`` of an empty list is 0, but a stat with no value in any run is unknown, not zero)."""
+    return amean(x, axis=axis)
 
 
 def lkp_stddev(x, axis: int = -1) -> np.ndarray:
@@ -479,7 +480,7 @@ def mmtests_compare(
 
 
 def lkp_stats(da, dim: str = "seed"):
-    """LKP's per-commit numbers reduced over ``dim``: Dataset with ``mean`` (0 when no runs),
+    """LKP's per-commit numbers reduced over ``dim``: Dataset with ``mean`` (NaN when no runs),
     ``stddev`` (population; -1 with one run), ``stddev_pct`` and ``n``."""
     import xarray as xr
 

@@ -20,6 +20,10 @@ from .errors import NumalabValueError, check_choice, check_int, check_number
 __all__ = ["Topology", "PRESET_SOURCES", "PRESET_ALIASES"]
 
 
+#: most logical CPUs a topology may have (the kernel's largest CONFIG_NR_CPUS)
+MAX_CPUS = 8192
+
+
 @dataclass(frozen=True)
 class Topology:
     """A NUMA machine as the kernel sees it.
@@ -75,6 +79,11 @@ class Topology:
         check_int("nodes", self.nodes, lo=1, hi=1024)
         check_int("cpus_per_node", self.cpus_per_node, lo=1, hi=65536)
         check_int("smt", self.smt, lo=1, hi=8)
+        if self.nodes * self.cpus_per_node > MAX_CPUS:
+            raise NumalabValueError(
+                f"nodes x cpus_per_node = {self.nodes} x {self.cpus_per_node} = {self.nodes * self.cpus_per_node} "
+                f"CPUs is more than the kernel's NR_CPUS limit; allowed: at most {MAX_CPUS} CPUs"
+            )
         if self.cpus_per_node % self.smt:
             raise NumalabValueError(
                 f"cpus_per_node={self.cpus_per_node} must be a multiple of smt={self.smt}"
@@ -98,9 +107,19 @@ class Topology:
             raise NumalabValueError(
                 f"distance has shape {dist.shape}; allowed: ({self.nodes}, {self.nodes}) for nodes={self.nodes}"
             )
-        if np.any(dist < 10) or np.any(np.diag(dist) != 10) or not np.all(np.isfinite(dist)):
-            raise NumalabValueError("distance must hold SLIT values >= 10 with 10 on the diagonal")
-        object.__setattr__(self, "distance", tuple(tuple(int(round(x)) for x in row) for row in dist))
+        if not np.all(np.isfinite(dist)):
+            raise NumalabValueError("distance must hold finite SLIT values (integers 10..254)")
+        frac = np.argwhere(dist != np.round(dist))
+        if frac.size:
+            i, j = (int(v) for v in frac[0])
+            raise NumalabValueError(
+                f"distance[{i}][{j}]={float(dist[i, j])!r} is not an integer; allowed: SLIT distances are "
+                f"integers 10..254 (ACPI SLIT entries are bytes), e.g. {int(np.floor(dist[i, j]))} or "
+                f"{int(np.ceil(dist[i, j]))}"
+            )
+        if np.any(dist < 10) or np.any(dist > 254) or np.any(np.diag(dist) != 10):
+            raise NumalabValueError("distance must hold SLIT values 10..254 with 10 on the diagonal")
+        object.__setattr__(self, "distance", tuple(tuple(int(x) for x in row) for row in dist))
 
     # ----------------------------------------------------------------- derived values
     @property

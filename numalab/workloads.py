@@ -451,7 +451,13 @@ def workload(name: str, topology="2s-128", **overrides) -> Workload:
 
 
 def _precheck(topo, name, total_bytes) -> None:
-    """Refuse a memory size the topology cannot hold before laying out its regions."""
+    """Refuse a memory size the topology cannot hold, or whose regions would not fit in this
+    machine's memory, before laying out its regions."""
+    from .errors import check_memory
+
+    # ~20 int64/float64 arrays over the regions while building (2 MiB regions; 4 KiB-page
+    # VMAs are laid out in the same 2 MiB regions)
+    check_memory("size_bytes", int(total_bytes), total_bytes / (2 << 20) * 20 * 8)
     if total_bytes / GiB > topo.mem_total_GiB:
         raise NumalabValueError(
             f"workload {name} needs {total_bytes / GiB:.1f} GiB but topology {topo.name} has "

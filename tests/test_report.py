@@ -407,8 +407,11 @@ def test_nan_samples_are_missing_runs():
     ds = runs(elsp={(1, "numa01"): [np.nan, 200.0, 210.0]}, workloads=["numa01"], nseed=3)
     text = report.mmtests(ds, era="2024-09", monitors=False)
     assert row(text, "Amean     elsp-NUMA01").endswith("205.00 (-105.00%)")
+    # the usable count is shown (issue 17: a NaN seed was dropped silently)
+    assert row(text, "Samples   elsp-NUMA01").endswith("3.00 (   0.00%)        2.00 ( -33.33%)")
+    # NaN stays NaN (issue 17: an all-NaN policy printed as 0.00 (0.00%))
     all_nan = runs(elsp={(1, "numa01"): [np.nan] * 3}, workloads=["numa01"], nseed=3)
-    assert row(report.mmtests(all_nan, monitors=False), "Amean     elsp-NUMA01").endswith("0.00 (   0.00%)")
+    assert row(report.mmtests(all_nan, monitors=False), "Amean     elsp-NUMA01").endswith("nan (    nan%)")
 
 
 def test_single_workload_attr_as_simulate_writes_it():

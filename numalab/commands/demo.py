@@ -70,9 +70,12 @@ def run(args) -> int:
     import numpy as np
 
     from .. import history as H
-    from ..errors import check_int
+    from ..errors import check_int, check_seed
     from ..policy import REASONS, SKIP_REASONS, Policy, decide
 
+    check_seed("--seed", args.seed)
+    if args.history is not None:
+        check_int("--history", args.history, lo=1, hi=64)
     threads = _parse_ints("threads", args.threads)
     nbuffer = check_int("--vmas", args.vmas, lo=1, hi=65536)
     names = [n.strip() for n in str(args.profiles).split(",") if n.strip()]

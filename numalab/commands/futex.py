@@ -89,6 +89,10 @@ def run(args) -> int:
 
 def _run_numa(args) -> int:
     from .. import futex
+    from ..errors import check_choice, check_seed
+
+    check_choice("--method", args.method, futex.METHODS)
+    check_seed("--seed", args.seed)
 
     topo = args.topology or "2s-ivb-40"
     numa = args.node is not None
@@ -102,7 +106,9 @@ def _run_numa(args) -> int:
         try:
             cpu_node, node = int(cpu), (int(nd) if nd else -1)
         except ValueError:
-            raise ValueError(f"--peer {spec!r}: allowed: CPU_NODE or CPU_NODE:N with integers") from None
+            from ..errors import NumalabValueError
+
+            raise NumalabValueError(f"--peer {spec!r}: allowed: CPU_NODE or CPU_NODE:N with integers") from None
         procs.append(futex.futex_numa(topo, numa=numa or bool(nd), node=node, cpu_node=cpu_node, **kw))
     wl = futex.together(*procs) if len(procs) > 1 else procs[0]
     ds = futex.simulate(wl, seeds=[args.seed], method=args.method).isel(seed=0)
@@ -127,6 +133,10 @@ def _run_hash(args) -> int:
     import numpy as np
 
     from .. import futex
+    from ..errors import check_choice, check_seed
+
+    check_choice("--method", args.method, futex.METHODS)
+    check_seed("--seed", args.seed)
 
     wl = futex.perf_bench_hash(args.topology or "2s-128", threads=args.threads, futexes=args.futexes,
                                buckets=args.buckets, shared=args.shared, immutable=args.immutable,
@@ -168,8 +178,21 @@ def _run_hash(args) -> int:
 
 def _run_sweep(args) -> int:
     from .. import futex
+    from ..errors import NumalabValueError, check_choice, check_distinct, check_int
 
+    check_choice("--method", args.method, futex.METHODS)
+    check_int("--seeds", args.seeds, lo=1, hi=10000)
     modes = [m.strip() for m in args.mode.split(",") if m.strip()]
+    if not modes:
+        raise NumalabValueError(f"--mode {args.mode!r} is an empty list; allowed: classic, numa, private")
+    if not args.buckets:
+        raise NumalabValueError("--buckets is an empty list; give at least one bucket count")
+    check_distinct("--mode", modes)
+    check_distinct("--buckets", args.buckets)
+    if args.threads is not None:
+        if not args.threads:
+            raise NumalabValueError("--threads is an empty list; give at least one thread count")
+        check_distinct("--threads", args.threads)
     threads = args.threads if args.threads and len(args.threads) > 1 else (args.threads[0] if args.threads else None)
     ds = futex.sweep(buckets=list(args.buckets), mode=modes, threads=threads, seeds=args.seeds,
                      topology=args.topology or "2s-128", method=args.method, futexes=args.futexes)

@@ -38,20 +38,10 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    import os
-
-    import xarray as xr
-
     from .. import report
-    from ..errors import NumalabValueError
+    from ..storage import read_netcdf
 
-    if not os.path.isfile(args.file):
-        raise NumalabValueError(f"FILE={args.file!r} does not exist or is not a file")
-    try:
-        with xr.open_dataset(args.file, engine="h5netcdf") as ds:
-            ds = ds.load()
-    except (OSError, ValueError) as exc:
-        raise NumalabValueError(f"FILE={args.file!r} is not a NetCDF Dataset readable with h5netcdf: {exc}") from None
+    ds = read_netcdf(args.file, "FILE")
     metric = None
     if args.metric:
         metric = [m for item in args.metric for m in item.split(",") if m]

@@ -11,12 +11,14 @@ import numbers
 
 from ..costs import Costs
 from ..errors import NumalabValueError, check_int, check_seeds
+from ..limits import check_simulate
 from ..policy import Policy
 from ..topology import Topology
 from ..workloads import Workload, workload as make_workload
 from .batch import Batch
 from .layout import Layout
 from .options import DEFAULTS, EngineOptions
+from .results import to_dataset
 
 __all__ = ["simulate", "run_batch", "make_batch", "coerce_workload", "coerce_policies", "engine_options"]
 
@@ -33,12 +35,20 @@ def make_batch(wl: Workload, policy: Policy, seeds, *, layout: Layout | None = N
     seed (identical replicas, e.g. to time a batch whose events all line up).
     ``layout``: the workload's static arrays when already built for these options."""
     opts = engine_options(options)
-    lay = Layout(wl, opts) if layout is None else layout
     if isinstance(seeds, numbers.Integral) and not isinstance(seeds, bool):
         seeds = check_seeds(seeds)
     else:
         seeds = [check_int("seeds", s, lo=0) for s in seeds]
-    return Batch(lay, coerce_policies(policy)[0], seeds, opts, Costs.coerce(options.get("costs")))
+    pol = coerce_policies(policy)[0]
+    _check_cost(wl, [pol], seeds, opts)
+    lay = Layout(wl, opts) if layout is None else layout
+    return Batch(lay, pol, seeds, opts, Costs.coerce(options.get("costs")))
+
+
+def _check_cost(wl, pols, seeds, opts: EngineOptions) -> None:
+    """Refuse, before any array is allocated, a run whose step count or memory is over the
+    limits (:func:`numalab.limits.check_simulate`; docs/robustness.md)."""
+    check_simulate(wl, pols, seeds, dt=opts.dt, max_time=opts.max_time, time_resolution=opts.time_resolution)
 
 
 def run_batch(wl: Workload, policy: Policy, seeds, **options) -> Batch:
@@ -114,7 +124,7 @@ def simulate(workload, policies, seeds=8, *, dt=DEFAULTS["dt"], time_resolution=
     seeds = check_seeds(seeds)
     costs = Costs.coerce(costs)
     opts = EngineOptions.coerce(dict(options, dt=dt, time_resolution=time_resolution, max_time=max_time))
+    _check_cost(wl, pols, seeds, opts)
     lay = Layout(wl, opts)                      # once for every policy
     batches = [Batch(lay, p, seeds, opts, costs).run() for p in pols]
-    from .results import to_dataset
     return to_dataset(wl, pols, seeds, batches, opts.to_dict(), costs)

@@ -38,6 +38,8 @@ __all__ = ["EngineOptions", "DEFAULTS", "LB_MIGRATE_HZ", "SWITCHES", "option_fie
 LB_MIGRATE_HZ = 0.0002
 
 PID_MAX = 1 << 22          # PID_MAX_LIMIT on 64-bit
+#: the scan sysctls are C ints (proc_dointvec_minmax), so INT_MAX bounds them
+SYSCTL_INT_MAX = 2**31 - 1
 
 
 def _opt(default, doc, *, kind, lo=None, hi=None, lo_open=False):
@@ -57,12 +59,12 @@ class EngineOptions:
     time_resolution: float = _opt(1.0, "s between time-series samples", kind="number", lo=0.0, lo_open=True)
     max_time: float = _opt(2000.0, "s of simulated time before giving up (the run is recorded as unfinished)",
                            kind="number", lo=0.0, lo_open=True)
-    scan_delay_ms: int = _opt(1000, "sysctl_numa_balancing_scan_delay (kernel default 1000)", kind="int", lo=1)
+    scan_delay_ms: int = _opt(1000, "sysctl_numa_balancing_scan_delay (kernel default 1000)", kind="int", lo=1, hi=SYSCTL_INT_MAX)
     scan_period_min_ms: int = _opt(1000, "sysctl_numa_balancing_scan_period_min (kernel default 1000)",
-                                   kind="int", lo=1)
+                                   kind="int", lo=1, hi=SYSCTL_INT_MAX)
     scan_period_max_ms: int = _opt(60000, "sysctl_numa_balancing_scan_period_max (kernel default 60000)",
-                                   kind="int", lo=1)
-    scan_size_mb: int = _opt(256, "sysctl_numa_balancing_scan_size (kernel default 256)", kind="int", lo=1)
+                                   kind="int", lo=1, hi=SYSCTL_INT_MAX)
+    scan_size_mb: int = _opt(256, "sysctl_numa_balancing_scan_size (kernel default 256)", kind="int", lo=1, hi=SYSCTL_INT_MAX)
     lb_migrate_hz: float = _opt(LB_MIGRATE_HZ, "cross-node load-balancer pulls per running task and s "
                                 "(LB_MIGRATE_HZ, fitted; 0 = off; <= 1/dt)", kind="number", lo=0.0)
     sticky_locality: bool = _opt(True, "the early-return path of update_task_scan_period keeps "

@@ -177,8 +177,32 @@ def _numa_prepare(values: dict) -> None:
     for combo in itertools.product(values["policy"], values["profile"], values["history"]):
         _numa_policy(dict(zip(("policy", "profile", "history"), combo)))
     names = ["workload", "topology", *_WORKLOAD_OVERRIDES]
-    for combo in itertools.product(*(values[n] for n in names)):
-        _numa_workload(dict(zip(names, combo)))
+    wls = [_numa_workload(dict(zip(names, combo))) for combo in itertools.product(*(values[n] for n in names))]
+    # the cost of one point (one seed, one policy): steps and memory, before any work is sent out
+    from numalab.limits import check_simulate
+
+    timing = [dict(zip(_TIMING, combo)) for combo in itertools.product(*(values.get(n, [None]) for n in _TIMING))]
+    for wl in wls:
+        for t in timing:
+            check_simulate(wl, 1, 1, **_timing_kwargs(t))
+
+
+_TIMING = ("dt", "max_time", "time_resolution")
+
+
+def _timing_kwargs(point: Mapping) -> dict:
+    """dt / max_time / time_resolution of a point (the engine's defaults when not swept)."""
+    from numalab.errors import check_number
+    from numalab import engine
+
+    defaults = getattr(engine, "DEFAULTS", {})
+    out = {}
+    for k in _TIMING:
+        v = point.get(k)
+        if v is None:
+            v = defaults.get(k, {"dt": 0.05, "max_time": 2000.0, "time_resolution": 1.0}[k])
+        out[k] = check_number(k, v, lo=0.0, lo_open=True)
+    return out
 
 
 def _point_record(ds, j: int, n_policies: int, policy) -> dict:

@@ -13,7 +13,7 @@ from itertools import product
 import numpy as np
 
 from .._version import __version__
-from ..errors import NumalabValueError, check_choice, check_int, check_seeds
+from ..errors import NumalabValueError, check_choice, check_distinct, check_int, check_seeds
 from ..topology import Topology
 from .hash import MODES
 from .solver import FutexCosts, coerce_costs, mva, network
@@ -43,8 +43,16 @@ def solve_points(workloads: list[FutexWorkload], seeds: list[int], costs: FutexC
     """Per (workload, seed) point metrics, as a dict of arrays shaped (len(workloads), len(seeds)),
     plus ``thread_rate``: one array of per-thread ops/s per point (what perf bench prints).
 
-    Points are solved in chunks of workloads (bounded memory; one MVA fixed point per chunk)."""
+    Points are solved in chunks of workloads (bounded memory; one MVA fixed point per chunk).
+    The method is checked and the peak memory estimated (:func:`numalab.limits.check_futex`)
+    before anything is built."""
+    from ..limits import check_futex
+
+    check_choice("method", method, METHODS)
+    check_choice("dist", dist, DISTS)
+    seeds = check_seeds(list(seeds))
     chunk = chunk or max(1, 16 // len(seeds))
+    check_futex(workloads, len(seeds), method, ops, chunk=chunk)
     parts = [_solve_chunk(workloads[i:i + chunk], seeds, costs, method, ops, dist)
              for i in range(0, len(workloads), chunk)]
     nproc = max(p["contenders"].shape[-1] for p in parts)
@@ -109,7 +117,7 @@ def _solve_chunk(workloads, seeds, costs, method, ops, dist):
 def _attrs(w: FutexWorkload, costs: FutexCosts, method: str, extra: dict) -> dict:
     attrs = {"numalab_version": __version__, "workload": w.program, "method": method,
              "costs": json.dumps(costs.resolve(w.topology).to_dict()),
-             "parameters": json.dumps({**_jsonable(w.params), **extra, "refcount": w.refcount,
+             "parameters": json.dumps({**_jsonable(w.params), **_jsonable(extra), "refcount": w.refcount,
                                        "squash": w.squash, "hash": w.hash, "base_small": w.base_small,
                                        "classic_home": w.classic_home})}
     attrs.update(w.topology.to_attrs())
@@ -204,6 +212,7 @@ def sweep(buckets=None, mode=MODES, threads=None, *, seeds=8, program=PERF_BENCH
             v = list(v)
             if not v:
                 raise NumalabValueError(f"{name} is empty; allowed: a value or a non-empty list")
+            check_distinct(name, v)
             dims.append(name)
             coords[name] = v
             values[name] = v

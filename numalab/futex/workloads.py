@@ -150,6 +150,9 @@ def perf_bench_hash(topology="2s-128", *, threads=None, futexes=1024, buckets=-1
     threads = topology.ncpus if threads is None else threads
     threads = _check_threads("threads", threads, topology, oversubscribe)
     futexes = check_int("futexes", futexes, lo=1, hi=1 << 20)
+    from ..limits import check_futex_workload
+
+    check_futex_workload(threads, futexes)
     runtime = check_int("runtime", runtime, lo=1)
     buckets = check_int("buckets", buckets, lo=-1)
     if buckets not in (-1, 0):

@@ -34,7 +34,9 @@ Modules (writer and reader of each format side by side):
 
 * :mod:`.mmtests_format` -- :func:`mmtests` / :func:`read_mmtests`, the compare table and its
   Duration / Ops monitor tables;
-* :mod:`.lkp_format` -- :func:`lkp` / :func:`read_lkp`, the ``%stddev %change`` block;
+* :mod:`.lkp_format` -- :func:`lkp` / :func:`read_lkp`, the ``%stddev %change`` block
+  (:func:`lkp_blocks` splits a mail of several blocks, read as one Dataset with a ``block``
+  dim);
 * :mod:`.vmstat_format` -- :func:`read_vmstat` and the vmstat ``Ops`` rows (§4.1);
 * :mod:`.rendering` -- :class:`Report`, the ``str`` both writers return, whose ``_repr_html_`` is
   a table for notebooks, and :func:`trace_table` for long traces;
@@ -48,7 +50,7 @@ import functools
 from . import lkp_format as _lkp_format
 from . import mmtests_format as _mmtests_format
 from .common import _along, _order_kernels, lkp_test_name, mmtests_test_name
-from .lkp_format import read_lkp
+from .lkp_format import lkp_blocks, read_lkp
 from .mmtests_format import read_mmtests
 from .rendering import Report, TextTable, trace_table
 from .vmstat_format import read_vmstat
@@ -84,6 +86,7 @@ __all__ = [
     "lkp",
     "read_mmtests",
     "read_lkp",
+    "lkp_blocks",
     "read_vmstat",
     "mmtests_test_name",
     "lkp_test_name",

@@ -35,7 +35,8 @@ def lkp_test_name(test: str) -> str:
     or workload alias: ``NUMA01_THREADLOCAL`` -> ``numa01_THREAD_ALLOC``."""
     t = str(test)
     if t.lower().startswith("numa0"):
-        return t[:6].lower() + t[6:].upper().replace("THREADLOCAL", "THREAD_ALLOC")
+        # older mmtests spelled the test NUMA01_THEADLOCAL (sic)
+        return t[:6].lower() + t[6:].upper().replace("THREADLOCAL", "THREAD_ALLOC").replace("THEADLOCAL", "THREAD_ALLOC")
     return t
 
 

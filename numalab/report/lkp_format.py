@@ -64,8 +64,8 @@ def _lkp_var(key: str):
 
 
 def _lkp_value(v: float) -> str:
-    if math.isnan(v):
-        return f"{'NaN':>10}"
+    if math.isnan(v):  # NaN stays NaN (a stat with no usable run), never 0
+        return f"{'nan':>10}"
     if abs(v) < 1000:
         return f"{v:10.2f}"
     if abs(v) > 100_000_000:
@@ -81,6 +81,8 @@ def _lkp_pm(r: float, as_read: bool = False) -> str:
 
 
 def _lkp_change(c: float, absolute: bool) -> str:
+    if math.isnan(c):  # against or of a commit with no usable run
+        return f"{'nan':>10}" + ("  " if absolute else "% ")
     text = f"{c:+10.2g}" if abs(c) >= 100_000 else f"{c:+10.1f}"
     return text + ("  " if absolute else "% ")
 
@@ -115,7 +117,7 @@ def _lkp_rows(ds, metrics, along, kernels, sample_dim, workload):
                 change = column(f"{var}_change")
             else:
                 change = stats.lkp_change(mean, mean[0], stats.lkp_is_absolute(key))
-            rows.append((key, mean, pm, change))
+            rows.append((key, mean, pm, change, None))
         return rows
     if metrics is None:
         metrics = [v for v in ("elsp", "syst", "user", *_VMSTAT_SOURCE) if v in ds.data_vars]
@@ -140,7 +142,8 @@ def _lkp_rows(ds, metrics, along, kernels, sample_dim, workload):
             key = _lkp_key(var, w if per_test else None)
             mean = st["mean"].transpose(along).values
             change = stats.lkp_change(mean, mean[0], stats.lkp_is_absolute(key))
-            rows.append((key, mean, st["stddev_pct"].transpose(along).values, change))
+            rows.append((key, mean, st["stddev_pct"].transpose(along).values, change,
+                         (st["n"].transpose(along).values, sel.sizes[sample_dim])))
     return rows
 
 
@@ -165,6 +168,9 @@ def lkp(
     when an ingested report had one). Ingested summaries (:func:`read_lkp`) print as read.
     """
     _refuse_other_summary(ds, "lkp")
+    if "block" in ds.dims and _summary_kind(ds) == "lkp":  # a mail's several blocks, as read
+        return "\n".join(lkp(b, metric, along, baseline, sample_dim=sample_dim, workload=workload,
+                              group_header=group_header) for b in lkp_blocks(ds))
     along = _along(ds, along)
     kernels = _order_kernels(ds, along, baseline)
     if len(kernels) < 2:
@@ -187,17 +193,29 @@ def lkp(
                 "compare": "commit",
                 "commits": kernels,
             }
-        lines += ["=" * 89, f"{g['axes']}:", f"  {g['values']}", "", f"{g['compare']}: "]
-        lines += [f"  {c}" for c in g["commits"]] + [""]
+        lines += ["=" * 89, f"{g['axes']}:", f"  {g['values']}", ""]
+        if g.get("compare") is not None:  # a header read without its commit list prints none
+            lines += [f"{g['compare']}: "] + [f"  {c}" for c in g["commits"]] + [""]
     lines += _lkp_header(kernels)
-    for key, mean, pm, change in rows:
+    notes = []
+    for key, mean, pm, change, counts in rows:
         absolute = stats.lkp_is_absolute(key)
         parts = [_lkp_value(float(mean[0])), _lkp_pm(float(pm[0]), as_read)]
         for k in range(1, len(kernels)):
             parts += [_lkp_change(float(change[k]), absolute), _lkp_value(float(mean[k])),
                       _lkp_pm(float(pm[k]), as_read)]
         lines.append("".join(parts) + "  " + key)
+        if counts is not None and (counts[0] < counts[1]).any():
+            notes.append(f"{_NOTE} {' '.join(f'{int(n)}/{counts[1]}' for n in counts[0])}  {key}")
+    if as_read:
+        notes = json.loads(ds.attrs.get("lkp_notes", "[]"))
+    if notes:  # a NaN run is a missing run, left out of mean and stddev: say how many were used
+        lines += [""] + notes
     return "\n".join(lines) + "\n"
+
+
+#: the note :func:`lkp` prints under a block when runs had no value (NaN), one per stat
+_NOTE = "# usable runs per commit:"
 
 
 # --------------------------------------------------------------------------------------------
@@ -210,23 +228,126 @@ _CHANGE = re.compile(r"^[+-](?:\d+(?:\.\d*)?)(?:e[+-]?\d+)?%?$|^[+-]?(?:nan|inf)
 
 
 def read_lkp(text: str):
-    """Parse the first kernel-test-robot ``%stddev %change`` block in ``text`` (§3.2-§3.3).
+    """Parse every kernel-test-robot ``%stddev %change`` block in ``text`` (§3.2-§3.3).
 
     Accepts e-mail quoting (``> ``), lines wrapped by a mail client between fields, prose
-    around the block and an optional ``====`` group header. Returns an LKP summary Dataset
-    (see :mod:`numalab.report`); ``lkp(read_lkp(text))`` prints the block again. Malformed or
-    truncated input raises ``ValueError`` naming the line and what was expected."""
+    around and between the blocks, an optional ``====`` group header (with or without its
+    ``commit:`` list), 2 or more commit columns, and a blank line inside a block (the stat
+    lines after it still belong to the block). Returns an LKP summary Dataset (see
+    :mod:`numalab.report`); ``lkp(read_lkp(text))`` prints the block again. A mail with
+    several blocks gives one Dataset with a ``block`` dim (the coordinate ``testcase`` holds
+    each block's group-header values line); :func:`lkp_blocks` splits it back into one
+    Dataset per block, each of which :func:`lkp` prints as read. Malformed or truncated input
+    raises ``ValueError`` naming the line and what was expected -- never part of a block."""
     lines = _unquote(text)
-    dash, k, ids = _lkp_columns(lines)
-    header = _lkp_group_header(lines, dash - 1, k)
-    tokens = _lkp_tokens(lines, dash + 3)
-    return _lkp_dataset(ids, _lkp_records(tokens, k), header)
+    blocks = []
+    start = 0
+    while True:
+        found = _lkp_next_block(lines, start)
+        if found is None:
+            break
+        dash, k, ids = found
+        header = _lkp_group_header(lines, dash - 1, k)
+        tokens, end = _lkp_tokens(lines, dash + 3)
+        notes, end = _lkp_notes(lines, end)
+        ds = _lkp_dataset(ids, _lkp_records(tokens, k, ends_text=end >= len(lines) and not text.endswith("\n")),
+                          header)
+        if notes:
+            ds.attrs["lkp_notes"] = json.dumps(notes)
+        blocks.append(ds)
+        start = end
+    if not blocks:
+        _lkp_columns(lines)  # raises, naming what is missing
+    return blocks[0] if len(blocks) == 1 else _lkp_combine(blocks)
 
 
-def _lkp_columns(lines):
+_BLOCK_ATTRS = ("lkp_baseline", "lkp_order", "lkp_group_header", "lkp_notes")
+
+
+def _lkp_combine(blocks):
+    """One Dataset with a ``block`` dim from several blocks' Datasets; each block's layout
+    (commit ids, stat order, header) is kept in ``attrs["lkp_blocks"]``."""
+    import xarray as xr
+
+    meta = []
+    for ds in blocks:
+        m = {k: ds.attrs[k] for k in _BLOCK_ATTRS if k in ds.attrs}
+        m["kernels"] = [str(x) for x in ds.kernel.values]
+        m["workloads"] = [str(x) for x in ds.workload.values] if "workload" in ds.coords else []
+        meta.append(m)
+    testcase = [json.loads(m["lkp_group_header"])["values"] if "lkp_group_header" in m else "" for m in meta]
+    kernels = list(dict.fromkeys(k for m in meta for k in m["kernels"]))
+    workloads = list(dict.fromkeys(w for m in meta for w in m["workloads"]))
+    aligned = []
+    for ds in blocks:
+        ds = ds.reindex(kernel=kernels)
+        if workloads:
+            ds = ds.reindex(workload=workloads) if "workload" in ds.dims else ds.assign_coords(workload=workloads)
+        aligned.append(ds.drop_attrs() if hasattr(ds, "drop_attrs") else ds.assign_attrs({}))
+    out = xr.concat(aligned, dim="block", join="outer", data_vars="all", coords="minimal", compat="override",
+                    combine_attrs="drop")
+    out = out.assign_coords(block=np.arange(len(blocks)), testcase=("block", testcase))
+    out.attrs.update({"numalab_summary": "lkp", "source": "read_lkp", "lkp_blocks": json.dumps(meta)})
+    return out
+
+
+def lkp_blocks(ds) -> list:
+    """The blocks of a :func:`read_lkp` Dataset, each as the Dataset of a one-block mail
+    (a Dataset without a ``block`` dim is returned alone): ``"\n".join(lkp(b) for b in
+    lkp_blocks(read_lkp(mail)))`` prints every block of the mail again."""
+    if "block" not in ds.dims:
+        return [ds]
+    meta = json.loads(ds.attrs.get("lkp_blocks", "[]"))
+    out = []
+    for i, m in enumerate(meta):
+        b = ds.isel(block=i, drop=True).drop_vars("testcase", errors="ignore").sel(kernel=m["kernels"])
+        if "workload" in b.dims:
+            b = b.sel(workload=m["workloads"]) if m["workloads"] else b.drop_dims("workload")
+        keep = set()
+        for key in json.loads(m["lkp_order"]):
+            var, _w = _lkp_var(key)
+            keep |= {var, f"{var}_stddev_pct", f"{var}_change"}
+        b = b[[v for v in b.data_vars if v in keep]]
+        b.attrs = {"numalab_summary": "lkp", "source": "read_lkp",
+                   **{k: m[k] for k in _BLOCK_ATTRS if k in m}}
+        out.append(b)
+    return out
+
+
+def _lkp_next_block(lines, start):
+    """(dash line, commits, ids) of the first block head at or after line ``start``, or None."""
+    for i in range(start, len(lines)):
+        if _DASH.match(lines[i]):
+            return _lkp_columns(lines, i)
+    return None
+
+
+def _is_stat_start(line: str) -> bool:
+    """Whether ``line`` can begin a stat line: a number, then a ± or a %change."""
+    toks = line.split()
+    if len(toks) < 2 or not _NUMBER.match(toks[0]):
+        return False
+    return toks[1].startswith("±") or bool(_CHANGE.match(toks[1]))
+
+
+def _lkp_notes(lines, i):
+    """The ``# usable runs per commit:`` notes :func:`lkp` prints after a block (and the line
+    after them)."""
+    j = i
+    while j < len(lines) and not lines[j].strip():
+        j += 1
+    notes = []
+    while j < len(lines) and lines[j].startswith(_NOTE):
+        notes.append(lines[j])
+        j += 1
+    return (notes, j) if notes else ([], i)
+
+
+def _lkp_columns(lines, dash=None):
     """(index of the dash line, number of commits, commit ids) of the block's head, legend
     lines checked."""
-    dash = next((i for i, line in enumerate(lines) if _DASH.match(line)), None)
+    if dash is None:
+        dash = next((i for i, line in enumerate(lines) if _DASH.match(line)), None)
     if dash is None:
         raise _err(1, "no LKP comparison block: expected a line of 16 dashes followed by groups of 27")
     k = 1 + _DASH.match(lines[dash]).group(1).count(" ")
@@ -247,19 +368,56 @@ def _lkp_columns(lines):
 
 
 def _lkp_tokens(lines, i):
-    """[(token, lineno)] of the stat lines from line ``i``, up to the first blank line."""
+    """([(token, lineno)] of the stat lines from line ``i``, index of the line after them).
+
+    The stat lines end at a blank line that is not followed by another stat line (a blank
+    line inside a block, as a mail client or an editor may leave, does not end it)."""
     tokens = []
-    while i < len(lines) and lines[i].strip():
+    n = len(lines)
+    while i < n:
+        if not lines[i].strip():
+            j = i
+            while j < n and not lines[j].strip():
+                j += 1
+            if tokens and j < n and _is_stat_start(lines[j]) and not (j + 1 < n and _DASH.match(lines[j + 1])):
+                i = j
+                continue
+            break
         tokens += [(tok, i + 1) for tok in lines[i].split()]
         i += 1
     if not tokens:
         raise _err(i + 1, "expected at least one stat line after the legend")
-    return tokens
+    return tokens, i
 
 
-def _lkp_records(tokens, k):
+_KNOWN_KEYS = None
+
+
+def _known_keys():
+    global _KNOWN_KEYS
+    if _KNOWN_KEYS is None:
+        _KNOWN_KEYS = {f"proc-vmstat.{v}" for v in _VMSTAT_SOURCE} | {
+            "autonuma-benchmark.time.system_time", "autonuma-benchmark.time.user_time",
+            "autonuma-benchmark.time.elapsed_time", "autonuma-benchmark.time.elapsed_time.max"}
+    return _KNOWN_KEYS
+
+
+def _check_name(name: str, ln: int, last: bool) -> None:
+    """Refuse a stat name that is a cut-off key (a truncated report), e.g.
+    ``autonuma-benchmark.numa01.second``."""
+    if name.startswith("autonuma-benchmark.") and not (
+            _SECONDS.match(name) or name.startswith("autonuma-benchmark.time.")):
+        raise _err(ln, f"stat {name!r} is not an autonuma-benchmark key (.<test>.seconds or .time.*): "
+                       "truncated report?")
+    if last and name not in _known_keys() and any(k.startswith(name) for k in _known_keys()):
+        raise _err(ln, f"stat {name!r} ends the text without a line end and is the start of "
+                       f"{next(k for k in sorted(_known_keys()) if k.startswith(name))!r}: truncated report?")
+
+
+def _lkp_records(tokens, k, ends_text=False):
     """[(stat name, means, ±pcts, changes, lineno)] from the token stream of the stat lines
-    (a mail client may have wrapped a line anywhere between fields)."""
+    (a mail client may have wrapped a line anywhere between fields). ``ends_text``: the last
+    line is the end of the text with no line end (a cut-off name is then suspect)."""
     records = []
     pos = 0
     last_line = tokens[-1][1]
@@ -305,6 +463,7 @@ def _lkp_records(tokens, k):
         name, ln = take("the stat name")
         if _NUMBER.match(name) or _CHANGE.match(name) or name.startswith("±"):
             raise _err(ln, f"expected the stat name, got {name!r} (too many columns for {k} commits?)")
+        _check_name(name, ln, ends_text and pos == len(tokens))
         absolute = stats.lkp_is_absolute(name)
         if any(f == absolute for f in pct_flags):
             raise _err(ln, f"stat {name!r}: its change should be printed {'without' if absolute else 'with'} '%'")
@@ -323,6 +482,9 @@ def _lkp_group_header(lines, id_line, k):
         j -= 1
     if j < 0 or not re.fullmatch(r"\S+: ?", lines[j]) or not commits:
         return None
+    if len(commits) == 1 and j >= 1 and lines[j - 1] == "=" * 89:
+        # the axes header with no `commit:` list: "====", "<axes>:", "  <values>", ""
+        return {"axes": lines[j].rstrip()[:-1], "values": commits[0], "compare": None, "commits": None}
     compare = lines[j].rstrip()[:-1]
     # a subject wrapped by a mail client: continuation lines start deeper than 2 spaces
     joined = []

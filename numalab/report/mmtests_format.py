@@ -60,12 +60,20 @@ def _header(kernels, first, width):
             " " * first + "".join(b.rjust(width) for b in bottoms)]
 
 
-def _cell(value, pct, base_value, significant, fl):
-    """One kernel cell: ``%FL.2f (%7.2f%)``, or ``*%7.2f%*`` when significant (§2.4)."""
-    if math.isnan(value) or value == -1 or base_value == -1:
-        value, pct, significant = 0.0, 0.0, False  # NaN / -1 print as 0.00 (0.00%) (§2.3)
+def _cell(value, pct, base_value, significant, fl, spread_of_one=False):
+    """One kernel cell: ``%FL.2f (%7.2f%)``, or ``*%7.2f%*`` when significant (§2.4).
+
+    NaN stays NaN: a value with no usable sample prints ``nan`` (its percentage too), and so
+    does a percentage against a baseline that has none. Kept from mmtests (§2.2-§2.3): -1 (a
+    2023 Hmean of a sample <= 0) prints 0.00 (0.00%), and so does the undefined Stddev of a
+    single sample (``spread_of_one``: the column has a mean)."""
+    base_nan = base_value is not None and math.isnan(base_value)
+    if value == -1 or base_value == -1 or (spread_of_one and math.isnan(value)):
+        value, pct, significant = 0.0, 0.0, False  # -1 / one sample's stddev print as 0.00 (0.00%)
+    elif math.isnan(value) or base_nan:
+        return f"{value:{fl}.2f} ({'nan':>7}%)"  # f"{nan:.2f}" is 'nan'
     if math.isnan(pct):
-        pct = 0.0  # e.g. against a one-sample (NaN stddev) baseline; UNVERIFIED against Perl
+        pct = 0.0  # a one-sample (NaN stddev) baseline; UNVERIFIED against Perl
     if significant:
         return f"{value:{fl}.2f} *{pct:7.2f}%*"
     return f"{value:{fl}.2f} ({pct:7.2f}%)"
@@ -88,6 +96,7 @@ def _main_rows(ds, metrics, along, kernels, era, direction, sample_dim, workload
     new = era == "2026"
     workloads = _workloads(ds, workload)
     ops = []
+    missing = False
     for var in metrics:
         if var not in ds.data_vars:
             raise NumalabValueError(f"metric={var!r} is not a variable; variables are {sorted(ds.data_vars)}")
@@ -99,6 +108,11 @@ def _main_rows(ds, metrics, along, kernels, era, direction, sample_dim, workload
         per_test = "workload" in tables[0].dims
         inner = (along, "workload", "stat") if per_test else (along, "stat")
         arrays = [t.sel({along: kernels}).transpose(*inner).values for t in tables]
+        if not summary:
+            counts = tables[0]["n"].sel({along: kernels}).transpose(*inner[:-1]).values
+            arrays = [np.concatenate([a, c[..., None]], axis=-1) for a, c in
+                      zip(arrays, (counts.astype(float), stats.pdiff(counts, counts[:1]), counts < 0))]
+            total = ds.sizes[sample_dim]
         columns = [str(x) for x in tables[0]["workload"].values] if per_test else []
         for w in workloads if per_test else [None]:
             vals, pct, sg = (a[:, columns.index(w)] if per_test else a for a in arrays)
@@ -108,6 +122,15 @@ def _main_rows(ds, metrics, along, kernels, era, direction, sample_dim, workload
                 w = workloads[0]  # one workload, named by the attr
             op = prefix if w is None else f"{prefix}-{mmtests_test_name(w)}"
             ops.append((op, var, vals, pct, sg.astype(bool)))
+            if not summary and (vals[:, -1] < total).any():
+                missing = True
+    if not summary:
+        # a NaN sample is a missing run, left out of the statistics; when any op lost one, a
+        # Samples row (mmtests' own label, pdiff percentages) shows the usable count of every op
+        if missing:
+            labels.append("Samples")
+        else:
+            ops = [(op, var, v[:, :-1], p[:, :-1], g[:, :-1]) for op, var, v, p, g in ops]
     if summary:
         order = json.loads(ds.attrs.get("mmtests_ops", "[]"))
         ops.sort(key=lambda o: order.index(o[0]) if o[0] in order else len(order))
@@ -140,7 +163,8 @@ def _compare_runs(ds, var, along, kernels, era, direction, sample_dim):
 def _monitor_value(ds, var, along, kernels):
     da = ds[var]
     other = [d for d in da.dims if d != along]
-    tot = da.sum(dim=other, skipna=True, min_count=1) if other else da
+    # a total over runs with a NaN (missing) run is unknown: NaN, not the sum of the others
+    tot = da.sum(dim=other, skipna=False) if other else da
     return [float(v) for v in _by_kernel(tot, along, kernels).values]
 
 
@@ -179,7 +203,8 @@ def _plain_table(stat, rows, kernels, fl, width2=None):
     w2 = max(len(r[0]) for r in rows) if width2 is None else max(width2, *(len(r[0]) for r in rows))
     lines = _header(kernels, len(stat) + 1 + w2, fl)
     for label, values in rows:
-        cells = "".join(f"{0.0 if math.isnan(v) else v:{fl}.2f}" for v in values)
+        cells = "".join(f"{v:{fl}.2f}" for v in values)  # NaN stays NaN: 'nan'
+
         lines.append(f"{stat} {label:<{w2}}{cells}")
     return lines
 
@@ -238,11 +263,14 @@ def mmtests(
     if title:
         lines.append(title)
     lines += _header(kernels, w1 + 1 + w2, fl + 7 + 4)
+    mean_row = next((j for j, lab in enumerate(labels) if re.fullmatch(r"[AH]mean", lab)), None)
     for i, label in enumerate(labels):
+        spread = "Stddev" in label or "CoeffVar" in label
         for op, _var, vals, pct, sg in ops:
             base = float(vals[0, i])
             cells = "".join(
-                _cell(float(vals[k, i]), float(pct[k, i]), base if k else None, bool(sg[k, i]), fl)
+                _cell(float(vals[k, i]), float(pct[k, i]), base if k else None, bool(sg[k, i]), fl,
+                      spread and mean_row is not None and not math.isnan(float(vals[k, mean_row])))
                 for k in range(len(kernels))
             )
             lines.append(f"{label:<{w1}} {op:<{w2}}{cells}")
@@ -277,7 +305,10 @@ def _continued(lines, i, rest):
     """Row ``i``'s cell text with the lines a mail client wrapped it onto (a row starts with its
     label in column 0, so a following non-blank line starting with a space continues it);
     returns (text, index of the row's last line)."""
-    while i + 1 < len(lines) and lines[i + 1][:1] == " " and lines[i + 1].strip():
+    while i + 1 < len(lines) and lines[i + 1].strip() and (
+            lines[i + 1][:1] == " " or lines[i + 1][:1] in "0123456789(-*"):
+        # a wrapped row continues on a line that is no new row: it starts with a space (the
+        # break kept it) or with a piece of a cell (the break dropped it)
         i += 1
         rest += " " + lines[i]
     return rest, i
@@ -296,8 +327,8 @@ def read_mmtests(text: str):
     labels, ops = _check_complete(rows)
     w1 = max(map(len, labels))
     w2 = max(map(len, ops))
-    fl = _field_width(rows, ops, w1 + 1 + w2, k)
-    kernels = _header_names(h1, h2, w1 + 1 + w2, fl + 11, k, first - 1)
+    fl, cell = _field_width(rows, ops, w1 + 1 + w2, k)
+    kernels = _header_names(h1, h2, w1 + 1 + w2, cell, k, first - 1)
     variables, var_names, workloads = _main_variables(rows, labels, k)
     ops_rows = _monitor_variables(lines, i, k, kernels, variables)
     attrs = {
@@ -309,6 +340,7 @@ def read_mmtests(text: str):
         "mmtests_ops": json.dumps(ops),
         "mmtests_vars": json.dumps(var_names),
         "mmtests_ops_rows": json.dumps(ops_rows),
+        "mmtests_layout": "pre-2019" if cell == 22 else "2026" if fl == 18 else "2019-2025",
     }
     ds = _summary_dataset(kernels, variables, attrs)
     return ds.assign_coords(stat=labels, **({"workload": workloads} if workloads else {}))
@@ -327,9 +359,23 @@ def _find_table(lines):
     # line 1 of the header is all spaces when no name has a '-' before its last character
     if first < 2 or not lines[first - 1].strip():
         raise _err(first + 1, "expected two header lines with the kernel names above the first row")
-    h1, h2 = lines[first - 2], lines[first - 1]
+    j = first - 1
+    # the header paragraph: from the blank line above it (its first line is the title when it
+    # does not start with a space); a mail client may have wrapped the two header lines
+    while j >= 0 and lines[j]:
+        j -= 1
+    head = lines[j + 1:first]
+    if head and head[0][:1] != " " and len(head) > 2:
+        j, head = j + 1, head[1:]
+    m = _ROW.match(lines[first])
+    k = len(_cells(_continued(lines, first, m.group(3))[0]))
+    if len(head) > 2 and len(" ".join(head).split()) == 2 * k:
+        h1, h2 = None, head
+        t = j
+    else:
+        h1, h2 = lines[first - 2], lines[first - 1]
+        t = first - 3
     title = ""
-    t = first - 3
     if t >= 0 and lines[t].strip():
         title = lines[t]
     return first, h1, h2, title
@@ -379,16 +425,19 @@ def _check_complete(rows):
 
 
 def _field_width(rows, ops, start, k):
-    """The value field width (12 or 18) from an unwrapped row, else from the op names."""
-    fl = None
+    """(value field width, kernel cell width) from an unwrapped row, else from the op names:
+    12 / 23 (2019-2025), 18 / 29 (2026), or 12 / 22 for the older layout whose percentage is
+    ``%6.2f`` (``(  0.00%)``, before 2019)."""
     for r in rows:
         if r[4] is not None:
             width = (len(r[4]) - start) / k
-            fl = int(width) - 11 if width == int(width) else None
+            if width == int(width) and int(width) in (22, 23, 29):
+                width = int(width)
+                return (18 if width == 29 else 12), width
             break
-    if fl not in (12, 18):
-        fl = 18 if any(o.split("-", 1)[0] in ("Elapsed", "System", "User") for o in ops) else 12
-    return fl
+    fl = 18 if any(o.split("-", 1)[0] in ("Elapsed", "System", "User") for o in ops) and not any(
+        r[0] == "Time" for r in rows) else 12
+    return fl, fl + 11
 
 
 def _main_variables(rows, labels, k):
@@ -438,6 +487,12 @@ def _monitor_variables(lines, i, k, kernels, variables):
         if not lines[i].strip():
             i += 1
             continue
+        end = i
+        while end < n and lines[end].strip():
+            end += 1
+        if not any(_numeric_row(lines[j], k) for j in range(i, end)) and not _names_line(lines[i], kernels):
+            i = end  # a paragraph of prose between the tables (an e-mail's commentary)
+            continue
         i = _read_monitor_block(lines, i, k, kernels, duration_rows, ops_rows)
     for label, (_, var, _v) in zip(("User", "System", "Elapsed"), _DURATION_ROWS):
         if label in duration_rows:
@@ -447,6 +502,22 @@ def _monitor_variables(lines, i, k, kernels, variables):
         var = _OPS_VAR.get(label, label)
         variables[var] = (("kernel",), np.array(vals), {**_attrs_for(var), "mmtests_label": f"Ops {label}"})
     return list(ops_rows)
+
+
+def _names_line(line: str, kernels) -> bool:
+    """Whether ``line`` is a header line of a monitor table: indented, and only kernel-name
+    halves (as :func:`_split_name` prints them)."""
+    if not line[:1] == " ":
+        return False
+    halves = {h for name in kernels for h in (*_split_name(name), name)}
+    toks = line.split()
+    return bool(toks) and all(t in halves for t in toks)
+
+
+def _numeric_row(line: str, k: int) -> bool:
+    """Whether ``line`` ends with ``k`` numbers after a label (a monitor row, or a damaged one)."""
+    toks = line.split()
+    return len(toks) > k and all(_NUMBER.match(t) for t in toks[-k:])
 
 
 def _header_names(h1, h2, start, width, k, lineno):
@@ -459,7 +530,13 @@ def _header_names(h1, h2, start, width, k, lineno):
         toks = line.split()
         return toks if len(toks) == k else None
 
-    tops, bottoms = cut(h1), cut(h2)
+    if h1 is None:  # wrapped header lines (see _find_table): 2 k name halves in order
+        toks = " ".join(h2).split()
+        if len(toks) != 2 * k:
+            raise _err(lineno, f"expected {2 * k} kernel-name halves in the wrapped header lines, found {len(toks)}")
+        tops, bottoms = toks[:k], toks[k:]
+    else:
+        tops, bottoms = cut(h1), cut(h2)
     if tops is None or bottoms is None:
         raise _err(lineno if tops is not None else lineno - 1,
                    f"expected a header line with {k} kernel-name halves")
@@ -472,31 +549,45 @@ def _header_names(h1, h2, start, width, k, lineno):
     return names
 
 
+_ROW_LABELS = ("Duration", "Ops", "User", "System", "Elapsed")
+
+
 def _read_monitor_block(lines, i, k, kernels, duration_rows, ops_rows):
     """One Duration/Ops table whose header starts at line ``i``; returns the next line index.
 
     The header lines start with spaces (the first is all spaces when no kernel name has a
-    '-'), the rows with ``Duration`` or ``Ops``; the names were already read from the main table."""
+    '-'), the rows with ``Duration`` or ``Ops`` (or, in the older layout, a bare ``User`` /
+    ``System`` / ``Elapsed``); the names were already read from the main table. A row wrapped
+    by a mail client continues on the lines up to the next row label."""
     n = len(lines)
     j = i
-    while j < n and lines[j][:1] == " " and lines[j].strip():
+    while j < n and lines[j].strip() and not lines[j].split()[0] in _ROW_LABELS:
+        if lines[j][:1] != " " and j == i:
+            break
         j += 1
     if j == i:
         raise _err(i + 1, f"expected a monitor table header (kernel names), got {lines[i]!r}")
     if j >= n or not lines[j].strip():
         raise _err(j + 1, "truncated monitor table: expected rows after the header")
     while j < n and lines[j].strip():
-        toks = lines[j].split()
+        start, text = j, lines[j]
+        while j + 1 < n and lines[j + 1].strip() and lines[j + 1].split()[0] not in _ROW_LABELS:
+            j += 1
+            text += " " + lines[j]
+        toks = text.split()
         stat = toks[0]
+        if stat in ("User", "System", "Elapsed") and len(toks) == 1 + k:
+            toks = ["Duration", *toks]  # the older layout: a Duration table without the word
+            stat = "Duration"
         if stat not in ("Duration", "Ops") or len(toks) < 2 + k:
-            raise _err(j + 1, f"expected a 'Duration <name> v1 .. v{k}' or 'Ops <label> v1 .. v{k}' row, got {lines[j]!r}")
+            raise _err(start + 1, f"expected a 'Duration <name> v1 .. v{k}' or 'Ops <label> v1 .. v{k}' row, got {text!r}")
         vals = toks[-k:]
         if not all(_NUMBER.match(v) for v in vals):
-            raise _err(j + 1, f"expected {k} numbers at the end of {lines[j]!r}")
+            raise _err(start + 1, f"expected {k} numbers at the end of {text!r}")
         label = " ".join(toks[1:-k])
         target = duration_rows if stat == "Duration" else ops_rows
         if label in target:
-            raise _err(j + 1, f"row '{stat} {label}' appears twice")
+            raise _err(start + 1, f"row '{stat} {label}' appears twice")
         target[label] = [float(v) for v in vals]
         j += 1
     return j

@@ -73,7 +73,12 @@ def _parse_vmstat(text, which):
         if not line.strip():
             continue
         parts = line.split()
-        if len(parts) != 2 or not re.fullmatch(r"-?\d+", parts[1]):
+        # LKP's stats name a counter ``proc-vmstat.<counter>`` (``proc-vmstat.numa_hint_faults: 12``)
+        if parts and parts[0].startswith("proc-vmstat."):
+            parts[0] = parts[0][len("proc-vmstat."):]
+        if parts and parts[0].endswith(":") and len(parts) == 2:
+            parts[0] = parts[0][:-1]
+        if len(parts) != 2 or not re.fullmatch(r"-?\d+", parts[1]) or not parts[0]:
             raise NumalabValueError(f"{which} line {i}: expected '<counter> <integer>', got {line!r}")
         if parts[0] in out:
             raise NumalabValueError(f"{which} line {i}: counter {parts[0]!r} appears twice")
@@ -85,7 +90,8 @@ def _parse_vmstat(text, which):
 
 def read_vmstat(before: str, after: str, kernel: str | None = None):
     """Counter deltas ``after - before`` of two /proc/vmstat snapshots (mmtests' test-begin /
-    test-end delta, §4.1) as a Dataset of int64 scalars named by the kernel counters
+    test-end delta, §4.1) -- the text of /proc/vmstat, or LKP's ``proc-vmstat.<counter>: N``
+    lines -- as a Dataset of int64 scalars named by the kernel counters
     (``numa_hint_faults``, ...). With ``kernel`` the variables get a length-1 ``"kernel"`` dim,
     ready to ``xr.concat`` with other kernels. A counter missing from one snapshot, or a NUMA
     event counter that went backwards, raises ``ValueError``."""

@@ -40,9 +40,9 @@ def default_cache_dir() -> Path:
     """``$NUMALAB_CACHE``, else ``$XDG_CACHE_HOME/numalab/sweep``, else ``~/.cache/numalab/sweep``."""
     env = os.environ.get("NUMALAB_CACHE")
     if env:
-        return Path(env).expanduser()
+        return Path(os.path.expanduser(env))
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    base = Path(os.path.expanduser(xdg)) if xdg else Path(os.path.expanduser("~")) / ".cache"
     return base / "numalab" / "sweep"
 
 
@@ -76,7 +76,7 @@ class Cache:
     """
 
     def __init__(self, root: Path, kind: str):
-        self.root = Path(root).expanduser()
+        self.root = Path(os.path.expanduser(root))
         self.kind = kind
         self.version = _grid.code_version()
         self.dir = self.root / f"v{self.version}"
@@ -117,8 +117,10 @@ class Cache:
         """The points ``idx`` from one batch file ({} when it is unreadable or not ours)."""
         import xarray as xr
 
+        from numalab import signals
+
         try:
-            with xr.open_dataset(path, engine="h5netcdf", cache=False) as f:
+            with signals.deferred(), xr.open_dataset(path, engine="h5netcdf", cache=False) as f:
                 batch = f.load()
         except Exception as exc:  # a damaged or vanished file is a miss, never a crash
             log.warning("numalab sweep: ignoring unreadable cache file %s (%s)", path, exc)

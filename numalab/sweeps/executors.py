@@ -22,12 +22,13 @@ import time
 import uuid
 from collections.abc import Callable, Hashable
 
+from numalab import signals
 from numalab.errors import NumalabError, NumalabValueError
 
 from .assembly import normalise_point_ds
 from .grid import Grid, canon
 
-__all__ = ["MAX_BATCH", "POOL_MIN_S", "SCHEDULER_TIMEOUT_S", "call_runner", "plan_batches", "default_workers", "check_client",
+__all__ = ["worker_init", "parent_alive", "WATCH_INTERVAL_S", "SCHEMES", "MAX_BATCH", "POOL_MIN_S", "SCHEDULER_TIMEOUT_S", "call_runner", "plan_batches", "default_workers", "check_client",
            "run_local", "connect", "cluster_threads", "run_dask", "progress_bar"]
 
 #: Largest number of points handed to the model in one call (bounds a task's memory).
@@ -36,6 +37,9 @@ MAX_BATCH = 512
 #: Local worker processes are started only when the points left after the first batch would
 #: take longer than this many seconds in this process (see :func:`run_local`).
 POOL_MIN_S = 2.0
+
+#: Address schemes of dask.distributed's comm backends.
+SCHEMES = ("tcp", "tls", "inproc", "ucx", "ws", "wss")
 
 #: Seconds to wait for a dask scheduler before giving up.
 SCHEDULER_TIMEOUT_S = 5
@@ -96,7 +100,10 @@ def default_workers() -> int:
 
 def _run_here(run, batches, points, on_done) -> str:
     for b in batches:
-        on_done(b, call_runner(run, [points[i] for i in b]))
+        out = call_runner(run, [points[i] for i in b])
+        with signals.deferred():  # a batch is stored whole, or not at all
+            on_done(b, out)
+        signals.check()
     return "in-process"
 
 
@@ -118,23 +125,123 @@ def run_local(run, batches, points, workers, on_done) -> str:
     if pace * sum(map(len, batches)) < POOL_MIN_S or len(batches) <= 1:
         return _run_here(run, batches, points, on_done)
     ctx = multiprocessing.get_context("forkserver")
-    pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(batches)), mp_context=ctx)
+    pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(batches)), mp_context=ctx,
+                                  initializer=worker_init, initargs=(os.getpid(), _start_time(os.getpid())))
     ok = False
     try:
         futs = {pool.submit(call_runner, run, [points[i] for i in b]): b for b in batches}
         for fut in cf.as_completed(futs):
-            on_done(futs[fut], fut.result())
+            with signals.deferred():  # a batch is stored whole, or not at all
+                on_done(futs[fut], fut.result())
+            signals.check()  # a Ctrl-C / SIGTERM Python dropped: stop here, finished points are cached
         ok = True
         return "local"
     finally:
-        if not ok:
-            # an error or Ctrl-C: finished points are cached already; do not wait for the
-            # batches still running (they may take minutes), stop our worker processes
-            procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() drops the map
-            pool.shutdown(wait=False, cancel_futures=True)
-            for proc in procs:
-                proc.terminate()
-        pool.shutdown(wait=True)
+        with signals.deferred():  # a second signal must not cut the clean-up short
+            manager = getattr(pool, "_executor_manager_thread", None)
+            if not ok:
+                # an error or Ctrl-C: finished points are cached already; do not wait for the
+                # batches still running (they may take minutes), stop our worker processes
+                procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() drops the map
+                pool.shutdown(wait=False, cancel_futures=True)
+                for proc in procs:
+                    proc.terminate()
+                for proc in procs:
+                    proc.join(2.0)
+                    if proc.is_alive():  # pragma: no cover - a worker stuck in C code
+                        proc.kill()
+            pool.shutdown(wait=True)
+            if not ok:
+                _forget_pool(manager)
+
+
+def _forget_pool(manager) -> None:
+    """After an interrupted pool is shut down, keep concurrent.futures' exit hook from waking
+    its (closed) pipe: that printed an "OSError: Bad file descriptor" traceback at exit."""
+    try:
+        from concurrent.futures import process as cfp
+
+        if manager is not None:
+            manager.join(2.0)
+        for t in [t for t in list(cfp._threads_wakeups) if t is manager or not t.is_alive()]:
+            cfp._threads_wakeups.pop(t, None)
+    except Exception:  # pragma: no cover - private API moved
+        pass
+
+
+#: seconds between a worker's checks that the sweep's process is still alive
+WATCH_INTERVAL_S = 0.25
+
+
+def _start_time(pid: int):
+    """Start time of ``pid`` (field 22 of /proc/PID/stat, clock ticks since boot), or None; with
+    the pid it names one process even after the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return (fields[0], int(fields[19])) if len(fields) > 19 else None
+
+
+def parent_alive(pid: int, start) -> bool:
+    """Whether the process ``pid`` that started at ``start`` still runs (not gone, not a zombie,
+    not a new process with a reused pid)."""
+    if start is None:  # no /proc: signal 0 tells whether the pid exists
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # pragma: no cover
+            return True
+        return True
+    now = _start_time(pid)
+    return now is not None and now[0] != b"Z" and now[1] == start[1]
+
+
+def _set_pdeathsig() -> None:
+    """Linux: SIGKILL this process when the process that forked it (the forkserver) exits."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+        pass
+
+
+def _watch(pid: int, start) -> None:
+    while True:
+        time.sleep(WATCH_INTERVAL_S)
+        if not parent_alive(pid, start):
+            os._exit(1)
+
+
+def worker_init(parent_pid: int, parent_start) -> None:
+    """Initializer of every local worker process: it never outlives the sweep's process.
+
+    Workers are children of the forkserver, not of the sweep's process, so PR_SET_PDEATHSIG
+    alone (the forkserver's death) is not enough when the sweep's process is SIGKILLed: a
+    daemon thread checks it every :data:`WATCH_INTERVAL_S` seconds and exits the worker when it
+    is gone (a zombie counts as gone). Ctrl-C is the parent's to handle: workers ignore SIGINT
+    (the parent terminates them), so a terminal's Ctrl-C prints no worker tracebacks."""
+    import signal
+    import threading
+
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except (OSError, ValueError):  # pragma: no cover
+        pass
+    _set_pdeathsig()
+    if not parent_alive(parent_pid, parent_start):
+        os._exit(1)
+    threading.Thread(target=_watch, args=(parent_pid, parent_start), name="numalab-parent-watch",
+                     daemon=True).start()
 
 
 def check_client(client) -> None:
@@ -154,6 +261,16 @@ def connect(client):
     address = client
     if "://" not in address and ":" not in address:
         raise NumalabValueError(f"scheduler={address!r} is not an address; expected like 'tcp://host:8786'")
+    scheme = address.split("://", 1)[0] if "://" in address else "tcp"
+    if scheme not in SCHEMES:
+        # checked before a Client exists: a Client that failed to connect stalls 10 s on close
+        raise NumalabValueError(
+            f"scheduler={address!r} has an unknown scheme {scheme!r}; allowed: {', '.join(SCHEMES)} "
+            "(e.g. 'tcp://host:8786')"
+        )
+    rest = address.split("://", 1)[-1]
+    if not rest or rest.startswith(":") and scheme != "inproc":
+        raise NumalabValueError(f"scheduler={address!r} names no host; expected like 'tcp://host:8786'")
     try:
         from distributed import Client
     except ImportError:

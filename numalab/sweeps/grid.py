@@ -120,4 +120,21 @@ def expand(grid, seeds, kind) -> Grid:
             values[name] = [p.check(name, p.default)]
             names.append(name)
     swept = tuple(k for k in keys if len(values[k]) > 1)
-    return Grid(kind, tuple(names), tuple(keys), values, check_seeds(seeds), swept, params, runner)
+    seeds = check_seeds(seeds)
+    _check_size(values, seeds)
+    return Grid(kind, tuple(names), tuple(keys), values, seeds, swept, params, runner)
+
+
+#: bytes one point costs the calling process: its result Dataset (kept until assembly), its
+#: cache key and parameter dict (an overestimate for the small per-point Datasets of the models)
+POINT_BYTES = 32 << 10
+
+
+def _check_size(values, seeds) -> None:
+    """Refuse a grid whose points alone would not fit in memory, before any is expanded."""
+    import math
+
+    from numalab.errors import check_memory
+
+    n = math.prod(len(v) for v in values.values()) * len(seeds)
+    check_memory("grid x seeds", f"{n} points", float(n) * POINT_BYTES)
