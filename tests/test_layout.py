@@ -18,7 +18,8 @@ import pytest
 import numalab
 
 ROOT = Path(numalab.__file__).parent
-REPO = ROOT.parent
+#: the checkout the tests run from (numalab itself may be installed elsewhere)
+REPO = Path(__file__).resolve().parents[1]
 NAME = re.compile(r"\bnl\.[A-Za-z_][\w.]*[A-Za-z0-9_]")
 
 

@@ -62,24 +62,19 @@ def page_notebook(full_size: bool = False) -> dict:
 
 
 def _shipped(name: str):
-    from pathlib import Path
-
     from ..errors import NumalabValueError
+    from ..resources import shipped_dir
 
-    here = Path(__file__).resolve().parents[2] / "notebooks"
     try:
-        from importlib.resources import files
-
-        shipped = Path(str(files("numalab.notebooks")))
-    except (ModuleNotFoundError, TypeError):
-        shipped = here
-    for root in (shipped, here):
-        if root.is_dir():
-            hits = sorted(p for p in root.glob("*.ipynb") if p.stem == name or p.stem.startswith(f"{name}-")
-                          or p.stem.split("-", 1)[-1] == name)
-            if hits:
-                return hits[0]
-    names = sorted(p.stem for root in (shipped, here) if root.is_dir() for p in root.glob("*.ipynb"))
+        root = shipped_dir("notebooks", "notebooks", "*.ipynb")
+    except FileNotFoundError:
+        names = []
+    else:
+        hits = sorted(p for p in root.glob("*.ipynb") if p.stem == name or p.stem.startswith(f"{name}-")
+                      or p.stem.split("-", 1)[-1] == name)
+        if hits:
+            return hits[0]
+        names = sorted(p.stem for p in root.glob("*.ipynb"))
     raise NumalabValueError(f"--notebook={name!r} is not a shipped notebook; allowed: {', '.join(names) or 'none found'}")
 
 
