@@ -1,3 +1,6 @@
-"""numalab's version (kept in one place; pyproject reads it)."""
+"""numalab's version (kept in one place; pyproject reads it).
 
-__version__ = "0.1.0"
+Bump it whenever a model's numbers change: the sweep cache keys every point on it
+(``numalab.sweeps.grid.code_version``), so a cache written by another model is never reused."""
+
+__version__ = "0.2.0"
