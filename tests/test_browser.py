@@ -148,18 +148,23 @@ def jupyter_lab(tmp_path):
             time.sleep(0.5)
         yield base, token
     finally:
-        # the server and its kernel share the session we started: end the whole group
-        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        _stop_group(proc)
         log.close()
+
+
+def _stop_group(proc) -> None:
+    """End a server started in a session of its own and everything it started (its kernels):
+    SIGTERM to the whole process group, then SIGKILL if it has not exited."""
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 _BUDGET = {"end": float("inf")}
@@ -550,15 +555,6 @@ def test_explore_page(tmp_path):
                 browser.close()
         assert (tmp_path / "page" / "numalab-explorers.ipynb").exists()
     finally:
-        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        _stop_group(proc)
         log.close()
     print(f"screenshots: {shots}; voila log: {tmp_path / 'voila.log'}")
