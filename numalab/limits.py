@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from .errors import check_memory, check_steps
+from .errors import check_memory, check_steps, memory_limit as _limit
 
 __all__ = [
     "SAFETY",
@@ -124,12 +124,6 @@ def check_simulate(workload, policies, seeds, *, dt: float = 0.05, max_time: flo
     else:
         check_memory("workload", getattr(workload, "name", workload), need, memory_limit)
     return need
-
-
-def _limit(memory_limit):
-    from .errors import memory_limit as _ml
-
-    return _ml(memory_limit)
 
 
 # --------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import NumalabValueError, check_choice, check_int, check_number
+from .errors import NumalabValueError, check_choice, check_int, check_memory, check_number
 from .topology import Topology
 
 __all__ = ["Workload", "workload", "workloads", "from_access_matrix", "perf_bench_numa_mem",
@@ -453,8 +453,6 @@ def workload(name: str, topology="2s-128", **overrides) -> Workload:
 def _precheck(topo, name, total_bytes) -> None:
     """Refuse a memory size the topology cannot hold, or whose regions would not fit in this
     machine's memory, before laying out its regions."""
-    from .errors import check_memory
-
     # ~20 int64/float64 arrays over the regions while building (2 MiB regions; 4 KiB-page
     # VMAs are laid out in the same 2 MiB regions)
     check_memory("size_bytes", int(total_bytes), total_bytes / (2 << 20) * 20 * 8)

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from numalab.errors import NumalabValueError, check_int, check_number, check_str
+from numalab.limits import check_simulate
 from numalab.policy import Policy
 from numalab.sweeps.registry import Param, Runner, names_or_str, register_runner
 from numalab.topology import Topology
@@ -179,8 +180,6 @@ def _numa_prepare(values: dict) -> None:
     names = ["workload", "topology", *_WORKLOAD_OVERRIDES]
     wls = [_numa_workload(dict(zip(names, combo))) for combo in itertools.product(*(values[n] for n in names))]
     # the cost of one point (one seed, one policy): steps and memory, before any work is sent out
-    from numalab.limits import check_simulate
-
     timing = [dict(zip(_TIMING, combo)) for combo in itertools.product(*(values.get(n, [None]) for n in _TIMING))]
     for wl in wls:
         for t in timing:
@@ -192,16 +191,11 @@ _TIMING = ("dt", "max_time", "time_resolution")
 
 def _timing_kwargs(point: Mapping) -> dict:
     """dt / max_time / time_resolution of a point (the engine's defaults when not swept)."""
-    from numalab.errors import check_number
-    from numalab import engine
-
-    defaults = getattr(engine, "DEFAULTS", {})
+    defaults = EngineOptions.describe()
     out = {}
     for k in _TIMING:
         v = point.get(k)
-        if v is None:
-            v = defaults.get(k, {"dt": 0.05, "max_time": 2000.0, "time_resolution": 1.0}[k])
-        out[k] = check_number(k, v, lo=0.0, lo_open=True)
+        out[k] = check_number(k, defaults[k]["default"] if v is None else v, lo=0.0, lo_open=True)
     return out
 
 

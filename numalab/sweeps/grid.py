@@ -9,13 +9,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from numalab._version import __version__
-from numalab.errors import NumalabValueError, check_seeds
+from numalab.errors import NumalabValueError, check_memory, check_seeds
 
 from .registry import Param, Runner, get_runner, runners
 
@@ -132,9 +133,5 @@ POINT_BYTES = 32 << 10
 
 def _check_size(values, seeds) -> None:
     """Refuse a grid whose points alone would not fit in memory, before any is expanded."""
-    import math
-
-    from numalab.errors import check_memory
-
     n = math.prod(len(v) for v in values.values()) * len(seeds)
     check_memory("grid x seeds", f"{n} points", float(n) * POINT_BYTES)
