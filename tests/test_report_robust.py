@@ -215,3 +215,105 @@ def test_mmtests_3_kernel_table_wrapped_by_a_mail_client_reads(width, keep_space
     text = _text("mmtests_6kernels.txt")
     ds = report.read_mmtests(_fold(text, width, keep_space))
     assert report.mmtests(ds) == text
+
+
+# ------------------------------------------------- readers on real posted examples (item 6)
+# Each fixture is an excerpt of a real mail, as archived (tests/data/README.md: Message-ID,
+# list, date, URL). The values asserted are the ones printed in the mail.
+
+def test_real_lkp_4_commit_summary_round_trips_byte_for_byte():
+    # <202309121417.53f44ad6-oliver.sang@intel.com>: the robot's hand-made 4-commit table,
+    # trimmed of trailing spaces and with two blank lines above the column ids
+    text = _text("lkp_4commits_spr_2023.txt")
+    ds = report.read_lkp(text)
+    assert list(ds.kernel.values) == ["2f88c8e802c8b128", "2a806eab1c2e1c9f0ae39dc0307",
+                                      "1ef5cbb92bdb320c5eb9fdee1a8", "68cfe9439a1baa642e05883fa64"]
+    last = "68cfe9439a1baa642e05883fa64"
+    assert float(ds.elsp.sel(kernel=last, workload="numa01_THREAD_ALLOC")) == 40.49
+    assert float(ds.elsp_change.sel(kernel=last, workload="numa01_THREAD_ALLOC")) == -46.9
+    assert float(ds.elsp_stddev_pct.sel(kernel=last, workload="numa01_THREAD_ALLOC")) == 5
+    assert float(ds.elsp.sel(kernel="2f88c8e802c8b128", workload="numa01_THREAD_ALLOC")) == 76.28
+    assert ds["autonuma-benchmark.time.elapsed_time"].values.tolist() == [1425, 1434, 1381, 996.02]
+    assert json.loads(ds.attrs["lkp_group_header"])["commits"][3] == '68cfe9439a ("sched/numa: Allow scanning of shared VMAs")'
+    assert report.lkp(ds) == text
+
+
+def test_real_lkp_mail_with_three_blocks_without_commit_lists():
+    # <202305101547.20f4c32a-oliver.sang@intel.com>: three 2-commit summary blocks, each
+    # under its own ==== header and no commit: list, prose between them
+    text = _text("lkp_mail_3blocks_2023.txt")
+    ds = report.read_lkp(text)
+    assert ds.sizes["block"] == 3 and ds.sizes["kernel"] == 2
+    assert "/lkp-spr-r02/" in str(ds.testcase.values[1]) and "/no-monitor/" in str(ds.testcase.values[2])
+    new = "fc137c0ddab29b591db6a091dc6"
+    assert float(ds.elsp.sel(block=0, kernel=new, workload="numa01")) == 435.43
+    assert float(ds.elsp_change.sel(block=0, kernel=new, workload="numa01")) == 118.9
+    assert float(ds.elsp_stddev_pct.sel(block=0, kernel="ef6a22b70f6d9044", workload="numa01")) == 7
+    assert float(ds.elsp.sel(block=2, kernel=new, workload="numa01")) == 302.87
+    for block in report.lkp_blocks(ds):  # each block prints back as it stands in the mail
+        assert report.lkp(block).rstrip("\n") in text
+
+
+def test_real_lkp_5_commits_wrapped_by_a_format_flowed_client():
+    # <6b301f34-f8fe-c626-e5e5-9af5c257c5c3@linux.intel.com>: 5 columns (tags right-aligned
+    # in the id line), every long line, the head lines too, wrapped by Thunderbird
+    text = _text("lkp_5commits_flowed_2020.txt")
+    ds = report.read_lkp(text)
+    assert list(ds.kernel.values) == ["v5.8-rc3", "b6509f6a8c4313c068c69785c00", "v5.8", "v5.9-rc1", "v5.9-rc8"]
+    assert ds["will-it-scale.per_thread_ops"].values.tolist() == [1652352, 1444002, 1431865, 1489323, 1502580]
+    assert ds["will-it-scale.per_thread_ops_change"].values[1:].tolist() == [-12.6, -13.3, -9.9, -9.1]
+    assert float(ds["will-it-scale.workload"].sel(kernel="v5.9-rc8")) == 2.885e8
+    assert report.read_lkp(text, flowed=True).identical(ds)
+    with pytest.raises(ValueError, match="legend"):
+        report.read_lkp(text, flowed=False)
+
+
+def test_real_mmtests_2015_three_kernels_with_prose_and_a_second_test():
+    # <1425741651-29152-5-git-send-email-mgorman@suse.de>: no title line, prose between
+    # the tables, a second compare table (xfsrepair) and vmstat rows without "Ops"
+    text = _text("mmtests_2015_3kernels_slowscan.txt")
+    ds = report.read_mmtests(text)
+    assert list(ds.kernel.values) == ["4.0.0-rc1-vanilla", "4.0.0-rc1-slowscan-v2", "3.19.0-vanilla"]
+    assert ds.attrs["mmtests_layout"] == "pre-2019" and ds.attrs["mmtests_tables"] == 2
+    assert list(ds.workload.values) == ["numa01", "numa01_THREAD_ALLOC", "numa02", "numa02_SMT"]
+    assert float(ds.syst.sel(kernel="4.0.0-rc1-slowscan-v2", workload="numa01", stat="Time")) == 209.42
+    assert float(ds.syst_pct.sel(kernel="4.0.0-rc1-slowscan-v2", workload="numa01", stat="Time")) == 65.24
+    assert float(ds.elsp_pct.sel(kernel="3.19.0-vanilla", workload="numa01", stat="Time")) == 26.08
+    assert ds.duration_elapsed.values.tolist() == [1236.87, 1328.61, 1039.88]
+    assert "numa_hint_faults" not in ds  # the NUMA table belongs to the xfsrepair test
+    xfs = report.read_mmtests(text, table=1)
+    assert xfs.attrs["mmtests_title"] == "xfsrepair"
+    assert float(xfs.syst.sel(kernel="3.19.0-vanilla", workload="xfsrepair", stat="Amean")) == 202.93
+    assert float(xfs.syst_pct.sel(kernel="4.0.0-rc1-slowscan-v2", workload="xfsrepair", stat="CoeffVar")) == -163.23
+    assert xfs.numa_pages_migrated.values.tolist() == [71175262, 41395302, 23237799]
+    # 2015's "NUMA page range updates" is the raw counter: base PTE updates + 512 per PMD
+    assert (xfs.numa_pte_updates_base + 512 * xfs.numa_huge_pte_updates == xfs.numa_pte_updates).all()
+    with pytest.raises(ValueError, match="2 compare table"):
+        report.read_mmtests(text, table=2)
+
+
+def test_real_mmtests_2015_four_kernels_run_together_names():
+    # <20150309210147.GA3406@suse.de>: 4 kernels, Time User/System/Elapsed/CPU rows, monitor
+    # headers whose names run together ("vanillaslowscan-v2r7protnone-v3")
+    ds = report.read_mmtests(_text("mmtests_2015_4kernels_protnone.txt"))
+    assert list(ds.kernel.values) == ["3.19.0-vanilla", "4.0.0-rc1-vanilla", "4.0.0-rc1-slowscan-v2r7",
+                                      "4.0.0-rc1-protnone-v3"]
+    assert ds.attrs["mmtests_title"] == "autonumabench"
+    assert float(ds.syst_pct.sel(kernel="4.0.0-rc1-protnone-v3", workload="numa01", stat="Time")) == -278.72
+    assert float(ds.CPU.sel(kernel="4.0.0-rc1-slowscan-v2r7", workload="numa02_SMT", stat="Time")) == 2017.00
+    assert ds.duration_user.values.tolist() == [46119.12, 53384.29, 56093.11, 55882.82]
+    assert ds.numa_hint_local_pct.values.tolist() == [61, 69, 67, 68]
+    assert (ds.numa_pte_updates_base + 512 * ds.numa_huge_pte_updates == ds.numa_pte_updates).all()
+
+
+def test_real_mmtests_3_kernels_under_a_hand_written_tab_header():
+    # <cover.1685506205.git.raghavendra.kt@amd.com>: title, '====' underline and a note
+    # above one header line of tab-separated whole names; monitor tables without headers
+    ds = report.read_mmtests(_text("mmtests_3kernels_tab_header_2023.txt"))
+    assert list(ds.kernel.values) == ["base-numascan", "base", "base+fix"]
+    assert ds.attrs["mmtests_title"] == "autonumabench" and ds.attrs["mmtests_layout"] == "2019-2025"
+    assert float(ds.syst.sel(kernel="base", workload="numa01", stat="Amean")) == 23.97
+    assert float(ds.syst_pct.sel(kernel="base", workload="numa01", stat="Amean")) == 92.02
+    assert bool(ds.syst_significant.sel(kernel="base", workload="numa01", stat="Amean"))
+    assert ds.duration_system.values.tolist() == [2114.31, 179.20, 481.54]
+    assert ds.autonuma_cost.values.tolist() == [753952.10, 91.44, 212633.14]

@@ -193,10 +193,16 @@ def lkp(
                 "compare": "commit",
                 "commits": kernels,
             }
+    # a block as read keeps its layout: the robot prints a space after "commit:" and after
+    # each head line; hand-made summary tables (the robot's replies) are trimmed, and may
+    # leave two blank lines above the column ids
+    trimmed = as_read and bool(ds.attrs.get("lkp_trimmed"))
+    if group_header:
         lines += ["=" * 89, f"{g['axes']}:", f"  {g['values']}", ""]
         if g.get("compare") is not None:  # a header read without its commit list prints none
-            lines += [f"{g['compare']}: "] + [f"  {c}" for c in g["commits"]] + [""]
-    lines += _lkp_header(kernels)
+            lines += [f"{g['compare']}:" + ("" if trimmed else " ")] + [f"  {c}" for c in g["commits"]]
+            lines += [""] * g.get("gap", 1)
+    lines += [h.rstrip() for h in _lkp_header(kernels)] if trimmed else _lkp_header(kernels)
     notes = []
     for key, mean, pm, change, counts in rows:
         absolute = stats.lkp_is_absolute(key)
@@ -227,7 +233,23 @@ _LEGEND2 = re.compile(r"^ +\\(?: +\| +\\)*\s*$")
 _CHANGE = re.compile(r"^[+-](?:\d+(?:\.\d*)?)(?:e[+-]?\d+)?%?$|^[+-]?(?:nan|inf)%?$", re.I)
 
 
-def read_lkp(text: str):
+def _unflow(lines):
+    """The lines of a ``format=flowed`` mail (RFC 3676) as written: a line ending in a space
+    was broken there by the mail client (Thunderbird wraps the robot's 100+-column lines so,
+    header lines included) and continues on the next; a leading space added by space-stuffing
+    is removed first."""
+    out, cont = [], False
+    for line in lines:
+        line = line[1:] if line.startswith(" ") else line
+        if cont:
+            out[-1] += line
+        else:
+            out.append(line)
+        cont = line.endswith(" ") and bool(line.strip())
+    return out
+
+
+def read_lkp(text: str, flowed: bool | None = None):
     """Parse every kernel-test-robot ``%stddev %change`` block in ``text`` (§3.2-§3.3).
 
     Accepts e-mail quoting (``> ``), lines wrapped by a mail client between fields, prose
@@ -238,8 +260,29 @@ def read_lkp(text: str):
     several blocks gives one Dataset with a ``block`` dim (the coordinate ``testcase`` holds
     each block's group-header values line); :func:`lkp_blocks` splits it back into one
     Dataset per block, each of which :func:`lkp` prints as read. Malformed or truncated input
-    raises ``ValueError`` naming the line and what was expected -- never part of a block."""
+    raises ``ValueError`` naming the line and what was expected -- never part of a block.
+
+    ``flowed``: the text is a ``format=flowed`` mail whose client wrapped every long line at
+    a space, the column-id, dash and legend lines too (:func:`_unflow` joins them back;
+    line numbers in errors then count the joined lines). ``None`` (default): only when no
+    block is found as the text stands."""
     lines = _unquote(text)
+    if flowed:
+        return _read_lkp_lines(_unflow(lines), text)
+    try:
+        return _read_lkp_lines(lines, text)
+    except NumalabValueError:
+        joined = _unflow(lines)
+        if flowed is not None or joined == lines:
+            raise
+        try:
+            return _read_lkp_lines(joined, text)
+        except NumalabValueError:
+            pass
+        raise
+
+
+def _read_lkp_lines(lines, text):
     blocks = []
     start = 0
     while True:
@@ -248,12 +291,15 @@ def read_lkp(text: str):
             break
         dash, k, ids = found
         header = _lkp_group_header(lines, dash - 1, k)
+        trimmed = not lines[dash - 1].endswith(" ")
         tokens, end = _lkp_tokens(lines, dash + 3)
         notes, end = _lkp_notes(lines, end)
         ds = _lkp_dataset(ids, _lkp_records(tokens, k, ends_text=end >= len(lines) and not text.endswith("\n")),
                           header)
         if notes:
             ds.attrs["lkp_notes"] = json.dumps(notes)
+        if trimmed:
+            ds.attrs["lkp_trimmed"] = 1
         blocks.append(ds)
         start = end
     if not blocks:
@@ -261,7 +307,7 @@ def read_lkp(text: str):
     return blocks[0] if len(blocks) == 1 else _lkp_combine(blocks)
 
 
-_BLOCK_ATTRS = ("lkp_baseline", "lkp_order", "lkp_group_header", "lkp_notes")
+_BLOCK_ATTRS = ("lkp_baseline", "lkp_order", "lkp_group_header", "lkp_notes", "lkp_trimmed")
 
 
 def _lkp_combine(blocks):
@@ -476,6 +522,7 @@ def _lkp_group_header(lines, id_line, k):
     j = id_line - 1
     while j >= 0 and not lines[j].strip():
         j -= 1
+    gap = id_line - 1 - j  # blank lines between the commit list and the column ids
     commits = []
     while j >= 0 and lines[j].startswith("  ") and lines[j].strip():
         commits.insert(0, lines[j][2:])
@@ -503,7 +550,10 @@ def _lkp_group_header(lines, id_line, k):
     values, axes = lines[j][2:], lines[j - 1][:-1]
     if j < 2 or lines[j - 2] != "=" * 89:
         return None
-    return {"axes": axes, "values": values, "compare": compare, "commits": joined}
+    out = {"axes": axes, "values": values, "compare": compare, "commits": joined}
+    if gap != 1:
+        out["gap"] = gap
+    return out
 
 
 def _lkp_dataset(ids, records, header):

@@ -314,15 +314,29 @@ def _continued(lines, i, rest):
     return rest, i
 
 
-def read_mmtests(text: str):
+def read_mmtests(text: str, table: int = 0):
     """Parse an mmtests ``compare-kernels`` text table (§2.5) and its Duration / Ops monitor
     tables (§2.6) into an mmtests summary Dataset (see :mod:`numalab.report`).
 
-    Accepts e-mail quoting and rows wrapped by a mail client. The kernel names are rebuilt from
-    the two header lines (split at the first ``-``, with compare-kernels' quirks). Malformed or
-    truncated input raises ``ValueError`` naming the line and what was expected."""
+    Accepts e-mail quoting, rows wrapped by a mail client and prose between the tables. The
+    kernel names are rebuilt from the two header lines (split at the first ``-``, with
+    compare-kernels' quirks). A mail often compares the kernels on several tests, one compare
+    table each (each followed by its own monitor tables): ``table`` picks one (0 = the
+    first; ``mmtests_tables`` in the attrs counts them). Malformed or truncated input raises
+    ``ValueError`` naming the line and what was expected."""
     lines = _unquote(text)
-    first, h1, h2, title = _find_table(lines)
+    found = [_find_table(lines)]
+    while True:  # every compare table of the text, in order
+        _rows, after, _k = _table_rows(lines, found[-1][0])
+        nxt = _find_table(lines, after, required=False)
+        if nxt is None:
+            break
+        found.append(nxt)
+    if not isinstance(table, (int, np.integer)) or isinstance(table, bool) or not 0 <= table < len(found):
+        raise NumalabValueError(f"table={table!r}: the text has {len(found)} compare table(s); "
+                                f"pick 0..{len(found) - 1}")
+    first, h1, h2, title, _start = found[table]
+    stop = found[table + 1][4] if table + 1 < len(found) else len(lines)
     rows, i, k = _table_rows(lines, first)
     labels, ops = _check_complete(rows)
     w1 = max(map(len, labels))
@@ -330,7 +344,7 @@ def read_mmtests(text: str):
     fl, cell = _field_width(rows, ops, w1 + 1 + w2, k)
     kernels = _header_names(h1, h2, w1 + 1 + w2, cell, k, first - 1)
     variables, var_names, workloads = _main_variables(rows, labels, k)
-    ops_rows = _monitor_variables(lines, i, k, kernels, variables)
+    ops_rows = _monitor_variables(lines[:stop], i, k, kernels, variables)
     attrs = {
         "numalab_summary": "mmtests",
         "source": "read_mmtests",
@@ -342,18 +356,28 @@ def read_mmtests(text: str):
         "mmtests_ops_rows": json.dumps(ops_rows),
         "mmtests_layout": "pre-2019" if cell == 22 else "2026" if fl == 18 else "2019-2025",
     }
+    if len(found) > 1:
+        attrs["mmtests_tables"] = len(found)
     ds = _summary_dataset(kernels, variables, attrs)
     return ds.assign_coords(stat=labels, **({"workload": workloads} if workloads else {}))
 
 
-def _find_table(lines):
-    """(index of the first row, the two header lines, the title or "") of the main table."""
+#: _find_table's first header line when the header is one line of whole names
+_ONE_LINE = "<one-line header>"
+
+
+def _find_table(lines, start=0, required=True):
+    """(index of the first row, the two header lines, the title or "", index of the table's
+    first line: title or header) of the first compare table at or after line ``start`` (None
+    when there is none and not ``required``)."""
     first = None
-    for i, line in enumerate(lines):
-        m = _ROW.match(line)
+    for i in range(start, len(lines)):
+        m = _ROW.match(lines[i])
         if m and _cells(_continued(lines, i, m.group(3))[0]):
             first = i
             break
+    if first is None and not required:
+        return None
     if first is None:
         raise _err(1, "no mmtests table: expected rows like 'Amean     elsp-NUMA01      292.51 (   0.00%) ...'")
     # line 1 of the header is all spaces when no name has a '-' before its last character
@@ -372,13 +396,23 @@ def _find_table(lines):
     if len(head) > 2 and len(" ".join(head).split()) == 2 * k:
         h1, h2 = None, head
         t = j
+    elif len(lines[first - 1].split()) == k and lines[first - 2][:1] not in ("", " ", "\t"):
+        # (compare-kernels indents both of its header lines; a line above at column 0 is a
+        # title, its underline or a note)
+        # a one-line header of k whole names written by hand (tabs, no name split), under
+        # the title and maybe its '====' underline and a note: "\t\t\tbase-numascan\t\tbase"
+        h1, h2 = _ONE_LINE, lines[first - 1]
+        p = first - 1
+        while p > 0 and lines[p - 1].strip():
+            p -= 1
+        t = p if lines[p][:1] not in (" ", "\t") and p < first - 1 else first - 2
     else:
         h1, h2 = lines[first - 2], lines[first - 1]
         t = first - 3
     title = ""
     if t >= 0 and lines[t].strip():
         title = lines[t]
-    return first, h1, h2, title
+    return first, h1, h2, title, (t if title else t + 1)
 
 
 def _table_rows(lines, first):
@@ -498,10 +532,18 @@ def _monitor_variables(lines, i, k, kernels, variables):
         if label in duration_rows:
             variables[var] = (("kernel",), np.array(duration_rows[label]),
                               {"units": "s", "long_name": f"Duration {label}: whole benchmark run"})
+    printed = []
     for label, vals in ops_rows.items():
-        var = _OPS_VAR.get(label, label)
-        variables[var] = (("kernel",), np.array(vals), {**_attrs_for(var), "mmtests_label": f"Ops {label}"})
-    return list(ops_rows)
+        if label.startswith("\0"):  # an older-layout row, printed without "Ops"
+            label = label[1:]
+            var = _OLD_OPS_VAR.get(label, _OPS_VAR.get(label, label))
+            shown = label
+        else:
+            var = _OPS_VAR.get(label, label)
+            shown = f"Ops {label}"
+        variables[var] = (("kernel",), np.array(vals), {**_attrs_for(var), "mmtests_label": shown})
+        printed.append(label)
+    return printed
 
 
 def _names_line(line: str, kernels) -> bool:
@@ -535,6 +577,8 @@ def _header_names(h1, h2, start, width, k, lineno):
         if len(toks) != 2 * k:
             raise _err(lineno, f"expected {2 * k} kernel-name halves in the wrapped header lines, found {len(toks)}")
         tops, bottoms = toks[:k], toks[k:]
+    elif h1 is _ONE_LINE:  # a one-line header of whole names (see _find_table)
+        return _unique(h2.split(), lineno)
     else:
         tops, bottoms = cut(h1), cut(h2)
     if tops is None or bottoms is None:
@@ -544,6 +588,10 @@ def _header_names(h1, h2, start, width, k, lineno):
     for a, b in zip(tops, bottoms):
         # a name without '-' prints as name[:-1] / name (compare-kernels quirk)
         names.append(b if (len(b) == len(a) + 1 and b.startswith(a)) else f"{a}-{b}")
+    return _unique(names, lineno)
+
+
+def _unique(names, lineno):
     if len(set(names)) != len(names):
         raise _err(lineno, f"kernel names are not unique: {names}")
     return names
@@ -551,32 +599,62 @@ def _header_names(h1, h2, start, width, k, lineno):
 
 _ROW_LABELS = ("Duration", "Ops", "User", "System", "Elapsed")
 
+#: the older (pre-2019) vmstat rows, printed without the word ``Ops`` (as in Mel Gorman's
+#: 2015 postings, tests/data/README.md): label -> the variable the later ``Ops`` row is
+#: stored under. "NUMA page range updates" is the raw numa_pte_updates counter and "NUMA base
+#: PTE updates" that less 512 per huge PMD update (the real rows add up so).
+_OLD_OPS_VAR = {
+    "NUMA base PTE updates": "numa_pte_updates_base",
+    "NUMA huge PMD updates": "numa_huge_pte_updates",
+    "NUMA page range updates": "numa_pte_updates",
+    "NUMA hint local faults": "numa_hint_faults_local",
+}
+
+
+def _old_ops_row(line: str, k: int) -> bool:
+    """Whether ``line`` is a whole row of the older layout's vmstat table: a label that starts
+    in column 0 with a letter (``NUMA alloc hit``, ``Minor Faults``), then ``k`` numbers."""
+    toks = line.split()
+    return (line[:1].isalpha() and toks[0] not in _ROW_LABELS and len(toks) > k
+            and all(_NUMBER.match(t) for t in toks[-k:]) and not _NUMBER.match(toks[-k - 1]))
+
 
 def _read_monitor_block(lines, i, k, kernels, duration_rows, ops_rows):
     """One Duration/Ops table whose header starts at line ``i``; returns the next line index.
 
     The header lines start with spaces (the first is all spaces when no kernel name has a
-    '-'), the rows with ``Duration`` or ``Ops`` (or, in the older layout, a bare ``User`` /
-    ``System`` / ``Elapsed``); the names were already read from the main table. A row wrapped
-    by a mail client continues on the lines up to the next row label."""
+    '-'; names longer than the column run together, ``vanillaslowscan-v2r7protnone-v3``), the
+    rows with ``Duration`` or ``Ops`` (or, in the older layout, a bare ``User`` / ``System`` /
+    ``Elapsed``, and vmstat rows without ``Ops``: ``NUMA alloc hit``); the names were already
+    read from the main table. A row wrapped by a mail client continues on the lines up to the
+    next row label (an older-layout vmstat row must be whole on its line)."""
     n = len(lines)
+
+    def row_start(line):
+        return line.split()[0] in _ROW_LABELS or _old_ops_row(line, k)
+
     j = i
-    while j < n and lines[j].strip() and not lines[j].split()[0] in _ROW_LABELS:
+    while j < n and lines[j].strip() and not row_start(lines[j]):
         if lines[j][:1] != " " and j == i:
             break
         j += 1
-    if j == i:
+    if j == i and not row_start(lines[i]):
         raise _err(i + 1, f"expected a monitor table header (kernel names), got {lines[i]!r}")
+    # (no header at all: a table pasted without its kernel-name lines, the main table's names)
     if j >= n or not lines[j].strip():
         raise _err(j + 1, "truncated monitor table: expected rows after the header")
     while j < n and lines[j].strip():
         start, text = j, lines[j]
-        while j + 1 < n and lines[j + 1].strip() and lines[j + 1].split()[0] not in _ROW_LABELS:
+        old = _old_ops_row(text, k)
+        while not old and j + 1 < n and lines[j + 1].strip() and not row_start(lines[j + 1]):
             j += 1
             text += " " + lines[j]
         toks = text.split()
         stat = toks[0]
-        if stat in ("User", "System", "Elapsed") and len(toks) == 1 + k:
+        if old:
+            toks = ["Ops", *toks]
+            stat = "Ops"
+        elif stat in ("User", "System", "Elapsed") and len(toks) == 1 + k:
             toks = ["Duration", *toks]  # the older layout: a Duration table without the word
             stat = "Duration"
         if stat not in ("Duration", "Ops") or len(toks) < 2 + k:
@@ -585,9 +663,11 @@ def _read_monitor_block(lines, i, k, kernels, duration_rows, ops_rows):
         if not all(_NUMBER.match(v) for v in vals):
             raise _err(start + 1, f"expected {k} numbers at the end of {text!r}")
         label = " ".join(toks[1:-k])
+        if old:
+            label = "\0" + label  # marks an older-layout row (see _monitor_variables)
         target = duration_rows if stat == "Duration" else ops_rows
         if label in target:
-            raise _err(start + 1, f"row '{stat} {label}' appears twice")
+            raise _err(start + 1, f"row '{stat} {label.lstrip(chr(0))}' appears twice")
         target[label] = [float(v) for v in vals]
         j += 1
     return j
