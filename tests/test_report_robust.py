@@ -317,3 +317,105 @@ def test_real_mmtests_3_kernels_under_a_hand_written_tab_header():
     assert bool(ds.syst_significant.sel(kernel="base", workload="numa01", stat="Amean"))
     assert ds.duration_system.values.tolist() == [2114.31, 179.20, 481.54]
     assert ds.autonuma_cost.values.tolist() == [753952.10, 91.44, 212633.14]
+
+
+def _paragraphs(text):
+    return [p.strip("\n") for p in text.split("\n\n")]
+
+
+def test_real_lkp_3_commit_summary_unwrapped_round_trips():
+    # <agvvRNJTAtNkCVZc@xsang-OptiPlex-9020>: a hand-made 3-commit table, not wrapped, its
+    # commit: list of 3 (one annotated "<---- v2"); head lines trimmed but "commit: " kept
+    # its space
+    text = _text("lkp_3commits_trimmed_2026.txt")
+    ds = report.read_lkp(text)
+    assert list(ds.kernel.values) == ["8285917d6f383aef", "01b9da291c4969354807b52956f", "8da1b1ea4344c152a3892cbb132"]
+    assert ds["stress-ng.switch.ops_per_sec"].values.tolist() == [38288993, 12355813, 37987427]
+    assert ds["stress-ng.switch.ops_per_sec_change"].values[1:].tolist() == [-67.7, -0.8]
+    assert float(ds["stress-ng.switch.ops"].sel(kernel="01b9da291c4969354807b52956f")) == 7.408e8
+    assert float(ds["stress-ng.switch.ops_stddev_pct"].sel(kernel="01b9da291c4969354807b52956f")) == 3
+    assert np.isnan(ds["stress-ng.switch.ops_stddev_pct"].sel(kernel="8285917d6f383aef"))
+    assert float(ds["stress-ng.switch.nanosecs_per_context_switch_mq_method_change"][1]) == 210.2
+    commits = json.loads(ds.attrs["lkp_group_header"])["commits"]
+    assert len(commits) == 3 and commits[2].endswith("<---- v2")
+    out = report.lkp(ds)
+    assert "commit: \n" in out and out.rstrip("\n") in text  # byte for byte, the block as posted
+
+
+def test_real_mmtests_5_kernels_2020_with_vmstat_and_prose():
+    # <20200217104402.11643-1-mgorman@techsingularity.net>: Mel Gorman's 2020 cover letter,
+    # 5 kernels in the 2019+ layout, only the Hmean rows kept (the label column stays 10 wide),
+    # no title, prose between the compare table and its vmstat Ops table
+    text = _text("mmtests_5kernels_specjbb_2020.txt")
+    ds = report.read_mmtests(text)
+    assert ds.sizes["kernel"] == 5 and ds.attrs["mmtests_layout"] == "2019-2025"
+    assert list(ds.kernel.values) == ["5.6.0-rc1-baseline-v3", "5.6.0-rc1-loadavg-v3", "5.6.0-rc1-lbidle-v3",
+                                      "5.6.0-rc1-classify-v3", "5.6.0-rc1-stopsearch-v3"]
+    tput = ds.tput.sel(stat="Hmean")
+    assert tput.sel(workload="16").values.tolist() == [629817.55, 407294.29, 615606.40, 631100.16, 638695.93]
+    assert float(ds.tput_pct.sel(stat="Hmean", workload="16", kernel="5.6.0-rc1-loadavg-v3")) == -35.33
+    assert bool(ds.tput_significant.sel(stat="Hmean", workload="16", kernel="5.6.0-rc1-loadavg-v3"))
+    assert not bool(ds.tput_significant.sel(stat="Hmean", workload="22", kernel="5.6.0-rc1-loadavg-v3"))
+    assert ds.sizes["workload"] == 40
+    assert ds.numa_hint_local_pct.values.tolist() == [87.05, 87.55, 80.10, 86.12, 90.95]
+    assert ds.numa_pages_migrated.values.tolist() == [69473, 62504, 121893, 118715, 36968]
+    # "NUMA base-page range updates" is the raw counter: PTE updates + 512 per PMD update
+    assert (ds.numa_pte_updates_base + 512 * ds.numa_huge_pte_updates == ds.numa_pte_updates).all()
+    out = report.mmtests(ds)  # the two tables as posted, without the prose
+    assert all(p in _paragraphs(text) for p in _paragraphs(out)) and len(_paragraphs(out)) == 2
+
+
+def test_real_mmtests_6_kernels_then_2_kernels_separated_by_prose():
+    # <20201008090909.GP3227@techsingularity.net>: netperf-udp with 6 kernels, prose, then
+    # the same test again with 2 of them
+    text = _text("mmtests_6kernels_netperf_2020.txt")
+    six = report.read_mmtests(text)
+    assert six.attrs["mmtests_tables"] == 2 and six.sizes["kernel"] == 6
+    assert six.attrs["mmtests_title"] == "netperf-udp"
+    assert list(six.kernel.values) == ["5.5.0-vanilla", "5.5.0-rc2-pre-cst", "5.5.0-rc2-enable-cst",
+                                       "5.9.0-rc8-vanilla", "5.9.0-rc8-disable-acpi", "5.9.0-rc8-enable-c6"]
+    send = six.send.sel(stat="Hmean", workload="16384")
+    assert send.values.tolist() == [28585.78, 28950.90, 25946.88, 26643.69, 30891.89, 30701.46]
+    assert six.send_significant.sel(stat="Hmean", workload="16384").values.tolist() == [False, False, True, True, True, True]
+    assert float(six.send_pct.sel(stat="Hmean", workload="64", kernel="5.9.0-rc8-disable-acpi")) == 19.76
+    two = report.read_mmtests(text, table=1)
+    assert list(two.kernel.values) == ["5.9.0-rc8-disable-acpi", "5.9.0-rc8-enable-c6"]
+    assert two.send.sel(stat="Hmean", workload="3312").values.tolist() == [10677.93, 10509.41]
+    assert bool(two.send_significant.sel(stat="Hmean", workload="3312", kernel="5.9.0-rc8-enable-c6"))
+    for ds in (six, two):  # each prints back byte for byte as posted
+        assert report.mmtests(ds).rstrip("\n") in _paragraphs(text)
+
+
+def test_real_mmtests_run_together_header_names_and_rows_left_out():
+    # <20211004080547.GK3959@techsingularity.net>: four 3-kernel tables; a 24-character name
+    # overflows its 23-wide column and runs into the one before it
+    # ("vanillasched-scalewakegran-v2r5"); the dbench4 table keeps one Stddev row only
+    text = _text("mmtests_3kernels_runtogether_2021.txt")
+    kb = report.read_mmtests(text)
+    assert kb.attrs["mmtests_tables"] == 4 and kb.attrs["mmtests_title"] == "multi subtest kernbench"
+    assert list(kb.kernel.values) == ["5.15.0-rc1-vanilla", "5.15.0-rc1-sched-scalewakegran-v2r5",
+                                      "5.15.0-rc1-sched-moveforward-v1r1"]
+    assert kb.syst.sel(stat="Amean", workload="80").values.tolist() == [248.57, 247.74, 232.93]
+    assert kb.syst_significant.sel(stat="Amean", workload="80").values.tolist() == [False, False, True]
+    assert float(kb.user_pct.sel(stat="Amean", workload="80", kernel="5.15.0-rc1-sched-moveforward-v1r1")) == 0
+    rr = report.read_mmtests(text, table=1)  # its header has an extra space: read by tokens
+    assert list(rr.kernel.values) == list(kb.kernel.values)
+    assert rr["1"].sel(stat="Max").values.tolist() == [53019.93, 51263.38, 51263.04]
+    db = report.read_mmtests(text, table=2)
+    assert db.attrs["mmtests_title"] == ""
+    assert db["8"].sel(stat="Amean").values.tolist() == [30.58, 30.22, 99.04]
+    assert float(db["8_pct"].sel(stat="Amean", kernel="5.15.0-rc1-sched-moveforward-v1r1")) == -223.88
+    d4 = report.read_mmtests(text, table=3)
+    assert d4.attrs["mmtests_title"] == "dbench4 Loadfile Execution Time"
+    assert float(d4["1"].sel(stat="Stddev", kernel="5.15.0-rc1-vanilla")) == 1.43
+    assert np.isnan(d4["2"].sel(stat="Stddev")).all()  # not printed in the mail: no value
+    for i, ds in enumerate((kb, rr, db, d4)):
+        out = report.mmtests(ds).rstrip("\n")
+        if i == 1:  # the rows as posted; the header as compare-kernels prints it
+            assert out.split("\n")[3:] == text.split("multi subtest netperf-tcp-rr\n")[1].split("\n\n")[0].split("\n")[2:]
+        else:
+            assert out in _paragraphs(text)
+    # rows left out are read only when the table does not end the text (else: truncated)
+    table = _paragraphs(text)[-3]
+    with pytest.raises(ValueError, match="truncated table"):
+        report.read_mmtests(table)

@@ -94,7 +94,10 @@ def _main_rows(ds, metrics, along, kernels, era, direction, sample_dim, workload
     else:
         labels = list(stats.stat_labels(direction, era))
     new = era == "2026"
-    workloads = _workloads(ds, workload)
+    if summary and workload is None and "workload" not in ds.dims:
+        workloads = []  # a table as read whose ops name no test ("Amean 1", hackbench/dbench)
+    else:
+        workloads = _workloads(ds, workload)
     ops = []
     missing = False
     for var in metrics:
@@ -256,6 +259,8 @@ def mmtests(
     labels, ops = _main_rows(ds, list(metric), along, kernels, era, direction, sample_dim, workload)
     fl = 18 if era == "2026" else 12
     w1 = max(len(s) for s in labels)
+    if summary:  # a table as read keeps its label column (see _label_width)
+        w1 = max(w1, int(ds.attrs.get("mmtests_label_width", 0)))
     w2 = max(len(o[0]) for o in ops)
     lines = []
     if title is None:
@@ -264,9 +269,14 @@ def mmtests(
         lines.append(title)
     lines += _header(kernels, w1 + 1 + w2, fl + 7 + 4)
     mean_row = next((j for j, lab in enumerate(labels) if re.fullmatch(r"[AH]mean", lab)), None)
+    printed = None  # a table as read whose poster left rows out prints only those it had
+    if summary and "mmtests_rows" in ds.attrs:
+        printed = {tuple(r) for r in json.loads(ds.attrs["mmtests_rows"])}
     for i, label in enumerate(labels):
         spread = "Stddev" in label or "CoeffVar" in label
         for op, _var, vals, pct, sg in ops:
+            if printed is not None and (label, op) not in printed:
+                continue
             base = float(vals[0, i])
             cells = "".join(
                 _cell(float(vals[k, i]), float(pct[k, i]), base if k else None, bool(sg[k, i]), fl,
@@ -338,8 +348,11 @@ def read_mmtests(text: str, table: int = 0):
     first, h1, h2, title, _start = found[table]
     stop = found[table + 1][4] if table + 1 < len(found) else len(lines)
     rows, i, k = _table_rows(lines, first)
-    labels, ops = _check_complete(rows)
-    w1 = max(map(len, labels))
+    # a table followed by more text may have had rows left out by its poster (Mel Gorman's
+    # dbench4 table keeps one Stddev row); one that ends the text is refused as truncated
+    followed = any(line.strip() for line in lines[i:])
+    labels, ops, gaps = _check_complete(rows, gaps_ok=followed)
+    w1 = _label_width(rows, labels)
     w2 = max(map(len, ops))
     fl, cell = _field_width(rows, ops, w1 + 1 + w2, k)
     kernels = _header_names(h1, h2, w1 + 1 + w2, cell, k, first - 1)
@@ -356,6 +369,10 @@ def read_mmtests(text: str, table: int = 0):
         "mmtests_ops_rows": json.dumps(ops_rows),
         "mmtests_layout": "pre-2019" if cell == 22 else "2026" if fl == 18 else "2019-2025",
     }
+    if w1 != max(map(len, labels)):
+        attrs["mmtests_label_width"] = w1
+    if gaps:  # the (stat, op) rows printed, in order: the others were left out, not NaN
+        attrs["mmtests_rows"] = json.dumps([[r[0], r[1]] for r in rows])
     if len(found) > 1:
         attrs["mmtests_tables"] = len(found)
     ds = _summary_dataset(kernels, variables, attrs)
@@ -442,20 +459,37 @@ def _table_rows(lines, first):
     return rows, i, k
 
 
-def _check_complete(rows):
-    """The stat labels and ops of ``rows``, first-seen order; every (label, op) exactly once."""
+def _label_width(rows, labels):
+    """The width of the stat-label column: compare-kernels pads every label to the longest
+    of all its stats (``Amean     `` for ``BAmean-99``), so a table whose poster kept only
+    some rows (Mel Gorman's ``Hmean`` lines) is wider than its own labels; read from the
+    first unwrapped row."""
+    longest = max(map(len, labels))
+    for r in rows:
+        if r[4] is not None:
+            m = re.match(r"\S+ +", r[4])
+            return max(longest, len(m.group(0)) - 1)
+    return longest
+
+
+def _check_complete(rows, gaps_ok=False):
+    """The stat labels and ops of ``rows``, first-seen order, and whether some (label, op)
+    has no row; every (label, op) at most once, and each once unless ``gaps_ok``."""
     labels = list(dict.fromkeys(r[0] for r in rows))
     ops = list(dict.fromkeys(r[1] for r in rows))
     seen = {(r[0], r[1]): r[3] for r in rows}
     if len(seen) != len(rows):
         dup = next(r for r in rows if sum(1 for s in rows if s[:2] == r[:2]) > 1)
         raise _err(dup[3], f"row {dup[0]} {dup[1]} appears twice")
+    gaps = False
     for lab in labels:
         for op in ops:
             if (lab, op) not in seen:
-                last = rows[-1][3]
-                raise _err(last + 1, f"truncated table: expected a row '{lab} {op}'")
-    return labels, ops
+                if not gaps_ok:
+                    last = rows[-1][3]
+                    raise _err(last + 1, f"truncated table: expected a row '{lab} {op}'")
+                gaps = True
+    return labels, ops, gaps
 
 
 def _field_width(rows, ops, start, k):
@@ -570,7 +604,7 @@ def _header_names(h1, h2, start, width, k, lineno):
         if len(line) == start + k * width and not line[:start].strip():
             return [line[start + j * width : start + (j + 1) * width].strip() for j in range(k)]
         toks = line.split()
-        return toks if len(toks) == k else None
+        return toks if len(toks) == k else _run_together(line, start, width, k)
 
     if h1 is None:  # wrapped header lines (see _find_table): 2 k name halves in order
         toks = " ".join(h2).split()
@@ -589,6 +623,30 @@ def _header_names(h1, h2, start, width, k, lineno):
         # a name without '-' prints as name[:-1] / name (compare-kernels quirk)
         names.append(b if (len(b) == len(a) + 1 and b.startswith(a)) else f"{a}-{b}")
     return _unique(names, lineno)
+
+
+def _run_together(line, start, width, k):
+    """The ``k`` right-aligned fields of a header line in which a name longer than the column
+    pushed the rest right and ran into the name before it (compare-kernels prints ``%23s``;
+    ``vanillasched-scalewakegran-v2r5``, Mel Gorman's 2021 mail in tests/data/README.md), or
+    None. A field that fits ends at its column's end; one that does not starts where the one
+    before it ended, without padding, and ends at its first space."""
+    out, pos = [], start
+    for _ in range(k):
+        s = pos
+        while s < len(line) and line[s] == " ":
+            s += 1
+        e = s
+        while e < len(line) and line[e] != " ":
+            e += 1
+        end = pos + width
+        if s >= len(line) or e < end:
+            return None
+        if e > end and s > pos:  # this name fits and the next one runs into it
+            e = end
+        out.append(line[s:e])
+        pos = e
+    return out if not line[pos:].strip() else None
 
 
 def _unique(names, lineno):
