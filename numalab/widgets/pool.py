@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import pickle
 import signal
 import struct
 import subprocess
@@ -130,11 +131,18 @@ def _serve(task_fd: int, reply_fd: int, cancel_fd: int, parent_pid: int, parent_
     while True:
         try:
             if ahead and not conn.poll(0):
-                _build_ahead(ahead.pop(0))
+                item = ahead.pop(0)
+                if not _build_ahead(item):
+                    ahead.append(item)  # stopped by a task: try again after it
                 continue
-            msg = conn.recv()
+            data = conn.recv_bytes()
         except (EOFError, OSError):
             os._exit(0)
+        try:
+            msg = pickle.loads(data)
+        except Exception as exc:  # noqa: BLE001 - e.g. a function of the parent's __main__
+            out.send((-1, "error", NumalabError(f"the task cannot be read in a worker process: {exc}"), 0.0))
+            continue
         if msg is None:
             os._exit(0)
         if msg[0] == "layouts":
@@ -143,19 +151,22 @@ def _serve(task_fd: int, reply_fd: int, cancel_fd: int, parent_pid: int, parent_
         _run_task(out, *msg)
 
 
-def _build_ahead(item) -> None:
+def _build_ahead(item) -> bool:
     """Build one workload layout the explorer may ask for next (idle time; a task's SIGUSR1
-    stops it)."""
+    stops it: False)."""
     from .compute import built_workload
 
     name, topology, overrides = item
     try:
         _current["warming"] = True
         built_workload(name, topology, **dict(overrides))
-    except (_Cancelled, Exception):  # noqa: BLE001 - only a head start
+    except _Cancelled:
+        return False
+    except Exception:  # noqa: BLE001 - only a head start (e.g. more threads than the topology's CPUs)
         pass
     finally:
         _current["warming"] = False
+    return True
 
 
 def _run_task(out, tid, fn, args, kwargs) -> None:
@@ -206,11 +217,12 @@ class SeedPool:
     :meth:`plan` sets the work (an ordered list of ``(key, fn, args, kwargs)``); :meth:`wait`
     blocks until given keys are stored, calling ``check()`` between polls (it may raise to stop
     waiting: the work goes on until the next :meth:`plan`). ``cpu_seconds`` sums the workers'
-    CPU time over finished tasks."""
+    CPU time over finished tasks; ``cancelled`` counts the tasks stopped mid-run."""
 
     def __init__(self, store, size: int):
         self.size = int(size)
         self.cpu_seconds = 0.0
+        self.cancelled = 0
         self._store = store
         self._workers: list[dict] = []
         self._queue: list[tuple] = []
@@ -271,6 +283,8 @@ class SeedPool:
         whose ``fn`` is None only keeps the running task of its key."""
         with self._lock:
             self.start()
+            if tasks:
+                self._stop_ahead()
             keys = {t[0] for t in tasks}
             for key, w in list(self._running.items()):
                 if key not in keys:
@@ -291,13 +305,25 @@ class SeedPool:
 
     def build_ahead(self, layouts) -> None:
         """Have every worker build these workload layouts (``(name, topology, overrides)``)
-        while it has nothing else to do; a task stops a build at once."""
+        while it has nothing else to do; the next :meth:`plan` with work stops that at once."""
         with self._lock:
             self.start()
             for w in self._workers:
                 try:
                     w["tasks"].send(("layouts", list(layouts)))
                     w["ahead"] = True
+                except (OSError, ValueError):  # pragma: no cover - noticed by _collect
+                    pass
+
+    def _stop_ahead(self) -> None:
+        """Real work comes: no worker builds layouts ahead until the next :meth:`build_ahead`
+        (they would take cores from it)."""
+        for w in self._workers:
+            if w["ahead"]:
+                w["ahead"] = False
+                try:
+                    w["tasks"].send(("layouts", []))
+                    os.kill(w["proc"].pid, signal.SIGUSR1)
                 except (OSError, ValueError):  # pragma: no cover - noticed by _collect
                     pass
 
@@ -327,11 +353,6 @@ class SeedPool:
                 key, fn, args, kwargs = self._queue.pop(0)
                 w["tid"], w["key"] = next(self._tids), key
                 w["tasks"].send((w["tid"], fn, args, kwargs))
-                if w["ahead"]:  # it may be building a layout ahead: stop that
-                    try:
-                        os.kill(w["proc"].pid, signal.SIGUSR1)
-                    except ProcessLookupError:  # pragma: no cover - noticed by _collect
-                        pass
                 self._running[key] = w
 
     def _collect(self, timeout: float) -> None:
@@ -347,8 +368,9 @@ class SeedPool:
                 error = error or self._replace(w)
                 continue
             self.cpu_seconds += cpu
-            key = w["key"] if tid == w["tid"] else None
+            key = w["key"] if tid in (w["tid"], -1) else None  # -1: a task it could not read
             w["tid"] = w["key"] = None
+            self.cancelled += status == "cancelled"
             if key is None:
                 continue  # a cancelled task's reply
             self._running.pop(key, None)
