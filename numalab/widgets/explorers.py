@@ -768,24 +768,54 @@ class HistoryExplorer(Explorer):
         per engine call for a preliminary stage (side by side on the cores), else the seeds of
         each policy in as few calls as keep every core busy. Nothing of a later stage is queued
         yet: the preliminary answer has the cores to itself, then its figure the parent's.
-        Runs already in flight for this view are kept, not repeated."""
-        running = {k for k in self.pool.running_keys() if k[:4] == base and k[4] in choices and min(k[5]) < n}
+        Runs already in flight that this view needs (now or for its final answer) are kept, not
+        repeated; the others are cancelled."""
+        running = {k for k in self.pool.running_keys()
+                   if k[:4] == base and k[4] in choices and min(k[5]) < max(n, params["seeds"])}
+        tasks = [(k, None, None, None) for k in running]
+        tasks += self._pool_tasks(params, choices, base, n, running, single=n < params["seeds"])
+        self.pool.plan(tasks)
+        label = f"{'preliminary, ' if n < params['seeds'] else ''}{n} seed{'s' if n > 1 else ''} on {self.pool.size} cores:"
+        need = [t[0] for t in tasks if min(t[0][5]) < n]
+        self.pool.wait(need, check=self.check_superseded, on_progress=lambda d, t: self._progress(d, t, label))
+        if n == params["seeds"] and not self._quiet and self.layouts_ahead:
+            self.pool.build_ahead(self._layouts_near(params))
+
+    def _pool_tasks(self, params, choices, base, n, running=(), *, single=False):
+        """Pool tasks for the seeds ``0..n-1`` of each policy that are neither cached nor
+        ``running``: one seed per task if ``single``, else as few tasks as keep every core busy."""
         covered = {(k[4], s) for k in running for s in k[5]}
         todo = {h: [s for s in range(n) if base + (h, s) not in self.cache and (h, s) not in covered]
                 for h in choices}
-        size = 1 if n < params["seeds"] else -(-sum(map(len, todo.values())) // self.pool.size)
+        size = 1 if single else -(-sum(map(len, todo.values())) // self.pool.size)
         size = max(1, min(self.pool_chunk, size))
-        parts = [(h, r[i:i + size]) for h, r in todo.items() for i in range(0, len(r), size)]
         kwargs = dict(workload_options=self.workload_options, **self.engine_options)
-        tasks = [(k, None, None, None) for k in running]
-        tasks += [(base + (h, tuple(p)), history_run, (params["workload"], params["topology"], params["profile"],
-                                                        h, params["threads"], p), kwargs) for h, p in parts]
-        self.pool.plan(tasks)
-        label = f"{'preliminary, ' if n < params['seeds'] else ''}{n} seed{'s' if n > 1 else ''} on {self.pool.size} cores:"
-        self.pool.wait([t[0] for t in tasks], check=self.check_superseded,
-                       on_progress=lambda d, t: self._progress(d, t, label))
-        if n == params["seeds"] and not self._quiet and self.layouts_ahead:
-            self.pool.build_ahead(self._layouts_near(params))
+        return [(base + (h, tuple(r[i:i + size])), history_run,
+                 (params["workload"], params["topology"], params["profile"], h, params["threads"], r[i:i + size]), kwargs)
+                for h, r in todo.items() for i in range(0, len(r), size)]
+
+    def _prefetch(self, params):
+        """Computing ahead on the pool: every neighbour's first answer planned at once, so the
+        cores share them (in this process: one after the other, as the base class does)."""
+        if self.pool is None:
+            return super()._prefetch(params)
+        tasks = []
+        for nxt in self.neighbours(params):
+            if self.validate(nxt) is None:
+                base = (nxt["workload"], nxt["topology"], nxt["profile"], nxt["threads"])
+                tasks += self._pool_tasks(nxt, self._choices(nxt), base, self.stages(nxt)[0], single=True)
+        if self._pending is not None:
+            return None
+        self._running, self._quiet = self._gen, True  # a new change supersedes this at once
+        try:
+            self.pool.plan(tasks)
+            self.pool.wait([t[0] for t in tasks], check=self.check_superseded)
+        except (_Superseded, NumalabValueError):
+            return None
+        finally:
+            self._quiet = False
+        self.prefetched = getattr(self, "prefetched", 0) + 1
+        return None
 
     def _layouts_near(self, params):
         """The workload layouts of the views one ``topology`` or ``workload`` change away."""
