@@ -147,3 +147,17 @@ def test_synchronous_explorer_has_no_pool():
     ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", history=4, threads=2, seeds=1,
                            workload_options=SMALL)
     assert ex.pool is None  # outside a kernel (tests, scripts): computed in this process
+
+
+def test_at_most_two_pools_keep_their_workers():
+    got = {}
+    pools = [P.SeedPool(lambda k, v: got.__setitem__(k, v), 2).start() for _ in range(3)]
+    try:
+        first = pools[0]
+        assert not first.pids and all(len(p.pids) == 2 for p in pools[1:])  # re-running a cell
+        first.plan([("again", abs, (-2,), {})])  # used again: its workers come back
+        first.wait(["again"])
+        assert got == {"again": 2} and len(first.pids) == 2 and not pools[1].pids
+    finally:
+        for p in pools:
+            p.close()

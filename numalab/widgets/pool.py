@@ -48,6 +48,13 @@ PRELOAD = ["numpy", "xarray", "numalab.engine", "numalab.workloads", "numalab.wi
 #: more workers than this do not help an explorer (8 seeds of at most 2 policies)
 MAX_WORKERS = 4
 
+#: pools with running workers at once: re-running a notebook cell builds a new explorer while the
+#: old one lives on in the output history; the least recently used pool's workers are stopped
+#: (they start again if that explorer is used again)
+MAX_LIVE_POOLS = 2
+
+_live_pools: list = []  # weakrefs, least recently used first
+
 
 def pool_size(workers=None) -> int:
     """Worker processes for ``workers`` (None: one per CPU this process may use, at most
@@ -235,9 +242,26 @@ class SeedPool:
     def start(self) -> "SeedPool":
         """Start the workers (idempotent; they warm up while the caller goes on)."""
         with self._lock:
+            if len(self._workers) < self.size:
+                self._evict_others()
             while len(self._workers) < self.size:
                 self._workers.append(self._spawn())
+            self._touch()
         return self
+
+    def _touch(self) -> None:
+        _live_pools[:] = [r for r in _live_pools if r() is not None and r() is not self] + [weakref.ref(self)]
+
+    def _evict_others(self) -> None:
+        """Stop the workers of the least recently used other pools beyond :data:`MAX_LIVE_POOLS`."""
+        others = [r() for r in _live_pools]
+        others = [p for p in others if p is not None and p is not self and p._workers]
+        for old in others[: max(0, len(others) - (MAX_LIVE_POOLS - 1))]:
+            if old._lock.acquire(blocking=False):  # busy in another thread: leave it
+                try:
+                    old.close()
+                finally:
+                    old._lock.release()
 
     def _spawn(self) -> dict:
         from ..sweeps.executors import _start_time
@@ -265,7 +289,7 @@ class SeedPool:
         with self._lock:
             self._queue.clear()
             self._running.clear()
-            self._finalizer()
+            _stop(self._workers)  # start() brings them back if the pool is used again
 
     @property
     def pids(self) -> list[int]:
