@@ -5,11 +5,18 @@ thread, the first answer is drawn as soon as it is ready, then refined) and prin
 change, the seconds to the first answer and to the final one (``Explorer.timings``: from the
 change to the new summary + PNG being set on the widgets, rendering included).
 
-Views measured (the defaults of the explorers, full size):
+Views measured (the defaults of the explorers, full size), each main knob moved once uncached
+(computing ahead off), then cached and computed-ahead cases:
 
 * ``HistoryExplorer()``: numa01_THREAD_ALLOC on 2s-128 (2 x 64 threads, 3 GiB per process),
-  v6.12 against v6.12 with N = 8, 8 seeds;
+  v6.12 against v6.12 with N = 8, 8 seeds; its engine calls run on the explorer's worker
+  processes (:class:`numalab.widgets.pool.SeedPool`, one per CPU), the first answer is the
+  preliminary one from seed 0 of each new policy;
 * ``FutexExplorer(threads=128)``: perf bench futex hash, private hash, 2 seeds, 14 bucket counts.
+
+"superseded" changes the knob again while the first change is still computing (0.3 s after it):
+the runs the newer view does not need are cancelled mid-call, and its time is counted from the
+second change.
 
 Run::
 
@@ -17,8 +24,10 @@ Run::
     PYTHONPATH=. python benchmarks/bench_explorers.py --only futex
 
 Numbers depend on the machine and its load (the engine is single-threaded numpy): ``cpu`` is the
-CPU time of the updating thread, which a busy machine does not inflate the way it does wall time.
-Load average is printed first.
+CPU time of the updating thread plus that of the worker processes' finished engine calls (the CPU
+work behind the answer, which a busy machine does not inflate the way it does wall time; with
+two workers the final answer's cpu can exceed its wall time). Load average is printed first and
+last: other work on the machine slows the wall times.
 """
 
 from __future__ import annotations
@@ -35,9 +44,13 @@ def _idle(ex, timeout=300):
         time.sleep(0.05)
 
 
-def _measure(ex, label, *, prefetch=False, **change):
+def _measure(ex, label, *, prefetch=False, first=None, **change):
+    """Move ``change`` (after ``first``, moved 0.3 s earlier, when given) and print its times."""
     ex.prefetch_enabled = prefetch
     ex.timings.clear()
+    if first:
+        ex.set(**first)
+        time.sleep(0.3)
     t0 = time.perf_counter()
     ex.set(**change)
     ex.wait(600)
@@ -59,10 +72,13 @@ def bench_history():
     from numalab.widgets import HistoryExplorer
 
     t0 = time.perf_counter()
+    HistoryExplorer.layouts_ahead = False  # cold layouts for the uncached changes; turned on at the end
     ex = HistoryExplorer(live=True)  # numa01_THREAD_ALLOC, 2s-128, 6.12 vs N=8, 8 seeds, full size
-    print(f"HistoryExplorer() full size, 8 seeds: opened in {time.perf_counter() - t0:.2f} s "
+    pool = f"{ex.pool.size} worker processes" if ex.pool else "no worker processes (one CPU)"
+    print(f"HistoryExplorer() full size, 8 seeds, {pool}: opened in {time.perf_counter() - t0:.2f} s "
           f"({ex.runs} runs, synchronous)")
     _measure(ex, "history 8 -> 4: one new policy, uncached", history=4)
+    _measure(ex, "history 4 -> 16, superseding 4 -> 12: one new policy", history=16, first={"history": 12})
     _measure(ex, "history 4 -> 8: cached", history=8)
     _measure(ex, "seeds 8 -> 4: cached subset", seeds=4)
     _measure(ex, "seeds 4 -> 8: cached", seeds=8)
@@ -73,6 +89,15 @@ def bench_history():
     _idle(ex)
     _measure(ex, "history 6 -> 3 after idle time (first answer computed ahead)", history=3, prefetch=True)
     _measure(ex, "topology 2s-128 -> 2s-240: two new policies, uncached", topology="2s-240")
+    _measure(ex, "topology 2s-240 -> 4s-144: two new policies, uncached", topology="4s-144")
+    _measure(ex, "workload -> numa02 (4s-144): two new policies, uncached", workload="numa02")
+    _measure(ex, "threads default -> 32 (numa02): two new policies, uncached", threads=32)
+    _measure(ex, "workload -> numa01_THREAD_ALLOC, threads default (4s-144): cached", workload="numa01_THREAD_ALLOC",
+             threads="default")
+    ex.layouts_ahead = True
+    _measure(ex, "history 3 -> 4 (4s-144): one new policy, uncached; layouts built ahead", history=4)
+    time.sleep(8)  # idle: the workers build the layouts one topology / workload change away
+    _measure(ex, "topology 4s-144 -> 2s-224-spr, layout built ahead: two new policies", topology="2s-224-spr")
     ex.prefetch_enabled = False
 
 
@@ -85,6 +110,7 @@ def bench_futex():
     _measure(ex, "threads 128 -> 96: new curves, uncached", threads=96)
     _measure(ex, "buckets 256 -> 1024: same curves", buckets=1024)
     _measure(ex, "mode private -> numa: new curves, uncached", mode="numa")
+    _measure(ex, "buckets 1024 -> 64 (numa): same curves", buckets=64)
     _measure(ex, "threads 96 -> 128 (numa): new curves, uncached", threads=128, prefetch=True)
     _idle(ex)
     _measure(ex, "mode numa -> classic after idle time (computed ahead)", mode="classic", prefetch=True)
@@ -103,6 +129,7 @@ def main(argv=None) -> int:
         bench_futex()
     if args.only in (None, "history"):
         bench_history()
+    print(f"load average {os.getloadavg()[0]:.2f}")
     return 0
 
 

@@ -14,9 +14,16 @@ Chromium driven by Playwright.
   numbers shown must equal the pure function's.
 * ``test_explore_page``: ``numalab explore`` (Voilà) serves the explorers page; the history
   explorer's N is moved and checked the same way (skipped when voila is not installed).
+* ``test_explore_page_full_size``: ``numalab explore --full-size``, the default full-size views
+  (HistoryExplorer: numa01_THREAD_ALLOC on 2s-128, 8 seeds; FutexExplorer at 128 threads): each
+  main knob moved once, uncached; the final numbers must equal the pure function's.
 
-Each knob move is timed (change to the new number on screen) and printed. Screenshots go to
-``$NUMALAB_SCREENSHOTS`` (a folder; default: the test's tmp dir), paths printed, for CI artifacts.
+Each knob move is timed and printed: seconds from the change to the first new answer on screen
+(a preliminary one from fewer seeds, where the explorer has one) and to the final numbers. The
+goal is a first answer within 1 s for the full-size views; as everywhere in the tests, times are
+reported, never asserted (benchmarks/bench_explorers.py measures them). Every time is also
+written to ``update-times.json`` next to the screenshots, in ``$NUMALAB_SCREENSHOTS`` (a folder;
+default: the test's tmp dir), paths printed, for CI artifacts.
 Servers (and their kernels) are killed at the end whatever happens.
 
 Run with ``python -m pytest tests/test_browser.py -m browser -s -p no:cacheprovider``
@@ -245,8 +252,10 @@ def test_futex_explorer_in_jupyterlab(jupyter_lab, tmp_path):
             page.keyboard.press("Enter")
             t_move = time.monotonic()
             got = _wait_for_value(page, "ops/s per thread", want_moved, 60)
+            took = time.monotonic() - t_move
             print(f"\nfutex explorer: buckets -> {MOVED['buckets']}, threads -> {MOVED['threads']}: shown {got!r} "
-                  f"after {time.monotonic() - t_move:.2f} s")
+                  f"after {took:.2f} s")
+            _report(tmp_path, "explorer.ipynb", "futexexplorer", "threads", MOVED["threads"], None, took)
             assert got == want_moved, f"after moving the widgets the display shows {got!r}, the pure function {want_moved!r}"
             assert _value(page, "buckets") == str(MOVED["buckets"])
             box.scroll_into_view_if_needed()
@@ -406,8 +415,8 @@ QUICK_RUN = ["01-quickstart.ipynb", "03-hot-and-shared-vmas.ipynb"]  # NUMALAB_B
 
 
 def _move(page, box, kind, label, value):
-    if kind == "select":
-        box.locator(".widget-dropdown", has_text=label).locator("select").select_option(label=value)
+    if kind == "select":  # by its exact label: "profile" is also an option of "history N"
+        box.get_by_label(label, exact=True).select_option(label=value)
     else:
         readout = box.locator(".widget-slider", has_text=label).locator(".widget-readout")
         readout.click()
@@ -438,16 +447,43 @@ def _wait_values(box, col, want, timeout_s):
     return got
 
 
-def _check_knobs(page, spec, shots, tag):
+_FIRST_JS = """([css, key, col, before]) => {
+  // the first new answer: the summary's cell for (key, col) shows a value other than before
+  const el = document.querySelector(`.numalab-${css} td.numalab-value[data-key="${key}"][data-col="${col}"]`);
+  return !!el && el.innerText.trim() !== before;
+}"""
+
+
+def _report(tmp_path, where, css, knob, value, first_s, final_s) -> None:
+    """Append one knob move's times to update-times.json next to the screenshots."""
+    path = _shots(tmp_path) / "update-times.json"
+    rows = json.loads(path.read_text()) if path.exists() else []
+    rows.append({"page": where, "explorer": css, "knob": knob, "value": value,
+                 "first_answer_s": None if first_s is None else round(first_s, 3), "final_s": round(final_s, 3)})
+    path.write_text(json.dumps(rows, indent=1))
+
+
+def _check_knobs(page, spec, shots, tag, tmp_path=None):
     for css, kind, label, value, col, expected in spec:
         want = expected()
         box = page.locator(f".numalab-{css}").first
         box.scroll_into_view_if_needed()
+        key = next(iter(want))
+        before = _shown_values(box, col, [key])[key]
         t0 = time.monotonic()
         _move(page, box, kind, label, value)
+        first = None
+        try:  # the first new answer (preliminary or final), polled every 20 ms
+            page.wait_for_function(_FIRST_JS, arg=[css, key, col, before or ""], polling=20, timeout=_left_ms(120))
+            first = time.monotonic() - t0
+        except Exception:  # noqa: BLE001 - reported by the assertion below
+            pass
         got = _wait_values(box, col, want, 120)
         took = time.monotonic() - t0
-        print(f"  {tag}: {css} {label} -> {value}: shown {got} after {took:.2f} s")
+        print(f"  {tag}: {css} {label} -> {value}: first answer after "
+              f"{'n/a' if first is None else f'{first:.2f} s'}, final {got} after {took:.2f} s")
+        if tmp_path is not None:
+            _report(tmp_path, tag, css, label, value, first, took)
         assert got == want, f"{tag}: after moving {label!r} the page shows {got}, the pure function {want}"
         page.wait_for_timeout(300)
         box.screenshot(path=str(shots / f"{tag}-{css}.png"))
@@ -500,7 +536,7 @@ def test_notebooks_run_and_explorers_answer(jupyter_lab, tmp_path):
                 assert all(page.evaluate(_EXPLORER_VIEWS)), name
                 assert page.evaluate("() => [...document.querySelectorAll('.numalab-snapshot')]"
                                      ".filter(e => e.offsetParent !== null).length") == 0, name
-                _check_knobs(page, KNOBS.get(name, []), shots, tag)
+                _check_knobs(page, KNOBS.get(name, []), shots, tag, tmp_path)
         except BaseException:
             if page is not None:
                 page.screenshot(path=str(shots / "failure.png"), timeout=10_000)
@@ -511,8 +547,8 @@ def test_notebooks_run_and_explorers_answer(jupyter_lab, tmp_path):
     print(f"screenshots: {shots}")
 
 
-def test_explore_page(tmp_path):
-    """``numalab explore`` serves the explorers with Voilà; the history explorer answers."""
+def _explore(tmp_path, budget_s, knobs, *, full_size=False):
+    """Serve ``numalab explore`` with Voila, open the page, move ``knobs`` (as _check_knobs)."""
     import importlib.util
 
     from playwright.sync_api import sync_playwright
@@ -521,18 +557,20 @@ def test_explore_page(tmp_path):
         pytest.skip("voila is not installed (numalab explore needs it)")
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is missing")
-    _BUDGET["end"] = time.monotonic() + 160
+    _BUDGET["end"] = time.monotonic() + budget_s
     shots = _shots(tmp_path)
     port = _free_port()
+    tag = "explore-full" if full_size else "explore"
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore", TQDM_DISABLE="1",
                JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
                IPYTHONDIR=str(tmp_path / "ipython"), JUPYTER_PLATFORM_DIRS="1")
     log = open(tmp_path / "voila.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "numalab", "explore", f"--port={port}", f"--dir={tmp_path / 'page'}"],
+    proc = subprocess.Popen([sys.executable, "-m", "numalab", "explore", f"--port={port}", f"--dir={tmp_path / 'page'}",
+                             *(["--full-size"] if full_size else [])],
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}/"
-        want = _quick_history(4)()
+        knobs = [(css, kind, label, value, col, (lambda w: lambda: w)(expected())) for css, kind, label, value, col, expected in knobs]
         with sync_playwright() as pw:
             browser = _launch(pw)
             try:
@@ -548,13 +586,43 @@ def test_explore_page(tmp_path):
                         time.sleep(1)
                 page.wait_for_selector(".numalab-historyexplorer td.numalab-value", timeout=_left_ms(120))
                 page.wait_for_selector(".numalab-pidhashexplorer td.numalab-value", timeout=_left_ms(60))
-                page.screenshot(path=str(shots / "explore-page.png"))
-                _check_knobs(page, [("historyexplorer", "select", "history N", "4", "6.12+N=4", lambda: want)],
-                             shots, "explore")
+                page.screenshot(path=str(shots / f"{tag}-page.png"))
+                _check_knobs(page, knobs, shots, tag, tmp_path)
             finally:
                 browser.close()
         assert (tmp_path / "page" / "numalab-explorers.ipynb").exists()
     finally:
         _stop_group(proc)
         log.close()
-    print(f"screenshots: {shots}; voila log: {tmp_path / 'voila.log'}")
+    print(f"screenshots and update-times.json: {shots}; voila log: {tmp_path / 'voila.log'}")
+
+
+def test_explore_page(tmp_path):
+    """``numalab explore`` serves the explorers with Voilà; the history explorer answers."""
+    _explore(tmp_path, 160, [("historyexplorer", "select", "history N", "4", "6.12+N=4", _quick_history(4))])
+
+
+def _full_futex(threads):
+    def f():
+        from numalab.widgets import FUTEX_BUCKETS, _fmt, futex_run, futex_summary
+
+        import xarray as xr
+
+        ds = xr.concat([futex_run("private", list(FUTEX_BUCKETS), threads, 2, seeds=[s]) for s in range(2)], dim="seed")
+        return {"ops/s per thread": _fmt(futex_summary(ds, 256)["ops/s per thread"])}
+    return f
+
+
+@pytest.mark.timeout(300)
+def test_explore_page_full_size(tmp_path):
+    """``numalab explore --full-size``: the default full-size views; every main knob moved once,
+    uncached, its first-answer and final times reported, the final numbers the pure function's."""
+    full = ("numa01_THREAD_ALLOC", "2s-128")
+    keys = ("elsp Amean [s]", "false_skips")
+    _explore(tmp_path, 280, [
+        ("historyexplorer", "select", "history N", "4", "6.12+N=4",
+         lambda: _history_expected(*full, "6.12", 4, "default", 8, {}, keys)),
+        ("historyexplorer", "select", "profile", "6.8", "6.8",
+         lambda: _history_expected(*full, "6.8", "profile", "default", 8, {}, keys)),
+        ("futexexplorer", "slider", "threads", "96", "", _full_futex(96)),
+    ], full_size=True)

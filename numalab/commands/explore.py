@@ -41,7 +41,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="serve a shipped notebook instead of the explorers page: its number or name, e.g. 03")
     p.add_argument("--full-size", action="store_true",
                    help="open the history explorer at full size (8 seeds, the benchmark's own threads and "
-                        "buffers: about 20 s of runs before the page shows) instead of 16 threads, 1 GiB, 4 seeds")
+                        "buffers: 16 runs, about 4 s on 2 CPUs, before the page shows) instead of 16 threads, 1 GiB, 4 seeds")
     p.add_argument("--dir", default=None, help="directory for the generated page (default: a temporary one)")
     p.set_defaults(command="explore")
     return p

@@ -278,14 +278,36 @@ def history_run(workload: str, topology: str, profile: str, history, threads, se
     ``workload_options`` (e.g. ``size_bytes``, ``loops``) go to ``numalab.workload``;
     ``engine_options`` to ``numalab.simulate``."""
     from ..engine import simulate
-    from ..workloads import workload as make
 
     overrides = dict(workload_options or {})
     if threads not in (None, "default"):
         overrides["threads"] = int(threads)
-    wl = make(workload, topology, **overrides)
+    wl = built_workload(workload, topology, **overrides)
     seeds = [int(x) for x in np.atleast_1d(seed).tolist()]
     return simulate(wl, [history_policy(profile, history)], seeds=seeds, **engine_options)
+
+
+def built_workload(name: str, topology: str, **overrides):
+    """``numalab.workload(name, topology, **overrides)``, built once per arguments in this
+    process (a full-size layout takes 0.2-0.4 s to build; it is a few MB of read-only arrays,
+    the engine never writes to them). Unhashable arguments are built every time."""
+    from ..workloads import workload as make
+
+    try:
+        return _built_workload(name, topology, tuple(sorted(overrides.items())))
+    except TypeError:  # an unhashable override (a Topology object, a matrix): not cached
+        return make(name, topology, **overrides)
+
+
+@functools.lru_cache(maxsize=32)
+def _built_workload(name, topology, overrides: tuple):
+    from ..workloads import workload as make
+
+    wl = make(name, topology, **dict(overrides))
+    for v in vars(wl).values():
+        if isinstance(v, np.ndarray):
+            v.flags.writeable = False  # shared by every run of this process: never written
+    return wl
 
 
 def history_summary(ds: xr.Dataset) -> dict:

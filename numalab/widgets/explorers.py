@@ -43,6 +43,7 @@ from .compute import (
     pid_hash_summary,
 )
 from .display import decision_figure, figure_png, pid_hash_figure, summary_html
+from .pool import SeedPool, pool_size
 
 #: hides the static snapshot outputs of a cell while its live widget is rendered
 _LIVE_CSS = ("<style>.jp-OutputArea:has(.numalab-live)>.jp-OutputArea-child:not(:first-child),"
@@ -68,8 +69,9 @@ class Explorer:
     may define :meth:`stages`, :meth:`validate`, :meth:`notes` and :attr:`tooltips`.
 
     ``timings`` lists, per shown answer, ``{"stage", "stages", "seconds", "cpu_seconds", "params"}``:
-    seconds from the knob change to the new figure, and the CPU seconds the updating thread spent
-    on it (what ``benchmarks/bench_explorers.py`` reports; wall time depends on the machine's load)."""
+    seconds from the knob change to the new figure, and the CPU seconds spent on it by the updating
+    thread and the worker processes (:meth:`worker_cpu`) together (what ``benchmarks/bench_explorers.py``
+    reports; wall time depends on the machine's load)."""
 
     title = ""
     #: control name -> tooltip, in the kernel's words
@@ -170,9 +172,10 @@ class Explorer:
 
     def _run(self, gen: int, params: dict, *, t0: float, draw_all: bool) -> None:
         self._running = gen
-        c0 = time.thread_time()
+        c0, w0 = time.thread_time(), self.worker_cpu()
         reason = self.validate(params)
         if reason:
+            self.cancel_work()
             self._refuse(reason)
             return
         stages = self.stages(params)
@@ -193,9 +196,17 @@ class Explorer:
                 self._refuse(self.explain(exc, params))
                 return
             self._show(result, rows, fig, columns[0] if columns else None, params,
-                       refining=not last, stage=i, nstages=len(stages))
+                       refining=not last, stage=stage, nstages=len(stages))
             self.timings.append({"stage": i, "stages": len(stages), "seconds": time.perf_counter() - t0,
-                                 "cpu_seconds": time.thread_time() - c0, "params": dict(params)})
+                                 "cpu_seconds": time.thread_time() - c0 + self.worker_cpu() - w0,
+                                 "params": dict(params)})
+
+    def worker_cpu(self) -> float:
+        """CPU seconds spent so far by worker processes computing for this explorer."""
+        return 0.0
+
+    def cancel_work(self) -> None:
+        """Stop computing for a view nobody waits for any more (a refused combination)."""
 
     def explain(self, exc: Exception, params: dict) -> str:
         """The message shown for a refused combination (override for plainer words)."""
@@ -219,7 +230,7 @@ class Explorer:
         self.notes_shown = self.notes(result, params)
         title = self.summary_title(params)
         if refining:
-            title += f" -- first answer ({self.stage_label(stage, params)}), refining ..."
+            title += f" -- preliminary ({self.stage_label(stage, params)}), refining ..."
         table = summary_html(rows, title=title, columns=columns)
         if self.notes_shown:
             table += "".join(f'<p class="numalab-note" style="max-width:52em;margin:0.4em 0">{html.escape(n)}</p>'
@@ -238,7 +249,8 @@ class Explorer:
         self._snapshot(table, png)
 
     def stage_label(self, stage, params) -> str:
-        return f"stage {stage + 1}"
+        """What a preliminary answer is made of (``stage``: an item of :meth:`stages`)."""
+        return f"stage {stage}"
 
     def summary_title(self, params) -> str:
         return ", ".join(f"{k}={v}" for k, v in params.items())
@@ -621,13 +633,24 @@ class HistoryExplorer(Explorer):
     Runs are cached per (workload, topology, profile, N, threads, seed) and computed in batches
     of seeds (one engine call per policy and chunk): raising ``seeds`` from 2 to 3 runs one more
     seed of each policy; changing N runs only the new policy. In live mode the first answer comes
-    from seed 0 (one engine call per new policy, about half the time of 8 seeds), then the other
-    seeds refine it, 4 per engine call."""
+    from seed 0 (one engine call per new policy, about half the time of 8 seeds), shown as
+    preliminary, then the other seeds refine it, at most 4 per engine call.
+
+    In live mode the engine calls run on a :class:`.pool.SeedPool` of worker processes (one per
+    CPU, ``workers=`` to choose; none with one CPU), started when the explorer is built: each new
+    policy's seed 0 runs on a core of its own, the other seeds are queued behind them at once, and
+    a newer knob change cancels the calls it does not need mid-run. The numbers are those of
+    :func:`history_run` in this process, whichever pool and batch a seed ran in."""
 
     title = "PID-history length (numalab.simulate)"
     #: seeds of the first answer, and seeds per engine call after it
     first_seeds = 1
     chunk = 4
+    #: seeds per engine call on the pool (a newer change cancels a call mid-run, so chunks can be long)
+    pool_chunk = 8
+    #: let idle workers build the workload layouts of the views a topology / workload change away
+    #: (0.2-0.4 s each at full size, otherwise paid by that change's first answer)
+    layouts_ahead = True
     tooltips = {
         "history": _HISTORY_TIP,
         "workload": "autonuma-benchmark test (mmtests autonumabench): numa01 = 2 processes sharing one buffer; "
@@ -642,7 +665,7 @@ class HistoryExplorer(Explorer):
 
     def __init__(self, workload: str = "numa01_THREAD_ALLOC", topology: str = "2s-128", profile: str = "6.12",
                  history=8, threads="default", seeds: int = 8, *, workload_options=None, live=None,
-                 **engine_options):
+                 workers=None, **engine_options):
         import ipywidgets as w
 
         from ..policy import Policy
@@ -654,6 +677,9 @@ class HistoryExplorer(Explorer):
         self.engine_options = engine_options
         options = ["profile", 1, 2, 3, 4, 6, 8, 12, 16] + [f"adaptive:{r}" for r in adaptive_rules()]
         names = [n for n in workloads() if n.startswith("numa0") and "BIND" not in n] or workloads()
+        live_now = _in_kernel() if live is None else bool(live)
+        size = pool_size(workers) if (workers is not None or live_now) else 0
+        self.pool = SeedPool(self._store, size).start() if size else None
         super().__init__({
             "history": w.Dropdown(options=options, value=history, description="history N"),
             "workload": w.Dropdown(options=names, value=workload, description="workload"),
@@ -693,8 +719,7 @@ class HistoryExplorer(Explorer):
         return [self.first_seeds, n] if n > self.first_seeds and not cached else [n]
 
     def stage_label(self, stage, params):
-        return (f"seed 0 of {params['seeds']}" if self.first_seeds == 1 else
-                f"seeds 0-{self.first_seeds - 1} of {params['seeds']}")
+        return f"{stage} seed{'s' if stage > 1 else ''} of {params['seeds']}"
 
     def neighbours(self, params):
         # the first control: the history lengths next to the one shown
@@ -704,6 +729,22 @@ class HistoryExplorer(Explorer):
         n = params["seeds"] if stage is None else stage
         choices = self._choices(params)
         base = (params["workload"], params["topology"], params["profile"], params["threads"])
+        if self.pool is None:
+            self._compute_here(params, choices, base, n)
+        else:
+            self._compute_pooled(params, choices, base, n)
+        # runs of different seeds end at different times: pad the time series (outer join); the
+        # joined Dataset is kept too, so going back to a view costs only its figure
+        out = {}
+        for h in choices:
+            key = ("joined",) + base + (h, n)
+            if key not in self.cache:
+                self.cache[key] = _concat([self.cache[base + (h, s)] for s in range(n)], "seed")
+            out[h] = self.cache[key]
+        return out
+
+    def _compute_here(self, params, choices, base, n):
+        """The missing runs in this process, one engine call per policy and chunk of seeds."""
         todo = [(h, [s for s in range(n) if base + (h, s) not in self.cache]) for h in choices]
         todo = [(h, m) for h, m in todo if m]
         total = sum(len(m) for _, m in todo)
@@ -721,15 +762,84 @@ class HistoryExplorer(Explorer):
                 self.runs += len(part)
                 done += len(part)
         self._progress(1, 1)
-        # runs of different seeds end at different times: pad the time series (outer join); the
-        # joined Dataset is kept too, so going back to a view costs only its figure
-        out = {}
-        for h in choices:
-            key = ("joined",) + base + (h, n)
-            if key not in self.cache:
-                self.cache[key] = _concat([self.cache[base + (h, s)] for s in range(n)], "seed")
-            out[h] = self.cache[key]
-        return out
+
+    def _compute_pooled(self, params, choices, base, n):
+        """Run the missing seeds ``0..n-1`` of each policy on the pool and wait for them: one seed
+        per engine call for a preliminary stage (side by side on the cores), else the seeds of
+        each policy in as few calls as keep every core busy. Nothing of a later stage is queued
+        yet: the preliminary answer has the cores to itself, then its figure the parent's.
+        Runs already in flight that this view needs (now or for its final answer) are kept, not
+        repeated; the others are cancelled."""
+        running = {k for k in self.pool.running_keys()
+                   if k[:4] == base and k[4] in choices and min(k[5]) < max(n, params["seeds"])}
+        tasks = [(k, None, None, None) for k in running]
+        tasks += self._pool_tasks(params, choices, base, n, running, single=n < params["seeds"])
+        self.pool.plan(tasks)
+        label = f"{'preliminary, ' if n < params['seeds'] else ''}{n} seed{'s' if n > 1 else ''} on {self.pool.size} cores:"
+        need = [t[0] for t in tasks if min(t[0][5]) < n]
+        self.pool.wait(need, check=self.check_superseded, on_progress=lambda d, t: self._progress(d, t, label))
+        if n == params["seeds"] and not self._quiet and self.layouts_ahead:
+            self.pool.build_ahead(self._layouts_near(params))
+
+    def _pool_tasks(self, params, choices, base, n, running=(), *, single=False):
+        """Pool tasks for the seeds ``0..n-1`` of each policy that are neither cached nor
+        ``running``: one seed per task if ``single``, else as few tasks as keep every core busy."""
+        covered = {(k[4], s) for k in running for s in k[5]}
+        todo = {h: [s for s in range(n) if base + (h, s) not in self.cache and (h, s) not in covered]
+                for h in choices}
+        size = 1 if single else -(-sum(map(len, todo.values())) // self.pool.size)
+        size = max(1, min(self.pool_chunk, size))
+        kwargs = dict(workload_options=self.workload_options, **self.engine_options)
+        return [(base + (h, tuple(r[i:i + size])), history_run,
+                 (params["workload"], params["topology"], params["profile"], h, params["threads"], r[i:i + size]), kwargs)
+                for h, r in todo.items() for i in range(0, len(r), size)]
+
+    def _prefetch(self, params):
+        """Computing ahead on the pool: every neighbour's first answer planned at once, so the
+        cores share them (in this process: one after the other, as the base class does)."""
+        if self.pool is None:
+            return super()._prefetch(params)
+        tasks = []
+        for nxt in self.neighbours(params):
+            if self.validate(nxt) is None:
+                base = (nxt["workload"], nxt["topology"], nxt["profile"], nxt["threads"])
+                tasks += self._pool_tasks(nxt, self._choices(nxt), base, self.stages(nxt)[0], single=True)
+        if self._pending is not None:
+            return None
+        self._running, self._quiet = self._gen, True  # a new change supersedes this at once
+        try:
+            self.pool.plan(tasks)
+            self.pool.wait([t[0] for t in tasks], check=self.check_superseded)
+        except (_Superseded, NumalabValueError):
+            return None
+        finally:
+            self._quiet = False
+        self.prefetched = getattr(self, "prefetched", 0) + 1
+        return None
+
+    def _layouts_near(self, params):
+        """The workload layouts of the views one ``topology`` or ``workload`` change away."""
+        over = dict(self.workload_options)
+        if params["threads"] not in (None, "default"):
+            over["threads"] = int(params["threads"])
+        over = tuple(sorted(over.items()))
+        near = [(params["workload"], t, over) for t in self.controls["topology"].options if t != params["topology"]]
+        return near + [(w, params["topology"], over) for w in self.controls["workload"].options
+                       if w != params["workload"]]
+
+    def _store(self, key, ds):
+        """A pool task's result: one engine call of policy ``key[4]`` over seeds ``key[5]``."""
+        base, h = key[:4], key[4]
+        for s in key[5]:
+            self.cache[base + (h, s)] = ds.sel(seed=[s])
+        self.runs += len(key[5])
+
+    def worker_cpu(self):
+        return self.pool.cpu_seconds if self.pool is not None else 0.0
+
+    def cancel_work(self):
+        if self.pool is not None:
+            self.pool.plan([])
 
     def notes(self, result, params):
         starved = []
