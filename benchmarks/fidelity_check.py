@@ -11,7 +11,9 @@ Run: ``python benchmarks/fidelity_check.py [--seeds 4] [--workloads numa02,...] 
 
 ``--machines`` instead judges every table of calibration-intel.md (lkp-csl-2sp9, lkp-spr-r02) on
 its machine's preset, as ``numalab reproduce`` does, and prints one line per row that misses
-(the CI check, tests/test_reproduce.py, runs the same with 2 seeds).
+(the CI check, tests/test_reproduce.py, runs the same with 2 seeds); ``--all`` adds the Ice Lake
+tables, and ``--cost NAME=VALUE`` (repeatable) overrides a :class:`numalab.costs.Costs` field for
+a probe, e.g. ``--machines --all --cost init_dram_share=0.2`` (docs/fidelity.md).
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ def main(argv=None):
                     help="engine option lb_migrate_hz (default: engine.LB_MIGRATE_HZ)")
     ap.add_argument("--machines", action="store_true",
                     help="judge the calibration-intel.md tables on their machines' presets instead")
+    ap.add_argument("--all", action="store_true", help="with --machines: the Ice Lake tables too")
+    ap.add_argument("--cost", action="append", default=[], metavar="NAME=VALUE",
+                    help="with --machines: override a Costs field (a probe, not a default)")
     args = ap.parse_args(argv)
     if args.machines:
         return machines(args)
@@ -63,7 +68,15 @@ def machines(args):
     from numalab import fidelity
 
     opts = {} if args.lb_migrate_hz is None else {"lb_migrate_hz": args.lb_migrate_hz}
-    tables = [n for n in fidelity.calibration_tables() if n not in fidelity.calibration_tables("lkp-icl-2sp6")]
+    costs = {}
+    for kv in args.cost:
+        name, _, value = kv.partition("=")
+        costs[name] = float(value)
+    if costs:
+        opts["costs"] = costs
+    tables = fidelity.calibration_tables()
+    if not args.all:
+        tables = [n for n in tables if n not in fidelity.calibration_tables("lkp-icl-2sp6")]
     t = time.process_time()
     published, sims = fidelity.simulate_fidelity(tables, seeds=args.seeds, **opts)
     judged = ok = 0
@@ -77,7 +90,7 @@ def machines(args):
                 print(f"{name:<40} {r['metric']:<48} {r['quantity']:<34} published {r['published']:>+9.4g} "
                       f"simulated {r['simulated_mean']:>+9.4g} {r['verdict']}")
     print(f"{ok} of {judged} rows reproduced ({args.seeds} seeds; base columns shared by tables counted per "
-          f"table), {time.process_time() - t:.1f} cpu s")
+          f"table{'; costs ' + str(costs) if costs else ''}), {time.process_time() - t:.1f} cpu s")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,8 @@ def refresh(b):
         return
     running = running_mask(b)[rows] & ~b.outcome.done[rows][:, None]
     frac = thread_frac(b, rows)
-    speed = progress_rates(b.costs, b.topo, b.tasks.node[rows], frac, running)
+    shared_init = (b.tasks.phase[rows] == PH_INIT) & b.wl.init_bind[None, :]
+    speed = progress_rates(b.costs, b.topo, b.tasks.node[rows], frac, running, shared_init)
     b.rates.frac[rows] = frac
     b.rates.speed[rows] = speed
     rates = entry_rates(b, rows, speed)

@@ -1,0 +1,86 @@
+"""The bound init as a clock: how the length of numa01's MPOL_BIND init decides v6.4's deadlock
+and v6.8's escape (issue 15; docs/fidelity.md, "The bound init is a clock").
+
+Every worker of numa01 / numa01_THREAD_ALLOC zero-writes its process's whole 3 GiB buffer under
+MPOL_BIND before its loop, and a scanner still in that init finds every VMA unsuitable. How long
+the init lasts is set by how much of those T concurrent sweeps reaches DRAM: all of it
+(``costs.init_dram_share = 1``, the default: ~12 s on the robot's machines) or a share (the lines
+combined in the caches). This sweeps that share on the robot's Sapphire Rapids and Cascade Lake
+presets and prints, per share, the init's length (first and last worker out of the init, seed 0)
+and the %changes the published tables judge, with the published number beside each.
+
+Not a calibration: the default stays 1.0 (no measurement of the real share exists here); the
+table shows which init lengths the published results allow.
+
+Run::
+
+    python benchmarks/init_window.py                 # 4 seeds, ~8 min CPU on 2 cores
+    python benchmarks/init_window.py --seeds 8 --shares 1,0.2
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import numalab as nl
+from numalab.engine import make_batch
+from numalab.workloads import PH_INIT
+
+PROFILES = ["6.4-rc-scan-delay", "6.4", "6.7", "6.8", "rfc2023-p2", "rfc2023-p6"]
+#: (preset, test, published %change) per column: calibration-intel.md sections A, B, C
+COLUMNS = [
+    ("6.4 vs rc", "6.4", "6.4-rc-scan-delay", {"2s-224-spr": {"numa01": 39.3}, "2s-88-csl": {"numa01": 48.9}}),
+    ("6.8 vs 6.7", "6.8", "6.7", {"2s-224-spr": {"numa01": -16.3, "numa01_THREAD_ALLOC": -46.2}}),
+    ("p2 vs 6.4", "rfc2023-p2", "6.4", {"2s-224-spr": {"numa01": -0.7, "numa01_THREAD_ALLOC": -11.7}}),
+    ("p6 vs 6.4", "rfc2023-p6", "6.4", {"2s-224-spr": {"numa01": -26.4, "numa01_THREAD_ALLOC": -46.9}}),
+]
+
+
+def init_span(topo, share):
+    """(first, last) second a worker leaves the bound init, seed 0 of numa01 under v6.4."""
+    wl = nl.workload("numa01", topo)
+    b = make_batch(wl, nl.Policy.profile("6.4"), [0], costs={"init_dram_share": share})
+    bound = wl.init_bind
+    first = None
+    for i in range(4000):
+        b.step()
+        n = int(((b.tasks.phase[0] == PH_INIT) & bound).sum())
+        if first is None and n < bound.sum():
+            first = (i + 1) * b.dt
+        if n == 0:
+            return first, (i + 1) * b.dt
+    return first, float("nan")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--shares", default="1,0.3,0.2,0.1,0.05")
+    ap.add_argument("--presets", default="2s-224-spr,2s-88-csl")
+    args = ap.parse_args(argv)
+    shares = [float(s) for s in args.shares.split(",")]
+    t0 = time.process_time()
+    for preset in args.presets.split(","):
+        topo = nl.Topology.preset(preset)
+        print(f"\n{preset}: %change, simulated (published); init = first..last worker out of the bound init")
+        head = "".join(f"{c[0]:>26}" for c in COLUMNS)
+        print(f"{'share':>6} {'test':<20} {'init s':>11}{head}")
+        for share in shares:
+            first, last = init_span(topo, share)
+            for test in ("numa01", "numa01_THREAD_ALLOC"):
+                ds = nl.simulate(test, PROFILES, seeds=args.seeds, topology=topo, costs={"init_dram_share": share})
+                e = ds.elsp.mean("seed")
+                cells = []
+                for _, new, base, pub in COLUMNS:
+                    ch = 100 * (float(e.sel(policy=new)) / float(e.sel(policy=base)) - 1)
+                    p = pub.get(preset, {}).get(test)
+                    cells.append(f"{ch:+8.1f} ({p:+6.1f})" if p is not None else f"{ch:+8.1f} {'':8}")
+                print(f"{share:>6.3g} {test:<20} {first:4.1f}..{last:4.1f}  " + "".join(f"{c:>26}" for c in cells))
+    print(f"\n{args.seeds} seeds; {time.process_time() - t0:.0f} cpu s")
+
+
+if __name__ == "__main__":
+    main()

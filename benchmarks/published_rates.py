@@ -1,0 +1,40 @@
+"""What the published runtimes say about each machine's write bandwidth, before any model runs.
+
+For every base-column seconds row of the calibration tables (``data/lkp-*.csv``) this divides
+the bytes the benchmark writes (the workload's own count: numa01 2 x T x 51 x 3 GiB, ...) by
+the published seconds and by the machine preset's ``nodes x node_bw_GBps`` (its STREAM figure).
+One cost constant (``Costs.write_efficiency``) turns that figure into ``bzero`` bandwidth on
+every machine, so a machine-independent model needs this ratio to be machine-independent too
+for the runs that are not stuck on one node (rc, p5, 6.8 columns). docs/fidelity.md, "Across
+machines", discusses the result.
+
+Run: ``python benchmarks/published_rates.py``
+"""
+
+from __future__ import annotations
+
+import numalab as nl
+from numalab import data, fidelity
+
+
+def main():
+    rows = {}
+    for name in fidelity.calibration_tables():
+        ds = data.load(name)
+        preset = fidelity.table_preset(ds)
+        for pol in [str(p) for p in ds.policy.values]:
+            for wl in ds.workload.values:
+                s = float(ds.elsp.sel(workload=wl, policy=pol))
+                if s == s:
+                    rows[(preset, str(wl), pol)] = s
+    print(f"{'preset':<12} {'test':<20} {'kernel':<18} {'seconds':>8} {'TB':>6} {'GB/s':>7} {'/ (nodes x node_bw)':>20}")
+    for (preset, wl, pol), s in sorted(rows.items()):
+        topo = nl.Topology.preset(preset)
+        tb = float(nl.workload(wl, topo).phase_bytes.sum())
+        rate = tb / s / 1e9
+        print(f"{preset:<12} {wl:<20} {pol:<18} {s:>8.1f} {tb / 1e12:>6.2f} {rate:>7.1f} "
+              f"{rate / (topo.nodes * topo.node_bw_GBps):>20.3f}")
+
+
+if __name__ == "__main__":
+    main()
