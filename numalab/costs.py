@@ -53,8 +53,8 @@ class Costs:
         through node B, a ~12 s init on the robot's machines); 1/T is the other bound, the
         lines combined in the caches and written back once per process (the init then lasts
         one thread's streaming time, ~0.4-0.7 s). No measurement of the real value exists here;
-        the published 6.4 and 6.8 results bracket the init's *length* (docs/fidelity.md,
-        "The bound init is a clock"), so this stays 1.0 until a trace measures it.
+        the published 6.4 and 6.8 results bracket the init's *length* (docs/fidelity.md, "the
+        bound init as a clock"), so this stays 1.0 until a trace measures it.
     smt_share : 0.6
         Per-thread streaming rate when the SMT sibling also streams (fill buffers are shared
         per core; Intel optimisation manual: ~1.2× core throughput with 2 threads).
