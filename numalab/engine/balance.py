@@ -26,10 +26,13 @@ def lb_moves(b, u_lb):
     p = b.o.lb_migrate_hz * b.dt
     if p <= 0 or b.lay.N < 2:
         return
+    pulled = u_lb < p  # rare (a few steps per run): test it before the masks
+    if not np.count_nonzero(pulled):
+        return
     running = running_mask(b) & ~b.outcome.done[:, None]
     free = b.wl.cpu_bind < 0
-    ev = running & (u_lb < p) & free[None, :]
-    if not ev.any():
+    ev = running & pulled & free[None, :]
+    if not np.count_nonzero(ev):
         return
     N, cap = b.lay.N, b.topo.cpus_per_node
     for r in np.flatnonzero(ev.any(axis=1)).tolist():

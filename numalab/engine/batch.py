@@ -179,8 +179,9 @@ class Batch:
         thread's finish, plus the harness overhead); invariants every 20 steps."""
         self.now = ctx.t1
         self.steps += 1
-        newly = ctx.live & ~progress.running_mask(self).any(axis=1) & np.all(self.tasks.phase == PH_DONE, axis=1)
-        if newly.any():
+        # every thread PH_DONE implies none running (running_mask: PH_INIT / PH_LOOP)
+        newly = ctx.live & np.all(self.tasks.phase == PH_DONE, axis=1)
+        if np.count_nonzero(newly):
             overhead = self.costs.harness_overhead_s if self.o.harness_overhead else 0.0
             self.outcome.elsp[newly] = np.nanmax(self.tasks.finish[newly], axis=1) + overhead
             self.outcome.done |= newly
@@ -192,7 +193,7 @@ class Batch:
         """Step until every replica is done or ``max_time``; sample every ``time_resolution``."""
         res = self.o.time_resolution
         next_sample = 0.0
-        while not self.outcome.done.all():
+        while np.count_nonzero(self.outcome.done) < self.outcome.done.size:  # not all done
             if self.now >= next_sample - 1e-9:
                 observe.sample(self)
                 next_sample += res

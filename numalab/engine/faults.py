@@ -73,8 +73,11 @@ def hinting_faults(b, ctx):
     hz = b.regions.hazard.ravel()                      # flat views: 1-D takes are cheaper
     h = hz[pi] + lam * b.dt
     hz[pi] = h
-    hit = (h >= b.prot.thresh) & (lam > 0)
-    if not hit.any():
+    hit = h >= b.prot.thresh
+    if not np.count_nonzero(hit):  # most steps: no threshold reached (then lam > 0 need not be tested)
+        return
+    hit &= lam > 0
+    if not np.count_nonzero(hit):
         return
     hi = np.flatnonzero(hit)
     hi = hi[~b.outcome.done[pi[hi] // NR]]
@@ -140,7 +143,7 @@ def record_hint_faults(b, f):
     # checks: the indices are the engine's own)
     if b.pol.numab_state:
         hs = b.vmas.has_state.take(fr * b.lay.V + fv)
-        if hs.any():
+        if np.count_nonzero(hs):
             hr, hv = fr[hs], fv[hs]
             rth = f.rt[hs]
             word, mask = b.tasks.tid_word.take(rth), b.tasks.tid_mask.take(rth)
@@ -195,7 +198,7 @@ def migrate_balanced(b, f, want_mig):
     fr, cn, pages = f.fr, f.cn, f.pages
     N = b.lay.N
     migrate, failed = want_mig, np.zeros_like(want_mig)
-    if want_mig.any():
+    if np.count_nonzero(want_mig):
         key = np.where(want_mig, fr * N + cn, -1)
         order = np.argsort(key, kind="stable")
         ks, pg = key[order], np.where(want_mig, pages, 0)[order]
@@ -214,7 +217,7 @@ def migrate_balanced(b, f, want_mig):
 def migrate_folios(b, f, migrate, kt):
     """migrate_misplaced_folio for the faults that migrate: the folio moves to the faulting
     task's node; returns the kernel time per fault with the copy added (s)."""
-    if migrate.any():
+    if np.count_nonzero(migrate):
         pages = f.pages
         mr, mreg, mdst, msrc = f.fr[migrate], f.freg[migrate], f.cn[migrate], f.fn[migrate]
         b.regions.node[mr, mreg] = mdst
@@ -248,7 +251,7 @@ def task_numa_fault(b, ctx, f, now, local, last, my8, mem_node, failed):
     uk = np.flatnonzero(seen)                                   # np.unique(fr * T + ft)
     pr_, pt_ = np.divmod(uk, T)
     due = now > b.numa.numa_migrate_retry[pr_, pt_]
-    if due.any():
+    if np.count_nonzero(due):
         task_numa_placement(b, ctx, pr_[due], pt_[due], now, gm, gc, gsize)
     # buffers
     flocal = local.copy()
@@ -264,7 +267,7 @@ def task_numa_fault(b, ctx, f, now, local, last, my8, mem_node, failed):
     np.add.at(b.numa.buf_mem, (fr, ft, mem_node, p_i), pages)
     np.add.at(b.numa.buf_cpu, (fr, ft, cn, p_i), pages)
     np.add.at(b.numa.numa_faults_locality, (fr, ft, flocal.astype(np.int64)), pages)
-    if failed.any():
+    if np.count_nonzero(failed):
         np.add.at(b.numa.numa_faults_locality, (fr[failed], ft[failed], 2), pages[failed])
         np.add.at(b.counters.events["numa_migrate_fail"], fr[failed], 1)
     b.numa.has_faults[fr, ft] = True

@@ -93,7 +93,7 @@ def join_groups(b, sr, st_, lt, last8):
     that task. The first qualifying fault of each task wins (simultaneous semantics)."""
     T = b.lay.T
     create = b.groups.gid[sr, st_] < 0
-    if create.any():
+    if np.count_nonzero(create):
         b.groups.gid[sr[create], st_[create]] = st_[create]
         b.groups.stats = None
     gm, gc, gsize = group_stats(b)
@@ -105,7 +105,7 @@ def join_groups(b, sr, st_, lt, last8):
     lgz = np.where(lg >= 0, lg, 0)
     bigger = (gsize[sr, my] < gsize[sr, lgz]) | ((gsize[sr, my] == gsize[sr, lgz]) & (my > lg))
     join = ok & (lg >= 0) & (lg != my) & same_mm & bigger & (b.tasks.pid8[sr, lt0] == last8)
-    if join.any():
+    if np.count_nonzero(join):
         jr, jt, jg = sr[join], st_[join], lg[join]
         key = jr * T + jt
         _, first = np.unique(key, return_index=True)

@@ -64,9 +64,9 @@ def entry_rates(b, rows, speed):
 def refresh(b):
     """Recompute speeds, node shares and touch rates of the replicas whose placement,
     phases or memory changed since the last step (row-wise: batch-independent)."""
-    rows = np.flatnonzero(b.rates.dirty)
-    if rows.size == 0:
+    if not np.count_nonzero(b.rates.dirty):  # most steps
         return
+    rows = np.flatnonzero(b.rates.dirty)
     running = running_mask(b)[rows] & ~b.outcome.done[rows][:, None]
     frac = thread_frac(b, rows)
     shared_init = (b.tasks.phase[rows] == PH_INIT) & b.wl.init_bind[None, :]
@@ -79,6 +79,7 @@ def refresh(b):
     b.rates.cum[rows] = cum
     b.rates.lam_c[rows] = cum[:, b.lay.cls_end] - cum[:, b.lay.cls_start]
     b.rates.dirty[rows] = False
+    b.rates.step_local = None
     b.obs.conv_stale[rows] = True
 
 
@@ -89,7 +90,7 @@ def advance(b, speed, work_t, used_k, t0, running):
     done_bytes = speed * work_t
     left = b.tasks.bytes_left - done_bytes
     fin = running & (left <= 0)
-    if fin.any():
+    if np.count_nonzero(fin):
         r, t = np.nonzero(fin)
         spent = np.where(speed[r, t] > 0, np.maximum(b.tasks.bytes_left[r, t], 0.0) / np.maximum(speed[r, t], 1e-30),
                          0.0)
@@ -105,7 +106,7 @@ def advance(b, speed, work_t, used_k, t0, running):
     b.tasks.bytes_left = np.where(running, left, b.tasks.bytes_left)
     # workers waiting for their main thread's init
     wait = b.tasks.phase == PH_WAIT
-    if wait.any():
+    if np.count_nonzero(wait):
         main_done = b.tasks.phase[:, b.lay.main_of_thread] == PH_DONE
         go = wait & main_done
         b.tasks.phase[go] = PH_LOOP
@@ -113,10 +114,15 @@ def advance(b, speed, work_t, used_k, t0, running):
 
 
 def record_locality(b, speed, frac):
-    """Accumulate the step's local and total written bytes (the ``local_fraction`` series)."""
-    loc = frac.take(b.rates.rt_base + b.tasks.node)                # frac[r, t, node[r, t]]
-    b.obs.local_acc += (speed * loc).sum(axis=1) * b.dt
-    b.obs.local_w += speed.sum(axis=1) * b.dt
+    """Accumulate the step's local and total written bytes (the ``local_fraction`` series).
+    The increments depend only on speeds, shares and nodes, which change only with a refresh
+    (a task move marks its replica dirty): computed once per refresh, the same floats added."""
+    if b.rates.step_local is None:
+        loc = frac.take(b.rates.rt_base + b.tasks.node)                # frac[r, t, node[r, t]]
+        b.rates.step_local = ((speed * loc).sum(axis=1) * b.dt, speed.sum(axis=1) * b.dt)
+    inc_local, inc_w = b.rates.step_local
+    b.obs.local_acc += inc_local
+    b.obs.local_w += inc_w
 
 
 def run_threads(b, ctx):

@@ -80,7 +80,7 @@ def scan_trigger(b, ctx):
     thresh = b.numa.node_stamp + period_s
     # CPU time grows at 1 s/s while running: the crossing instant within this step
     trig = running & (b.tasks.runtime > thresh)
-    if not trig.any():
+    if not np.count_nonzero(trig):
         return
     before = b.tasks.runtime - np.where(running, b.dt, 0.0)
     # the tick (jiffy) at which the threshold is passed: ticks make ties, as in the kernel
@@ -88,7 +88,7 @@ def scan_trigger(b, ctx):
     # node_stamp == 0 (a process's first thread, never triggered): its period becomes
     # task_scan_start before node_stamp advances by it (task_tick_numa)
     first = trig & (b.numa.node_stamp == 0)
-    if first.any():
+    if np.count_nonzero(first):
         r0, t0_ = np.nonzero(first)
         b.numa.numa_scan_period[r0, t0_] = task_scan_min(b, b.lay.thread_mm[t0_])
         period_s = b.numa.numa_scan_period / 1000.0
@@ -97,7 +97,7 @@ def scan_trigger(b, ctx):
     # numa_next_scan), then the mms that have any, in index order
     nxt = np.round(b.mm.numa_next_scan / TICK_S)                       # (R, M) ticks
     elig_all = trig & (cross >= nxt[:, b.lay.thread_mm])
-    if not elig_all.any():
+    if not np.count_nonzero(elig_all):
         return
     if b.lay.M == 1:
         mms = [0]
@@ -226,7 +226,7 @@ def _decide_numab(b, rows, m, scanner, now_v, forced, lo, st, flags):
                               allowed=allowed, rotation=pol.rotation, width=pol.width)
     if not pol.rotate_before_access:
         due2 = due & allowed
-        if due2.any():
+        if np.count_nonzero(due2):
             _rotate(pids, pidx, due2, pol.rotation)
             st["reset"] = np.where(due2, st["reset"] + 4 * delay, st["reset"])
             visit = rule.on_rotate(visit, due2, now_ms=now * 1000.0, reset_period_ms=reset_ms)
@@ -249,7 +249,7 @@ def task_numa_work(b, ctx, rows, m, scanner, when):
     last_end = vend[-1]
     off = b.mm.numa_scan_offset[rows, m]
     wrap = off >= last_end
-    if wrap.any():
+    if np.count_nonzero(wrap):
         b.mm.numa_scan_seq[rows[wrap], m] += 1
         b.mm.numa_scan_offset[rows[wrap], m] = 0
     now = when
@@ -333,7 +333,7 @@ def walk(b, ctx, ev, i, *, budget, virt) -> WalkResult:
             q0 = ra + (s - vs) // REGION_PAGES
             q1 = min(ra + -(-(end - vs) // REGION_PAGES), rb)
             chg = (present[q0:q1] > 0) & ~prot_r[q0:q1]
-            if chg.any():
+            if np.count_nonzero(chg):
                 idx = np.flatnonzero(chg) + q0
                 prot_r[idx] = True
                 newly.append(idx)

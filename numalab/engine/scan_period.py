@@ -40,7 +40,7 @@ def task_scan_start(b, sel, gm, size):
     r, t = sel
     smin = task_scan_min(b, b.lay.thread_mm[t])
     ing = b.groups.gid[r, t] >= 0
-    if not ing.any():
+    if not np.count_nonzero(ing):
         return smin
     per = np.where(ing, shared_scale(b, smin, gm, size, sel), smin)
     return np.maximum(smin, per)
@@ -53,7 +53,7 @@ def task_scan_max(b, sel, gm, size):
     nrw = b.lay.nr_scan_windows[b.lay.thread_mm[t]]
     smax = b.o.scan_period_max_ms // nrw
     ing = b.groups.gid[r, t] >= 0
-    if ing.any():
+    if np.count_nonzero(ing):
         smax = np.where(ing, np.maximum(smax, shared_scale(b, smax, gm, size, sel)), smax)
     return np.maximum(smin, smax)
 
@@ -81,7 +81,7 @@ def update_task_scan_period(b, r, t, shared, private, gm, gsize):
     adj = np.clip(per + diff, smin, np.maximum(smin, smax))
     new = np.where(slow, doubled, adj).astype(np.int64)
     b.numa.numa_scan_period[r, t] = new
-    if slow.any():
+    if np.count_nonzero(slow):
         rs, ts = r[slow], t[slow]
         m = b.lay.thread_mm[ts]
         b.mm.numa_next_scan[rs, m] = b.now + b.dt + new[slow] / 1000.0

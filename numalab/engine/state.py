@@ -189,7 +189,9 @@ class Rates:
     """Speeds and touch rates, recomputed only for replicas marked ``dirty`` (placement, phase
     or memory changed): ``frac`` (T, N) share of a thread's bytes on each node, ``speed`` (T,)
     bytes/s, ``cum`` (E + 1,) cumulative touch rates of the access entries (1/s), ``lam_c`` (C,)
-    touch rate of one region of each class (1/s); ``rt_base`` is the flat (r, t, 0) of ``frac``."""
+    touch rate of one region of each class (1/s); ``rt_base`` is the flat (r, t, 0) of ``frac``;
+    ``step_local`` the per-step (local, total) written-bytes increments of ``record_locality``
+    for these speeds (None: to compute; every refresh that changes a row drops it)."""
 
     dirty: np.ndarray
     frac: np.ndarray
@@ -197,6 +199,7 @@ class Rates:
     cum: np.ndarray
     lam_c: np.ndarray
     rt_base: np.ndarray
+    step_local: tuple | None = None
 
 
 @dataclass

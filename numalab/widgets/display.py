@@ -14,10 +14,25 @@ from .compute import pid_hash_summary
 
 
 def figure_png(fig) -> bytes:
-    """PNG bytes of ``fig`` drawn under the package style (what the explorers display)."""
+    """PNG bytes of ``fig`` drawn under the package style (what the explorers display).
+
+    When ``savefig`` would change nothing of the figure (dpi, face colour and bbox as the
+    style's), the Agg canvas prints it directly: the same bytes, without ``savefig``'s extra
+    draw before printing (run for a layout engine; about 0.03 s of a 0.15 s full-size figure)."""
+    import matplotlib as mpl
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import to_rgba
+
     buf = io.BytesIO()
     with plots.style():
-        fig.savefig(buf, format="png")
+        rc = mpl.rcParams
+        plain = (fig.dpi == rc["savefig.dpi"] and rc["savefig.bbox"] in (None, "standard")
+                 and rc["savefig.edgecolor"] == "auto" and rc["savefig.transparent"] is False
+                 and to_rgba(fig.get_facecolor()) == to_rgba(rc["savefig.facecolor"]))
+        if plain:
+            FigureCanvasAgg(fig).print_png(buf)
+        else:
+            fig.savefig(buf, format="png")
     return buf.getvalue()
 
 
