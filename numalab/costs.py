@@ -155,23 +155,22 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
     smt = np.where(k > 0, (k - sharing + sharing * costs.smt_share) / np.maximum(k, 1), 1.0)
     tbw = topo.thread_bw_GBps * 1e9 * np.take_along_axis(smt, node_of_thread, axis=1)  # (R, T)
     relt = rel[node_of_thread]                               # (R, T, N)
-    # unconstrained time per byte
-    u = np.zeros((R, T))
-    for n in range(N):
-        u += frac[:, :, n] / (tbw * relt[:, :, n])
-    s = np.where(running, 1.0 / np.maximum(u, 1e-30), 0.0)
     # a shared init sweep puts only init_dram_share of its bytes on the controllers and links
     # (its lines are combined in the caches of each socket): _shared_rates. The default path
     # (no such thread, or a share of 1) stays the closed form below, bit for bit.
     if shared_init is not None and costs.init_dram_share != 1.0 and shared_init.any():
         share = np.where(shared_init, costs.init_dram_share, 1.0)
         return _shared_rates(costs, topo, node_of_thread, frac, running, tbw, relt, share)
-    s_mem = s
+    # unconstrained time per byte
+    u = np.zeros((R, T))
+    for n in range(N):
+        u += frac[:, :, n] / (tbw * relt[:, :, n])
+    s = np.where(running, 1.0 / np.maximum(u, 1e-30), 0.0)
     # node controller saturation
     cap = topo.node_bw_GBps * 1e9 * costs.write_efficiency
     sigma = np.ones((R, N))
     for n in range(N):
-        load = (s_mem * frac[:, :, n]).sum(axis=1)
+        load = (s * frac[:, :, n]).sum(axis=1)
         sigma[:, n] = np.maximum(1.0, load / cap)
     # interconnect saturation per (cpu node a -> mem node b), a != b
     link = topo.link_bw_GBps * 1e9 * costs.link_write_efficiency
@@ -181,7 +180,7 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
         for a in range(N):
             if a == n:
                 continue
-            remote_load[:, a] = (np.where(node_of_thread == a, s_mem, 0.0) * frac[:, :, n]).sum(axis=1)
+            remote_load[:, a] = (np.where(node_of_thread == a, s, 0.0) * frac[:, :, n]).sum(axis=1)
         slink = np.maximum(1.0, remote_load / link)           # (R, N) by cpu node a
         slink_t = np.take_along_axis(slink, node_of_thread, axis=1)
         slink_t = np.where(node_of_thread == n, 1.0, slink_t)
@@ -203,17 +202,17 @@ def _shared_rates(costs, topo, node_of_thread, frac, running, tbw, relt, share, 
     link = topo.link_bw_GBps * 1e9 * costs.link_write_efficiency
     remote = node_of_thread[:, :, None] != np.arange(N)[None, None, :]
     rr = np.arange(R)[:, None]
+    def speeds(F, G):
+        fac = np.maximum(F[:, None, :], np.where(remote, G[rr, node_of_thread], 1.0))
+        U = (frac * a * (1.0 + sh * (fac - 1.0))).sum(axis=2)
+        return np.where(running, 1.0 / np.maximum(U, 1e-30), 0.0)
+
     F = np.ones((R, N))
     G = np.ones((R, N, N))                                   # [cpu node src, memory node n]
     for _ in range(iterations):
-        fac = np.maximum(F[:, None, :], np.where(remote, G[rr, node_of_thread], 1.0))
-        U = (frac * a * (1.0 + sh * (fac - 1.0))).sum(axis=2)
-        sp = np.where(running, 1.0 / np.maximum(U, 1e-30), 0.0)
-        dram = sp[:, :, None] * frac * sh                     # bytes/s reaching memory node n
+        dram = speeds(F, G)[:, :, None] * frac * sh           # bytes/s reaching memory node n
         F = np.maximum(1.0, F * dram.sum(axis=1) / cap)
         for src in range(N):
             on = (node_of_thread == src)[:, :, None] & remote
             G[:, src, :] = np.maximum(1.0, G[:, src, :] * np.where(on, dram, 0.0).sum(axis=1) / link)
-    fac = np.maximum(F[:, None, :], np.where(remote, G[rr, node_of_thread], 1.0))
-    U = (frac * a * (1.0 + sh * (fac - 1.0))).sum(axis=2)
-    return np.where(running, 1.0 / np.maximum(U, 1e-30), 0.0)
+    return speeds(F, G)

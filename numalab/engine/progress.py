@@ -69,7 +69,7 @@ def refresh(b):
     rows = np.flatnonzero(b.rates.dirty)
     running = running_mask(b)[rows] & ~b.outcome.done[rows][:, None]
     frac = thread_frac(b, rows)
-    shared_init = (b.tasks.phase[rows] == PH_INIT) & b.wl.init_bind[None, :]
+    shared_init = None if b.costs.init_dram_share == 1.0 else (b.tasks.phase[rows] == PH_INIT) & b.wl.init_bind[None, :]
     speed = progress_rates(b.costs, b.topo, b.tasks.node[rows], frac, running, shared_init)
     b.rates.frac[rows] = frac
     b.rates.speed[rows] = speed
