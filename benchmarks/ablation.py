@@ -24,6 +24,7 @@ CONFIGS = {
     "no scan-period adapt": {"scan_period_adapt": False},
     "no 2-stage filter": {"migrate_filter": False},
     "no THP": {"thp": False},
+    "no init coherence": {"init_coherence": False},
     "no harness overhead": None,
 }
 

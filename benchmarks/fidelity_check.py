@@ -13,7 +13,9 @@ Run: ``python benchmarks/fidelity_check.py [--seeds 4] [--workloads numa02,...] 
 its machine's preset, as ``numalab reproduce`` does, and prints one line per row that misses
 (the CI check, tests/test_reproduce.py, runs the same with 2 seeds); ``--all`` adds the Ice Lake
 tables, and ``--cost NAME=VALUE`` (repeatable) overrides a :class:`numalab.costs.Costs` field for
-a probe, e.g. ``--machines --all --cost init_dram_share=0.2`` (docs/fidelity.md).
+a probe, e.g. ``--machines --all --cost write_efficiency=0.45`` (docs/fidelity.md), and ``--option
+NAME=VALUE`` sets an engine option, e.g. ``--option init_coherence=0`` (the model before the
+shared init became coherence traffic).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def main(argv=None):
     ap.add_argument("--all", action="store_true", help="with --machines: the Ice Lake tables too")
     ap.add_argument("--cost", action="append", default=[], metavar="NAME=VALUE",
                     help="with --machines: override a Costs field (a probe, not a default)")
+    ap.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                    help="with --machines: set an engine option, e.g. init_coherence=0 (an ablation)")
     args = ap.parse_args(argv)
     if args.machines:
         return machines(args)
@@ -74,6 +78,9 @@ def machines(args):
         costs[name] = float(value)
     if costs:
         opts["costs"] = costs
+    for kv in args.option:
+        name, _, value = kv.partition("=")
+        opts[name] = float(value) if nl.engine.option_fields().get(name, {}).get("kind") == "number" else int(value)
     tables = fidelity.calibration_tables()
     if not args.all:
         tables = [n for n in tables if n not in fidelity.calibration_tables("lkp-icl-2sp6")]
@@ -89,8 +96,10 @@ def machines(args):
             if r["verdict"] != fidelity.REPRODUCED:
                 print(f"{name:<40} {r['metric']:<48} {r['quantity']:<34} published {r['published']:>+9.4g} "
                       f"simulated {r['simulated_mean']:>+9.4g} {r['verdict']}")
+    extra = {k: v for k, v in opts.items() if k != "costs"}
     print(f"{ok} of {judged} rows reproduced ({args.seeds} seeds; base columns shared by tables counted per "
-          f"table{'; costs ' + str(costs) if costs else ''}), {time.process_time() - t:.1f} cpu s")
+          f"table{'; costs ' + str(costs) if costs else ''}{'; options ' + str(extra) if extra else ''}), "
+          f"{time.process_time() - t:.1f} cpu s")
 
 
 if __name__ == "__main__":

@@ -1,21 +1,21 @@
-"""The bound init as a clock: how the length of numa01's MPOL_BIND init decides v6.4's deadlock
-and v6.8's escape (issue 15; docs/fidelity.md, "The bound init is a clock").
+"""The shared init as coherence traffic: how the length of numa01's MPOL_BIND init decides
+v6.4's deadlock and v6.8's escape, with the mechanism off and on (issue 15; docs/fidelity.md,
+"The shared init is coherence traffic").
 
 Every worker of numa01 / numa01_THREAD_ALLOC zero-writes its process's whole 3 GiB buffer under
-MPOL_BIND before its loop, and a scanner still in that init finds every VMA unsuitable. How long
-the init lasts is set by how much of those T concurrent sweeps reaches DRAM: all of it
-(``costs.init_dram_share = 1``, the default: ~12 s on the robot's machines) or a share (the lines
-combined in the caches). This sweeps that share on the robot's Sapphire Rapids and Cascade Lake
-presets and prints, per share, the init's length (first and last worker out of the init, seed 0)
-and the %changes the published tables judge, with the published number beside each.
-
-Not a calibration: the default stays 1.0 (no measurement of the real share exists here); the
-table shows which init lengths the published results allow.
+MPOL_BIND before its loop, and a scanner still in that init finds every VMA unsuitable. With
+``init_coherence=False`` each of those T concurrent sweeps is charged its full DRAM traffic
+(the earlier model: a 10-20 s init on the robot's machines); with the default ``True`` the
+workers advance together behind the first-touch frontier, a line reaches DRAM once and moves
+between caches, across the socket link when the previous writer is on the other node (a
+link-bound init of a few seconds). This prints, per preset and setting, the init's length
+(first and last worker out of the init, seed 0 under v6.4) and the %changes the published
+tables judge, with the published number beside each.
 
 Run::
 
-    python benchmarks/init_window.py                 # 4 seeds, ~8 min CPU on 2 cores
-    python benchmarks/init_window.py --seeds 8 --shares 1,0.2
+    python benchmarks/init_window.py                 # 4 seeds, ~6 min CPU
+    python benchmarks/init_window.py --seeds 8 --presets 2s-224-spr
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ COLUMNS = [
 ]
 
 
-def init_span(topo, share):
+def init_span(topo, coherence):
     """(first, last) second a worker leaves the bound init, seed 0 of numa01 under v6.4."""
     wl = nl.workload("numa01", topo)
-    b = make_batch(wl, nl.Policy.profile("6.4"), [0], costs={"init_dram_share": share})
+    b = make_batch(wl, nl.Policy.profile("6.4"), [0], init_coherence=coherence)
     bound = wl.init_bind
     first = None
     for i in range(4000):
@@ -58,27 +58,26 @@ def init_span(topo, share):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=4)
-    ap.add_argument("--shares", default="1,0.3,0.2,0.1,0.05")
-    ap.add_argument("--presets", default="2s-224-spr,2s-88-csl")
+    ap.add_argument("--presets", default="2s-224-spr,2s-88-csl,2s-128")
     args = ap.parse_args(argv)
-    shares = [float(s) for s in args.shares.split(",")]
     t0 = time.process_time()
     for preset in args.presets.split(","):
         topo = nl.Topology.preset(preset)
         print(f"\n{preset}: %change, simulated (published); init = first..last worker out of the bound init")
         head = "".join(f"{c[0]:>26}" for c in COLUMNS)
-        print(f"{'share':>6} {'test':<20} {'init s':>11}{head}")
-        for share in shares:
-            first, last = init_span(topo, share)
+        print(f"{'coherence':>9} {'test':<20} {'init s':>11}{head}")
+        for coherence in (False, True):
+            first, last = init_span(topo, coherence)
             for test in ("numa01", "numa01_THREAD_ALLOC"):
-                ds = nl.simulate(test, PROFILES, seeds=args.seeds, topology=topo, costs={"init_dram_share": share})
+                ds = nl.simulate(test, PROFILES, seeds=args.seeds, topology=topo, init_coherence=coherence)
                 e = ds.elsp.mean("seed")
                 cells = []
                 for _, new, base, pub in COLUMNS:
                     ch = 100 * (float(e.sel(policy=new)) / float(e.sel(policy=base)) - 1)
                     p = pub.get(preset, {}).get(test)
                     cells.append(f"{ch:+8.1f} ({p:+6.1f})" if p is not None else f"{ch:+8.1f} {'':8}")
-                print(f"{share:>6.3g} {test:<20} {first:4.1f}..{last:4.1f}  " + "".join(f"{c:>26}" for c in cells))
+                print(f"{'on' if coherence else 'off':>9} {test:<20} {first:4.1f}..{last:4.1f}  "
+                      + "".join(f"{c:>26}" for c in cells))
     print(f"\n{args.seeds} seeds; {time.process_time() - t0:.0f} cpu s")
 
 

@@ -3,4 +3,4 @@
 Bump it whenever a model's numbers change: the sweep cache keys every point on it
 (``numalab.sweeps.grid.code_version``), so a cache written by another model is never reused."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -12,6 +12,16 @@ a node is ``write_efficiency × node_bw_GBps`` (STREAM read figures overstate ``
 (3) the socket interconnect for the remote shares. A resource loaded above its capacity slows
 every thread using it in proportion (processor-sharing).
 
+A *shared init sweep* (numa01 / numa01_THREAD_ALLOC: every worker of a process zero-writes the
+whole buffer at the same moment, spec benchmarks §1.2) is cache-coherence traffic, not DRAM
+traffic (:func:`progress_rates`, ``shared_init``): no worker can write past the first-touch
+frontier without taking the page fault itself, so the process's init sweeps advance together
+and each line is written by one worker after another while it is still cached. A line then
+reaches the memory controller once (its last write-back), and a writer takes it from the
+previous writer's cache, across the socket link when that writer sits on another node. The
+engine option ``init_coherence=False`` charges every sweep its full DRAM traffic instead (the
+model before docs/fidelity.md "The shared init is coherence traffic").
+
 Kernel time: per PTE/PMD made PROT_NONE (``change_prot_numa``), per hinting fault
 (``do_numa_page``), per migrated byte (``migrate_misplaced_folio``: copy + unmap/remap), per
 zeroed byte at first touch (``clear_huge_page``), per task migration (``migrate_task_to`` /
@@ -45,16 +55,6 @@ class Costs:
     link_write_efficiency : 0.5
         Fraction of ``link_bw_GBps`` usable for remote writes (the RFO read and the write-back
         cross the link in opposite directions; UPI protocol overhead).
-    init_dram_share : 1.0
-        Fraction of a *shared bound init* sweep's bytes that reach the memory controllers and
-        the socket links (numa01 / numa01_THREAD_ALLOC: every worker zero-writes the whole
-        buffer under ``MPOL_BIND`` at the same moment, spec benchmarks §1.2). 1.0 charges each
-        of the T concurrent sweeps its full DRAM traffic (the model as calibrated: T × 3 GiB
-        through node B, a ~12 s init on the robot's machines); 1/T is the other bound, the
-        lines combined in the caches and written back once per process (the init then lasts
-        one thread's streaming time, ~0.4-0.7 s). No measurement of the real value exists here;
-        the published 6.4 and 6.8 results bracket the init's *length* (docs/fidelity.md, "the
-        bound init as a clock"), so this stays 1.0 until a trace measures it.
     smt_share : 0.6
         Per-thread streaming rate when the SMT sibling also streams (fill buffers are shared
         per core; Intel optimisation manual: ~1.2× core throughput with 2 threads).
@@ -85,7 +85,6 @@ class Costs:
 
     write_efficiency: float = 0.21
     link_write_efficiency: float = 0.5
-    init_dram_share: float = 1.0
     smt_share: float = 0.6
     pte_update_ns: float = 25.0
     pmd_update_ns: float = 400.0
@@ -103,7 +102,7 @@ class Costs:
             v = getattr(self, f.name)
             if f.name == "harness_overhead_s":
                 check_number(f"costs.{f.name}", v, lo=0.0)
-            elif f.name in ("write_efficiency", "link_write_efficiency", "smt_share", "init_dram_share"):
+            elif f.name in ("write_efficiency", "link_write_efficiency", "smt_share"):
                 check_number(f"costs.{f.name}", v, lo=0.0, hi=1.0, lo_open=True)
             else:
                 check_number(f"costs.{f.name}", v, lo=0.0, lo_open=f.name.endswith("GBps"))
@@ -128,7 +127,7 @@ class Costs:
         return pages * 4096 / (self.migrate_GBps * 1e9) + folios * self.migrate_folio_us * 1e-6
 
 
-def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_init=None):
+def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_init=None, thread_mm=None):
     """Write speed of every thread, bytes/s.
 
     Parameters
@@ -136,12 +135,13 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
     node_of_thread : int (R, T) -- the node each thread runs on.
     frac : float (R, T, N) -- share of the thread's written bytes on each memory node.
     running : bool (R, T) -- thread is on a CPU (wants bandwidth).
-    shared_init : bool (R, T) or None -- thread is in a shared bound init sweep: its load on the
-        memory controllers and links is ``costs.init_dram_share`` of its write rate (its own
-        streaming limit is unchanged). None, or ``init_dram_share == 1``: no thread is.
+    shared_init : bool (R, T) or None -- thread is in its process's shared init sweep
+        (module docstring; :func:`_coherent_rates`). None, or no such running thread: the
+        closed form.
+    thread_mm : int (T,) -- the process of each thread (needed with ``shared_init``).
 
-    Returns (R, T) float, 0 for threads not running. Reductions run over the node axis only,
-    so a replica's result does not depend on the batch.
+    Returns (R, T) float, 0 for threads not running. Reductions run over the node and thread
+    axes of one replica only, so a replica's result does not depend on the batch.
     """
     R, T, N = frac.shape
     lat = topo.latency_ns                                   # (N, N) cpu node -> mem node
@@ -155,12 +155,13 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
     smt = np.where(k > 0, (k - sharing + sharing * costs.smt_share) / np.maximum(k, 1), 1.0)
     tbw = topo.thread_bw_GBps * 1e9 * np.take_along_axis(smt, node_of_thread, axis=1)  # (R, T)
     relt = rel[node_of_thread]                               # (R, T, N)
-    # a shared init sweep puts only init_dram_share of its bytes on the controllers and links
-    # (its lines are combined in the caches of each socket): _shared_rates. The default path
-    # (no such thread, or a share of 1) stays the closed form below, bit for bit.
-    if shared_init is not None and costs.init_dram_share != 1.0 and shared_init.any():
-        share = np.where(shared_init, costs.init_dram_share, 1.0)
-        return _shared_rates(costs, topo, node_of_thread, frac, running, tbw, relt, share)
+    if shared_init is not None:
+        init = shared_init & running
+        if init.any():
+            if thread_mm is None:
+                raise NumalabValueError("progress_rates: shared_init needs thread_mm (the process of each thread)")
+            return _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
+                                   np.asarray(thread_mm))
     # unconstrained time per byte
     u = np.zeros((R, T))
     for n in range(N):
@@ -189,30 +190,57 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
     return np.where(running, 1.0 / np.maximum(u2, 1e-30), 0.0)
 
 
-def _shared_rates(costs, topo, node_of_thread, frac, running, tbw, relt, share, iterations=20):
-    """:func:`progress_rates` when some threads put only ``share`` of their bytes on the memory
-    controllers and links. A saturated resource slows the bytes that reach it by a common factor
-    (``F`` per controller, ``G`` per link direction) and leaves the rest at the thread's own
-    streaming speed; the factors are the fixed point at which every saturated resource carries
-    exactly its capacity (with ``share`` = 1 everywhere this is the closed form's sigma)."""
+def _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init, thread_mm, iterations=40):
+    """:func:`progress_rates` while some threads are in a shared init sweep (``init``, running).
+
+    Let ``n_p`` be the running init threads of process ``p`` and ``k_pb`` those on node ``b``.
+    An init thread of ``p`` on node ``a``
+
+    * puts ``1/n_p`` of its bytes on the memory controllers (each line is written back once per
+      process), and that share on the link when the memory is remote;
+    * takes each line from the previous writer's cache, which sits on node ``b != a`` with
+      probability ``k_pb / (n_p - 1)``: that share of its bytes crosses the link ``a <- b``,
+      charged to the resource a thread on ``a`` writing memory of ``b`` uses.
+
+    A saturated resource slows the bytes that reach it by a common factor (``F`` per controller,
+    ``G`` per link direction); the factors are the fixed point at which every saturated resource
+    carries its capacity (to ~1e-7 after the 40 rounds; the error shrinks ~60x per 10 rounds, a
+    fixed count so that a replica's result does not depend on its batch). With ``n_p = 1`` this
+    is the closed form (no peer cache to take lines from, every byte to DRAM). No constant is
+    added: the controller and link capacities are the closed form's."""
     R, T, N = frac.shape
     a = 1.0 / (tbw[:, :, None] * relt)                        # (R, T, N) s/byte unconstrained
-    sh = share[:, :, None]
     cap = topo.node_bw_GBps * 1e9 * costs.write_efficiency
     link = topo.link_bw_GBps * 1e9 * costs.link_write_efficiency
     remote = node_of_thread[:, :, None] != np.arange(N)[None, None, :]
     rr = np.arange(R)[:, None]
+    cs = np.ones((R, T))                                      # share of bytes reaching DRAM
+    pull = np.zeros((R, T, N))                                # share taken from node b's caches
+    for p in np.unique(thread_mm):
+        mine = init & (thread_mm == p)[None, :]
+        n_p = mine.sum(axis=1)                                                    # (R,)
+        k_pb = np.stack([(mine & (node_of_thread == b)).sum(axis=1) for b in range(N)], axis=1)
+        cs = np.where(mine, 1.0 / np.maximum(n_p, 1)[:, None], cs)
+        prob = k_pb / np.maximum(n_p - 1, 1)[:, None]                             # (R, N)
+        pull = np.where(mine[:, :, None] & remote, prob[:, None, :], pull)
+    csn = cs[:, :, None]
+
     def speeds(F, G):
-        fac = np.maximum(F[:, None, :], np.where(remote, G[rr, node_of_thread], 1.0))
-        U = (frac * a * (1.0 + sh * (fac - 1.0))).sum(axis=2)
+        Gt = G[rr, node_of_thread]                                                # (R, T, N) G[a_t, b]
+        fac = np.maximum(F[:, None, :], np.where(remote, Gt, 1.0))                # DRAM-bound bytes
+        peer = 1.0 + (pull * (Gt - 1.0)).sum(axis=2, keepdims=True)               # cache-to-cache pulls
+        fac = np.maximum(1.0 + csn * (fac - 1.0), peer)
+        U = (frac * a * fac).sum(axis=2)
         return np.where(running, 1.0 / np.maximum(U, 1e-30), 0.0)
 
     F = np.ones((R, N))
     G = np.ones((R, N, N))                                   # [cpu node src, memory node n]
     for _ in range(iterations):
-        dram = speeds(F, G)[:, :, None] * frac * sh           # bytes/s reaching memory node n
+        s = speeds(F, G)[:, :, None]
+        dram = s * frac * csn                                 # bytes/s reaching memory node n
         F = np.maximum(1.0, F * dram.sum(axis=1) / cap)
+        cross = np.where(remote, dram, 0.0) + s * pull        # bytes/s over link [src -> n]
         for src in range(N):
-            on = (node_of_thread == src)[:, :, None] & remote
-            G[:, src, :] = np.maximum(1.0, G[:, src, :] * np.where(on, dram, 0.0).sum(axis=1) / link)
+            on = (node_of_thread == src)[:, :, None]
+            G[:, src, :] = np.maximum(1.0, G[:, src, :] * np.where(on, cross, 0.0).sum(axis=1) / link)
     return speeds(F, G)

@@ -18,7 +18,7 @@ MiB = 1 << 20
 @pytest.fixture(scope="module")
 def numa01():
     # numa01: two processes whose threads share one buffer -- shared faults, groups, swaps
-    return nl.workload("numa01", IVB, size_bytes=256 * MiB, loops=4)
+    return nl.workload("numa01", IVB, size_bytes=256 * MiB, loops=8)
 
 
 def test_defaults_are_the_dataclass_and_describe_lists_every_field():
@@ -67,9 +67,11 @@ def test_numa_groups_off_means_no_group(numa01):
 
 
 def test_task_swaps_off_means_moves_into_idle_cpus_only(numa01):
-    # every CPU of 2s-ivb-40 runs a numa01 thread: a preferred-node move needs a swap
-    on = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], lb_migrate_hz=0.0)
-    off = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], lb_migrate_hz=0.0, task_swaps=False)
+    # every CPU of 2s-ivb-40 runs a numa01 thread until the first one finishes (~6 s): until
+    # then a preferred-node move needs a swap
+    on = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], lb_migrate_hz=0.0, max_time=5.5)
+    off = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], lb_migrate_hz=0.0, task_swaps=False, max_time=5.5)
+    assert not on.outcome.done.any() and not off.outcome.done.any()
     assert on.cnt["task_migrations"].sum() > 0
     assert off.cnt["task_migrations"].sum() == 0
 
@@ -109,6 +111,32 @@ def test_migrate_filter_off_migrates_every_misplaced_fault():
 def test_thp_off_means_no_huge_pmds(numa01):
     off = run_batch(numa01, nl.Policy.profile("6.12"), [0], thp=False, max_time=3.0)
     assert off.cnt["numa_huge_pte_updates"].sum() == 0 and off.cnt["numa_pte_updates"].sum() > 0
+
+
+def test_init_coherence_off_charges_every_init_sweep_to_dram():
+    # numa01_THREAD_ALLOC's workers all sweep the whole buffer in the bound init: with the
+    # mechanism they finish it sooner (lines move between caches), without it each sweep is
+    # DRAM traffic; numa02 has no shared init, so the switch changes nothing there
+    from numalab.engine import make_batch
+    from numalab.workloads import PH_INIT
+
+    ta = nl.workload("numa01_THREAD_ALLOC", "2s-ivb-40", size_bytes=256 << 20)
+
+    def init_steps(**o):
+        b = make_batch(ta, nl.Policy.profile("6.12"), [0, 1], **o)
+        for i in range(2000):
+            b.step()
+            if not ((b.tasks.phase == PH_INIT) & ta.init_bind[None, :]).any():
+                return i + 1
+        raise AssertionError("the init never ended")
+
+    assert init_steps() < init_steps(init_coherence=False) / 2
+    n2 = nl.workload("numa02", "2s-ivb-40")
+    a = run_batch(n2, nl.Policy.profile("6.12"), [0], max_time=3.0)
+    b = run_batch(n2, nl.Policy.profile("6.12"), [0], max_time=3.0, init_coherence=False)
+    np.testing.assert_array_equal(a.elsp, b.elsp)
+    for k in a.cnt:
+        np.testing.assert_array_equal(a.cnt[k], b.cnt[k])
 
 
 def test_harness_overhead_off_drops_the_cost(numa01):

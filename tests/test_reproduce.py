@@ -81,15 +81,6 @@ MACHINE_MISSES = {
     ("lkp-spr-6.4-vs-scan-delay", "autonuma-benchmark.numa01.seconds", "%change 6.4 vs 6.4-rc-scan-delay"): "too large",
     ("lkp-spr-6.4-vs-scan-delay", "autonuma-benchmark.numa02_SMT.seconds", "%change 6.4 vs 6.4-rc-scan-delay"):
         "wrong sign",
-    ("lkp-spr-6.8-vs-6.7", "autonuma-benchmark.numa01.seconds", "6.7 seconds"): "too slow",
-    ("lkp-spr-6.8-vs-6.7", "autonuma-benchmark.numa01.seconds", "%change 6.8 vs 6.7"): "too small",
-    ("lkp-spr-6.8-vs-6.7", "autonuma-benchmark.numa01_THREAD_ALLOC.seconds", "%change 6.8 vs 6.7"): "wrong sign",
-    ("lkp-spr-6.8-vs-6.7", "autonuma-benchmark.time.elapsed_time", "%change 6.8 vs 6.7"): "too small",
-    ("lkp-spr-6.8-vs-6.7", "proc-vmstat.numa_hint_faults", "%change 6.8 vs 6.7"): "wrong sign",
-    ("lkp-spr-6.8-vs-6.7", "proc-vmstat.numa_hint_faults_local", "%change 6.8 vs 6.7"): "wrong sign",
-    ("lkp-spr-6.8-vs-6.7", "proc-vmstat.numa_huge_pte_updates", "%change 6.8 vs 6.7"): "wrong sign",
-    ("lkp-spr-6.8-vs-6.7", "proc-vmstat.numa_pte_updates", "%change 6.8 vs 6.7"): "wrong sign",
-    ("lkp-spr-6.8-vs-6.7", "proc-vmstat.numa_pages_migrated", "%change 6.8 vs 6.7"): "too small",
     ("lkp-spr-rfc2023-p1-vs-base", "autonuma-benchmark.numa01.seconds", "6.4 seconds"): "too slow",
     ("lkp-spr-rfc2023-p2-vs-base", "autonuma-benchmark.numa01.seconds", "%change rfc2023-p2 vs 6.4"): "too large",
     ("lkp-spr-rfc2023-p2-vs-base", "autonuma-benchmark.numa01_THREAD_ALLOC.seconds", "%change rfc2023-p2 vs 6.4"):

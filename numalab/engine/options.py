@@ -79,6 +79,10 @@ class EngineOptions:
                                    "placement; False = the period keeps its task_scan_start value", kind="bool")
     migrate_filter: bool = _opt(True, "the two-stage filter of should_numa_migrate_memory (last_cpupid, "
                                 "group fault shares); False = every misplaced fault migrates", kind="bool")
+    init_coherence: bool = _opt(True, "a shared init sweep (numa01's workers zero-writing the whole buffer "
+                                "together) moves lines between caches: one DRAM write-back per line, "
+                                "cross-socket pulls on the links (costs.progress_rates); False = every "
+                                "sweep charged its full DRAM traffic", kind="bool")
     harness_overhead: bool = _opt(True, "add costs.harness_overhead_s to elsp (default cost 0 s, so a no-op "
                                   "unless costs set it)", kind="bool")
     pid_base: int | None = _opt(None, "first pid of the run; None = drawn per seed in [pid_lo, pid_hi)",
@@ -150,4 +154,4 @@ DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}
 #: the mechanism off-switches (bool options whose False removes one mechanism), and
 #: lb_migrate_hz, whose 0 removes the load balancer's pulls
 SWITCHES = ("lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter", "thp",
-            "harness_overhead")
+            "init_coherence", "harness_overhead")

@@ -4,8 +4,10 @@ Kernel counterpart: none directly -- this is the workload side (``bzero`` loops 
 autonuma-benchmark) plus the scheduler's accounting the NUMA code reads: ``se.sum_exec_runtime``
 (``runtime``, which ``task_tick_numa`` compares with ``node_stamp``) and the kernel time a task
 owes for its scans, faults and migrations (``kdebt``: no user progress while it is paid).
-Speeds come from :func:`numalab.costs.progress_rates`; the per-entry touch rates they give
-drive the hinting faults (:mod:`.faults`).
+Speeds come from :func:`numalab.costs.progress_rates`, which treats numa01's bound init sweeps
+(every worker of a process zero-writing the same buffer together) as cache-coherence traffic
+(option ``init_coherence``); the per-entry touch rates they give drive the hinting faults
+(:mod:`.faults`).
 """
 
 from __future__ import annotations
@@ -69,8 +71,9 @@ def refresh(b):
     rows = np.flatnonzero(b.rates.dirty)
     running = running_mask(b)[rows] & ~b.outcome.done[rows][:, None]
     frac = thread_frac(b, rows)
-    shared_init = None if b.costs.init_dram_share == 1.0 else (b.tasks.phase[rows] == PH_INIT) & b.wl.init_bind[None, :]
-    speed = progress_rates(b.costs, b.topo, b.tasks.node[rows], frac, running, shared_init)
+    # numa01's workers sweep their buffer together in the bound init: coherence traffic
+    shared_init = (b.tasks.phase[rows] == PH_INIT) & b.wl.init_bind[None, :] if b.o.init_coherence else None
+    speed = progress_rates(b.costs, b.topo, b.tasks.node[rows], frac, running, shared_init, b.wl.thread_mm)
     b.rates.frac[rows] = frac
     b.rates.speed[rows] = speed
     rates = entry_rates(b, rows, speed)

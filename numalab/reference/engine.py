@@ -249,9 +249,10 @@ class Replica:
             else:
                 frac[0, t, self.node[t]] = 1.0
         running = np.array([[self.running(t) and not self.done for t in range(T)]])
-        shared_init = None if self.costs.init_dram_share == 1.0 else np.array(
-            [[self.phase[t] == PH_INIT and bool(wl.init_bind[t]) for t in range(T)]])
-        sp = progress_rates(self.costs, self.topo, np.array([self.node]), frac, running, shared_init)[0]
+        shared_init = np.array([[self.phase[t] == PH_INIT and bool(wl.init_bind[t]) for t in range(T)]]) \
+            if self.o["init_coherence"] else None
+        sp = progress_rates(self.costs, self.topo, np.array([self.node]), frac, running, shared_init,
+                            wl.thread_mm)[0]
         self.speed = [float(x) for x in sp]
         rates = []
         for e in range(self.E):
