@@ -44,7 +44,6 @@ def test_published_blocks_reprint_byte_for_byte():
 # reproduced, so a change that breaks a reproduced sign or size fails here.
 KNOWN_MISSES = {
     ("lkp-rfc2023-p5-vs-p4", "autonuma-benchmark.numa02.seconds"),
-    ("lkp-rfc2023-p5-vs-p4", "autonuma-benchmark.time.elapsed_time"),
 }
 
 
