@@ -363,6 +363,19 @@ def test_fidelity_machines_draws_one_series_per_machine_and_numbers_the_misses()
     assert ax.get_title() == "published vs simulated: 4 of 8 rows reproduced"
 
 
+def test_fidelity_machines_gives_coincident_misses_one_label():
+    # two misses on the same spot (the v6.8 huge and small PTE updates) share the label "2,3";
+    # a miss elsewhere keeps its own number
+    rows = ["icl numa02", "spr pte_updates", "spr huge_pte_updates", "spr pages_migrated"]
+    pub = xr.DataArray([-33.6, 147.2, 148.2, 126.1], dims="row",
+                       coords={"row": rows, "machine": ("row", ["lkp-icl-2sp6"] + ["lkp-spr-r02"] * 3)})
+    sim = xr.DataArray(np.array([[-6.8, -6.7], [34.3, 34.4], [34.3, 34.4], [3.1, 3.3]]), dims=("row", "seed"),
+                       coords={"row": rows})
+    fig = plots.fidelity_machines(pub, sim)
+    numbers = sorted(t.get_text() for t in fig.axes[0].texts if not t.get_text().startswith("outside"))
+    assert numbers == ["1", "2,3", "4"]
+
+
 def test_fidelity_machines_needs_the_machine_of_each_row():
     pub, sim = fidelity_machines_das()
     with pytest.raises(NumalabValueError, match="machine"):
