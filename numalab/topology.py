@@ -255,6 +255,13 @@ def _genoa_nps4_distance() -> list[list[int]]:
     return d.tolist()
 
 
+#: the 2-socket Sapphire Rapids platform's memory, UPI, latency and cache-line figures, shared by
+#: its two presets (same channels, DDR5 speed and UPI links; they differ in cores and memory size)
+_SAPPHIRE_RAPIDS = dict(
+    nodes=2, smt=2, local_latency_ns=110.0, remote_latency_ns=190.0, node_bw_GBps=230.0, link_bw_GBps=90.0,
+    thread_bw_GBps=14.0, line_same_node_ns=60.0, line_remote_ns=150.0,
+)
+
 _PRESETS: dict[str, dict] = {
     "2s-128": dict(
         nodes=2, cpus_per_node=64, smt=2, local_latency_ns=90.0, remote_latency_ns=140.0,
@@ -272,18 +279,14 @@ _PRESETS: dict[str, dict] = {
                "2s-128 ratios (0.73 DRAM, 0.89 UPI); latency ~85/~140 ns (published MLC figures)",
     ),
     "2s-224-spr": dict(
-        nodes=2, cpus_per_node=112, smt=2, local_latency_ns=110.0, remote_latency_ns=190.0,
-        node_bw_GBps=230.0, link_bw_GBps=90.0, mem_per_node_GiB=128.0, thread_bw_GBps=14.0,
-        line_same_node_ns=60.0, line_remote_ns=150.0,
+        _SAPPHIRE_RAPIDS, cpus_per_node=112, mem_per_node_GiB=128.0,
         source="kernel test robot lkp-spr-r02 (2x Xeon Platinum 8480CTDX, Sapphire Rapids, 2x56c/112t, "
                "256 GB): ark.intel.com 'Intel Xeon Platinum 8480+ Processor (105M Cache, 2.00 GHz)' "
                "(listed sibling of the custom CTDX SKU) -- 56 cores, 112 threads, 8 x DDR5-4800 "
                "(307.2 GB/s peak), 4 UPI at 16 GT/s; memory/UPI/latency figures as 2s-240 (same platform)",
     ),
     "2s-240": dict(
-        nodes=2, cpus_per_node=120, smt=2, local_latency_ns=110.0, remote_latency_ns=190.0,
-        node_bw_GBps=230.0, link_bw_GBps=90.0, mem_per_node_GiB=256.0, thread_bw_GBps=14.0,
-        line_same_node_ns=60.0, line_remote_ns=150.0,
+        _SAPPHIRE_RAPIDS, cpus_per_node=120, mem_per_node_GiB=256.0,
         source="2-socket Sapphire Rapids (Xeon Platinum 8490H class, 2x60c/120t)",
     ),
     "2s-ivb-40": dict(
