@@ -14,8 +14,8 @@ its machine's preset, as ``numalab reproduce`` does, and prints one line per row
 (the CI check, tests/test_reproduce.py, runs the same with 2 seeds); ``--all`` adds the Ice Lake
 tables, and ``--cost NAME=VALUE`` (repeatable) overrides a :class:`numalab.costs.Costs` field for
 a probe, e.g. ``--machines --all --cost write_efficiency=0.45`` (docs/fidelity.md), and ``--option
-NAME=VALUE`` sets an engine option, e.g. ``--option init_coherence=0`` (the model before the
-shared init became coherence traffic).
+NAME=VALUE`` or ``--no-<mechanism>`` sets an engine option as ``numalab simulate`` does, e.g.
+``--no-init-coherence`` (the model before the shared init became coherence traffic).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import argparse
 import time
 
 import numalab as nl
+from numalab.commands.simulate import add_option_arguments, options_from_args
 
 PUBLISHED = {
     "numa01": (341.49, -4.1, -1.1),
@@ -43,8 +44,7 @@ def main(argv=None):
     ap.add_argument("--all", action="store_true", help="with --machines: the Ice Lake tables too")
     ap.add_argument("--cost", action="append", default=[], metavar="NAME=VALUE",
                     help="with --machines: override a Costs field (a probe, not a default)")
-    ap.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
-                    help="with --machines: set an engine option, e.g. init_coherence=0 (an ablation)")
+    add_option_arguments(ap)        # --no-<mechanism> and --option NAME=VALUE, as numalab simulate
     args = ap.parse_args(argv)
     if args.machines:
         return machines(args)
@@ -53,6 +53,7 @@ def main(argv=None):
     for name in args.workloads.split(","):
         t = time.process_time()
         opts = {} if args.lb_migrate_hz is None else {"lb_migrate_hz": args.lb_migrate_hz}
+        opts.update(options_from_args(args))
         ds = nl.simulate(nl.workload(name, topo), ["rfc2023-p4", "rfc2023-p5", "rfc2023-p6"], seeds=args.seeds,
                          **opts)
         m = ds.elsp.mean("seed")
@@ -78,9 +79,7 @@ def machines(args):
         costs[name] = float(value)
     if costs:
         opts["costs"] = costs
-    for kv in args.option:
-        name, _, value = kv.partition("=")
-        opts[name] = float(value) if nl.engine.option_fields().get(name, {}).get("kind") == "number" else int(value)
+    opts.update(options_from_args(args))
     tables = fidelity.calibration_tables()
     if not args.all:
         tables = [n for n in tables if n not in fidelity.calibration_tables("lkp-icl-2sp6")]

@@ -836,7 +836,7 @@ def fidelity_machines(published, simulated, ax=None, *, error=None, machine: str
         a.add_patch(_rectangle((-5, -7), 10, 14))
         misses = np.flatnonzero(~inside & finite) if label_misses else np.array([], int)
         # misses that fall on (nearly) the same spot share one label ("6,7"), so no number
-        # is printed over another (the four v6.8 vmstat rows sit in two such pairs)
+        # is printed over another (the v6.8 huge and small PTE update rows coincide)
         spots: list[list] = []
         near = 0.03 * span
         for n, k in enumerate(misses, 1):
