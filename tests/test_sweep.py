@@ -198,6 +198,28 @@ def test_cache_key_covers_version_every_parameter_and_seed():
     assert S.point_key("toy", dict(reversed(list(p.items())))) == S.point_key("toy", p)
 
 
+def test_cache_version_holds_a_digest_of_the_sources(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "engine" / "__pycache__").mkdir(parents=True)
+    (pkg / "costs.py").write_text("WRITE_EFFICIENCY = 0.21\n")
+    (pkg / "engine" / "scan.py").write_text("def task_numa_work(): pass\n")
+    d0 = S.grid.model_digest(pkg)
+    assert len(d0) == 12 and int(d0, 16) >= 0
+    (pkg / "engine" / "__pycache__" / "scan.cpython-312.pyc").write_bytes(b"\x00compiled")
+    (pkg / "notes.txt").write_text("not a source")
+    S.grid.model_digest.cache_clear()
+    assert S.grid.model_digest(pkg) == d0                  # compiled files and non-sources are not read
+    (pkg / "costs.py").write_text("WRITE_EFFICIENCY = 0.22\n")
+    S.grid.model_digest.cache_clear()
+    d1 = S.grid.model_digest(pkg)
+    assert d1 != d0                                        # an edited constant is a new cache
+    (pkg / "costs.py").rename(pkg / "engine" / "costs.py")  # same bytes, another module
+    S.grid.model_digest.cache_clear()
+    assert S.grid.model_digest(pkg) not in (d0, d1)
+    version = S.grid.code_version()
+    assert version.startswith(f"{S.grid.__version__}+c{S.CACHE_FORMAT}+m") and version.endswith(S.grid.model_digest())
+
+
 def test_incompatible_version_is_recomputed_with_one_warning(tmp_path, monkeypatch):
     monkeypatch.setattr(S.grid, "code_version", lambda: "0.0.1+c1")
     S.sweep(GRID, seeds=2, cache=tmp_path, progress=False, workers=1)

@@ -35,12 +35,14 @@ Cache
 -----
 ``cache=True`` (the default) stores each point as ``<dir>/v<version>/<sha256>.nc`` (h5netcdf;
 a link to the file of the batch the point was computed in, see :class:`cache.Cache`), where the hash
-covers (numalab version, cache format, kind, every parameter, seed); ``<dir>`` is
+covers (numalab version, cache format, a digest of numalab's sources, kind, every parameter,
+seed); ``<dir>`` is
 ``$NUMALAB_CACHE`` if set, else ``$XDG_CACHE_HOME/numalab/sweep``, else
 ``~/.cache/numalab/sweep``. ``cache="path"`` picks the directory, ``cache=False`` turns caching
 off. Files are written to a temporary name and renamed with :func:`os.replace`, so a sweep killed
 at any moment (even with SIGKILL) leaves only whole points; running it again computes only the
-missing ones. Results of another numalab version are never reused: the sweep warns once
+missing ones. Results of another numalab version, or of edited sources
+(:func:`grid.model_digest`), are never reused: the sweep warns once
 (:class:`StaleCacheWarning`) and recomputes. Only the process that called :func:`sweep` writes
 files (workers return Datasets), so no HDF5 file is ever written from a dask worker.
 

@@ -2,12 +2,13 @@
 
 Each point is stored as ``<dir>/v<version>/<sha256>.nc`` (a link to the file of the batch the
 point was computed in, see :class:`Cache`), where the hash is :func:`~numalab.sweeps.grid.point_key`
-over (numalab version, cache format, kind, every parameter, seed); ``<dir>`` is
+over (numalab version, cache format, a digest of numalab's sources, kind, every parameter, seed);
+``<dir>`` is
 ``$NUMALAB_CACHE`` if set, else ``$XDG_CACHE_HOME/numalab/sweep``, else
 ``~/.cache/numalab/sweep``. Files are written to a temporary name and renamed with
 :func:`os.replace`, so a sweep killed at any moment (even with SIGKILL) leaves only whole points;
-running it again computes only the missing ones. Results of another numalab version are never
-reused (:class:`StaleCacheWarning`). Only the process that called the sweep writes files.
+running it again computes only the missing ones. Results of another numalab version or of
+edited sources are never reused (:class:`StaleCacheWarning`). Only the process that called the sweep writes files.
 """
 
 from __future__ import annotations

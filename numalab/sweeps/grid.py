@@ -6,12 +6,14 @@ combination, seed) is one **point**, identified on disk by :func:`point_key`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -20,15 +22,36 @@ from numalab.errors import NumalabValueError, check_memory, check_seeds
 
 from .registry import Param, Runner, get_runner, runners
 
-__all__ = ["Grid", "expand", "infer_kind", "point_key", "canon", "code_version", "CACHE_FORMAT"]
+__all__ = ["Grid", "expand", "infer_kind", "point_key", "canon", "code_version", "model_digest", "CACHE_FORMAT"]
 
 #: Bumped when the on-disk layout of a cached point changes; part of every point's hash.
 CACHE_FORMAT = 1
 
 
 def code_version() -> str:
-    """The version string cached points are keyed by (numalab version + cache format)."""
-    return f"{__version__}+c{CACHE_FORMAT}"
+    """The version string cached points are keyed by: numalab's version, the cache format and
+    :func:`model_digest` of the installed sources (``"0.3.0+c1+m<12 hex>"``)."""
+    return f"{__version__}+c{CACHE_FORMAT}+m{model_digest()}"
+
+
+@functools.lru_cache(maxsize=None)
+def model_digest(root: Path | None = None) -> str:
+    """The first 12 hex digits of a sha256 over numalab's Python sources (``root``: the package
+    directory, default the installed one), each file's relative path and bytes in path order.
+
+    The version alone would let an edited model, an editable install or a checkout between two
+    releases, reuse points the old code computed. With the digest in the key, any change to a
+    source file starts a new cache directory. That includes presentation code, because the
+    digest cannot tell which files a number depends on. Compiled files (``__pycache__``) are
+    not read, so the digest is the same on every machine that has the same sources."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py"), key=lambda q: q.relative_to(root).as_posix()):
+        rel = path.relative_to(root).as_posix()
+        if "__pycache__" in rel.split("/"):
+            continue
+        h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
 
 
 def canon(value) -> str:
