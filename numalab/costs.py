@@ -146,10 +146,9 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
     R, T, N = frac.shape
     lat = topo.latency_ns                                   # (N, N) cpu node -> mem node
     rel = topo.local_latency_ns / lat                       # bandwidth ∝ 1/latency
+    on = node_of_thread[:, :, None] == np.arange(N)         # (R, T, N): thread t runs on node n
     # SMT: on a node with k running threads and c cores, 2*(k-c) of them share a core
-    k = np.zeros((R, N))
-    for n in range(N):
-        k[:, n] = ((node_of_thread == n) & running).sum(axis=1)
+    k = (on & running[:, :, None]).sum(axis=1).astype(float)   # (R, N) counts (exact)
     c = topo.cores_per_node
     sharing = np.clip(2.0 * (k - c), 0.0, k) if topo.smt > 1 else np.zeros_like(k)
     smt = np.where(k > 0, (k - sharing + sharing * costs.smt_share) / np.maximum(k, 1), 1.0)
@@ -162,31 +161,29 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
                 raise NumalabValueError("progress_rates: shared_init needs thread_mm (the process of each thread)")
             return _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
                                    np.asarray(thread_mm))
+    # The node terms of a thread's time per byte are added node after node (np.add.accumulate
+    # along the node axis, last column: the sequential sum, where .sum may pair them), and each
+    # load is a sum over one replica's threads (a C-contiguous row per (node, node) pair, as
+    # one (R, T) row sum per pair).
+    bw = tbw[:, :, None] * relt                              # (R, T, N)
     # unconstrained time per byte
-    u = np.zeros((R, T))
-    for n in range(N):
-        u += frac[:, :, n] / (tbw * relt[:, :, n])
+    u = np.add.accumulate(frac / bw, axis=2)[:, :, -1]
     s = np.where(running, 1.0 / np.maximum(u, 1e-30), 0.0)
     # node controller saturation
     cap = topo.node_bw_GBps * 1e9 * costs.write_efficiency
-    sigma = np.ones((R, N))
-    for n in range(N):
-        load = (s * frac[:, :, n]).sum(axis=1)
-        sigma[:, n] = np.maximum(1.0, load / cap)
-    # interconnect saturation per (cpu node a -> mem node b), a != b
+    load = np.multiply(s[:, None, :], frac.transpose(0, 2, 1), order="C").sum(axis=2)   # (R, N) by mem node
+    sigma = np.maximum(1.0, load / cap)
+    # interconnect saturation per (cpu node a -> mem node n), a != n
     link = topo.link_bw_GBps * 1e9 * costs.link_write_efficiency
-    u2 = np.zeros((R, T))
-    for n in range(N):
-        remote_load = np.zeros((R, N))
-        for a in range(N):
-            if a == n:
-                continue
-            remote_load[:, a] = (np.where(node_of_thread == a, s, 0.0) * frac[:, :, n]).sum(axis=1)
-        slink = np.maximum(1.0, remote_load / link)           # (R, N) by cpu node a
-        slink_t = np.take_along_axis(slink, node_of_thread, axis=1)
-        slink_t = np.where(node_of_thread == n, 1.0, slink_t)
-        fac = np.maximum(sigma[:, n:n + 1], slink_t)
-        u2 += frac[:, :, n] * fac / (tbw * relt[:, :, n])
+    s_on = np.where(on, s[:, :, None], 0.0).transpose(0, 2, 1)                            # (R, a, T)
+    remote_load = np.multiply(s_on[:, :, None, :], frac.transpose(0, 2, 1)[:, None, :, :],
+                              order="C").sum(axis=3)                                       # (R, a, n)
+    remote_load[:, np.arange(N), np.arange(N)] = 0.0                                       # local: no link
+    slink = np.maximum(1.0, remote_load / link)
+    slink_t = np.take_along_axis(slink, node_of_thread[:, :, None], axis=1)              # (R, T, n)
+    slink_t = np.where(on, 1.0, slink_t)
+    fac = np.maximum(sigma[:, None, :], slink_t)
+    u2 = np.add.accumulate(frac * fac / bw, axis=2)[:, :, -1]
     return np.where(running, 1.0 / np.maximum(u2, 1e-30), 0.0)
 
 
