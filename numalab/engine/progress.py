@@ -37,12 +37,12 @@ def thread_frac(b, rows):
         if not (phase == ph).any():
             continue
         e_active = phase[:, et] == ph                                               # (n, Ep)
-        idx = (np.arange(n_)[:, None] * T + et[None, :]).ravel()
         share = e_active * e_share[None, :]
         cn = b.regions.cls_node[rows[:, None], e_class[None, :]]                         # (n, Ep, N)
-        for n in range(N):
-            out[:, :, n] += np.bincount(idx, weights=(share * cn[:, :, n]).ravel(),
-                                        minlength=n_ * T).reshape(n_, T)
+        # one bincount over (row, thread, node) bins: each bin adds its entries in entry order
+        idx = ((np.arange(n_)[:, None] * T + et[None, :]) * N)[:, :, None] + np.arange(N)
+        out += np.bincount(idx.ravel(), weights=(share[:, :, None] * cn).ravel(),
+                           minlength=n_ * T * N).reshape(n_, T, N)
     tot = out.sum(axis=2, keepdims=True)
     # a thread with no bytes (stack-only) counts as local
     loc = (np.arange(N)[None, None, :] == b.tasks.node[rows][:, :, None]).astype(float)
