@@ -92,16 +92,16 @@ class Layout:
         self.phase_arrays = {ph: (ent, wl.entry_thread[ent], wl.entry_share[ent], wl.entry_class[ent],
                                   wl.entry_touch_per_byte[ent], wl.entry_fixed_hz[ent])
                              for ph, ent in self.phase_entries.items()}
-        # the cumulative touch rates (progress.cumulative_rates) add only the entries of phases
-        # some thread is in: the others are 0.0 and leave the running sum as it is. Per set of
-        # such phases: how many entries it has, each phase's places among them (entry order),
-        # and how many of the E + 1 cumulative positions each partial sum fills
+        # sums over the entries' touch rates (progress.cumulative_rates, observe.class_access)
+        # add only the entries of phases some thread is in: the others are 0.0 and leave a sum
+        # as it is. Per set of such phases: its entries (entry order), each phase's places among
+        # them, and how many of the E + 1 cumulative positions each partial sum fills
         self.phase_set_entries = {}
         for phases in ((PH_INIT,), (PH_LOOP,), (PH_INIT, PH_LOOP)):
             ent = np.sort(np.concatenate([self.phase_entries[ph] for ph in phases]))
             places = {ph: np.searchsorted(ent, self.phase_entries[ph]) for ph in phases}
             repeats = np.bincount(np.searchsorted(ent, np.arange(self.E + 1)), minlength=ent.size + 1)
-            self.phase_set_entries[phases] = (ent.size, places, repeats)
+            self.phase_set_entries[phases] = (ent, places, repeats)
         # the samples count pages per (class, node) from cls_node when every region of a class
         # has the same resident pages and lies in one mm (true of every built-in workload);
         # otherwise (cls_pages None) they recount the regions

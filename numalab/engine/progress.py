@@ -17,7 +17,7 @@ import numpy as np
 from ..costs import progress_rates
 from ..workloads import PH_DONE, PH_INIT, PH_LOOP, PH_WAIT
 
-__all__ = ["running_mask", "thread_frac", "entry_rates", "cumulative_rates", "refresh", "advance", "record_locality", "run_threads"]
+__all__ = ["running_mask", "thread_frac", "entry_rates", "live_entry_rates", "cumulative_rates", "refresh", "advance", "record_locality", "run_threads"]
 
 
 def running_mask(b):
@@ -63,6 +63,24 @@ def entry_rates(b, rows, speed):
     return out
 
 
+def live_entry_rates(b, rows, speed):
+    """:func:`entry_rates` on the entries of the phases some thread of ``rows`` is in (the
+    others' rates are 0.0): the set of those phases (a key of ``Layout.phase_set_entries``,
+    None when no thread is in one), and (n, k) rates of its k entries in entry order."""
+    phase = b.tasks.phase[rows]
+    phases = tuple(ph for ph in b.lay.phase_arrays if (phase == ph).any())
+    if not phases:
+        return None, np.zeros((rows.size, 0))
+    live = ~b.outcome.done[rows][:, None]
+    ent, places, _ = b.lay.phase_set_entries[phases]
+    rates = np.zeros((rows.size, ent.size))
+    for ph in phases:
+        _, et, _, _, e_tpb, e_fhz = b.lay.phase_arrays[ph]
+        active = (phase[:, et] == ph) & live
+        rates[:, places[ph]] = np.where(active, speed[:, et] * e_tpb[None, :] + e_fhz[None, :], 0.0)
+    return phases, rates
+
+
 def cumulative_rates(b, rows, speed):
     """(n, E + 1) running sum of :func:`entry_rates` over the entries, 0 first (the
     cumulative-rate intervals the faulting entry is picked from). Entries of phases no thread
@@ -70,20 +88,12 @@ def cumulative_rates(b, rows, speed):
     the other entries only -- the same additions in the same order -- and each partial sum is
     repeated over the entries skipped after it (numa01's whole-buffer init entries, 97% of the
     entries on 2s-224-spr, drop out after the init)."""
-    phase = b.tasks.phase[rows]
-    phases = tuple(ph for ph in b.lay.phase_arrays if (phase == ph).any())
-    if not phases:
+    phases, rates = live_entry_rates(b, rows, speed)
+    if phases is None:
         return np.zeros((rows.size, b.lay.E + 1))
-    live = ~b.outcome.done[rows][:, None]
-    size, places, repeats = b.lay.phase_set_entries[phases]
-    rates = np.zeros((rows.size, size))
-    for ph in phases:
-        _, et, _, _, e_tpb, e_fhz = b.lay.phase_arrays[ph]
-        active = (phase[:, et] == ph) & live
-        rates[:, places[ph]] = np.where(active, speed[:, et] * e_tpb[None, :] + e_fhz[None, :], 0.0)
-    partial = np.zeros((rows.size, size + 1))
+    partial = np.zeros((rows.size, rates.shape[1] + 1))
     np.cumsum(rates, axis=1, out=partial[:, 1:])
-    return np.repeat(partial, repeats, axis=1)
+    return np.repeat(partial, b.lay.phase_set_entries[phases][2], axis=1)
 
 
 def refresh(b):
