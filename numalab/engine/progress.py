@@ -112,6 +112,7 @@ def refresh(b):
     cum = cumulative_rates(b, rows, speed)
     b.rates.cum[rows] = cum
     b.rates.lam_c[rows] = cum[:, b.lay.cls_end] - cum[:, b.lay.cls_start]
+    b.prot.step_hazard_of = None                      # the protected regions' lambda_c * dt changed
     b.rates.dirty[rows] = False
     b.rates.step_local = None
     b.obs.conv_stale[rows] = True
