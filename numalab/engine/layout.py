@@ -98,9 +98,15 @@ class Layout:
         # them, and how many of the E + 1 cumulative positions each partial sum fills
         self.phase_set_entries = {}
         for phases in ((PH_INIT,), (PH_LOOP,), (PH_INIT, PH_LOOP)):
-            ent = np.sort(np.concatenate([self.phase_entries[ph] for ph in phases]))
-            places = {ph: np.searchsorted(ent, self.phase_entries[ph]) for ph in phases}
-            repeats = np.bincount(np.searchsorted(ent, np.arange(self.E + 1)), minlength=ent.size + 1)
+            member = np.zeros(self.E, dtype=bool)
+            for ph in phases:
+                member[self.phase_entries[ph]] = True
+            ent = np.flatnonzero(member)
+            place = np.cumsum(member) - 1                          # an entry's place in ent
+            places = {ph: place[self.phase_entries[ph]] for ph in phases}
+            # partial sum k fills the positions after entry ent[k-1] up to ent[k] (reading
+            # ent[-1] as -1 and ent[ent.size] as E)
+            repeats = np.diff(np.concatenate([[-1], ent, [self.E]]))
             self.phase_set_entries[phases] = (ent, places, repeats)
         # the samples count pages per (class, node) from cls_node when every region of a class
         # has the same resident pages and lies in one mm (true of every built-in workload);
