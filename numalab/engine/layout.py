@@ -92,6 +92,11 @@ class Layout:
         self.phase_arrays = {ph: (ent, wl.entry_thread[ent], wl.entry_share[ent], wl.entry_class[ent],
                                   wl.entry_touch_per_byte[ent], wl.entry_fixed_hz[ent])
                              for ph, ent in self.phase_entries.items()}
+        # per phase, (Ep, N): each entry's flat (thread, node) and (class, node) offsets
+        # (progress.thread_frac's bins and its gather of cls_node)
+        nodes = np.arange(self.N)
+        self.phase_node_cols = {ph: (et[:, None] * self.N + nodes, ec[:, None] * self.N + nodes)
+                                for ph, (_, et, _, ec, _, _) in self.phase_arrays.items()}
         # sums over the entries' touch rates (progress.cumulative_rates, observe.class_access)
         # add only the entries of phases some thread is in: the others are 0.0 and leave a sum
         # as it is. Per set of such phases: its entries (entry order), each phase's places among

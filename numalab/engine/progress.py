@@ -29,19 +29,20 @@ def thread_frac(b, rows):
     """(n, T, N): share of each thread's written bytes on each node (active phase), for
     the replicas ``rows``. Only entries of phases some thread of these rows is in are
     looked at (after numa01's init, its whole-buffer entries drop out)."""
-    T, N = b.lay.T, b.lay.N
+    T, N, C = b.lay.T, b.lay.N, b.lay.C
     n_ = rows.size
     phase = b.tasks.phase[rows]
     out = np.zeros((n_, T, N))
-    for ph, (_, et, e_share, e_class, _, _) in b.lay.phase_arrays.items():
+    for ph, (_, et, e_share, _, _, _) in b.lay.phase_arrays.items():
         if not (phase == ph).any():
             continue
+        tn_cols, cn_cols = b.lay.phase_node_cols[ph]                                # (Ep, N)
         e_active = phase[:, et] == ph                                               # (n, Ep)
         share = e_active * e_share[None, :]
-        cn = b.regions.cls_node[rows[:, None], e_class[None, :]]                         # (n, Ep, N)
+        cn = b.regions.cls_node.take((rows * (C * N))[:, None, None] + cn_cols)        # (n, Ep, N)
         # one bincount over (row, thread, node) bins: each bin adds its entries in entry order
-        idx = ((np.arange(n_)[:, None] * T + et[None, :]) * N)[:, :, None] + np.arange(N)
-        out += np.bincount(idx.ravel(), weights=(share[:, :, None] * cn).ravel(),
+        bins = (np.arange(n_) * (T * N))[:, None, None] + tn_cols
+        out += np.bincount(bins.ravel(), weights=(share[:, :, None] * cn).ravel(),
                            minlength=n_ * T * N).reshape(n_, T, N)
     tot = out.sum(axis=2, keepdims=True)
     # a thread with no bytes (stack-only) counts as local
