@@ -46,7 +46,7 @@ def thread_frac(b, rows):
                            minlength=n_ * T * N).reshape(n_, T, N)
     tot = out.sum(axis=2, keepdims=True)
     # a thread with no bytes (stack-only) counts as local
-    loc = (np.arange(N)[None, None, :] == b.tasks.node[rows][:, :, None]).astype(float)
+    loc = np.eye(N).take(b.tasks.node[rows], axis=0)                          # 1.0 at the thread's node
     return np.where(tot > 0, out / np.where(tot > 0, tot, 1.0), loc)
 
 
