@@ -11,7 +11,8 @@ measured in one run. ``--breakdown`` also prints where the CPU time of the 1- an
 runs goes, per engine stage (nested stages are included in their parents), with call counts.
 It also prints the CPU time per replica as the batch grows (1, 4, 16, 64 seeds in one call):
 where that levels off is the marginal cost of one more replica. ``--dt`` runs everything at
-another engine step (the model's default is 0.05 s; results change with it).
+another engine step (the model's default is 0.05 s; results change with it). Last, one replica
+on the larger presets the explorers offer (4s-144, 2s-224-spr), CPU time per engine step.
 """
 
 from __future__ import annotations
@@ -142,6 +143,16 @@ def main(argv=None):
         cpu, wall, b = timed(w, pol, [0])
         print(f"  {label:<36} {cpu / b.elsp[0] * 1000:8.2f} ms/sim-s   ({cpu:.2f} s for {b.elsp[0]:.1f} sim-s, "
               f"{w.nregions} regions)")
+
+    # the larger presets the explorers offer (HistoryExplorer's first answer is one replica):
+    # 4s-144's four nodes and 2s-224-spr's 52k access entries weigh on the rate refresh
+    print("large presets (numa01_THREAD_ALLOC, one replica, best of --repeat):")
+    for name in ("4s-144", "2s-224-spr"):
+        w = nl.workload("numa01_THREAD_ALLOC", nl.Topology.preset(name))
+        cpu, wall, b = min((timed(w, pol, [0], **opt) for _ in range(args.repeat)), key=lambda x: x[0])
+        print(f"  {name:<12} cpu {cpu:6.2f} s  wall {wall:6.2f} s  {b.steps} steps  "
+              f"{cpu / b.steps * 1e6:6.0f} us/step  (simulated {b.elsp[0]:.1f} s, {w.nthreads} threads, "
+              f"{w.entry_class.size} access entries)")
 
 
 if __name__ == "__main__":

@@ -146,15 +146,16 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
     R, T, N = frac.shape
     lat = topo.latency_ns                                   # (N, N) cpu node -> mem node
     rel = topo.local_latency_ns / lat                       # bandwidth ∝ 1/latency
+    # (takes along the first axis: fancy indexing with an (R, T) index costs ~10x more)
+    on = np.eye(N, dtype=bool).take(node_of_thread, axis=0)  # (R, T, N): thread t runs on node n
+    at_node = np.arange(R)[:, None] * N + node_of_thread    # flat (r, node of t) of an (R, N) array
     # SMT: on a node with k running threads and c cores, 2*(k-c) of them share a core
-    k = np.zeros((R, N))
-    for n in range(N):
-        k[:, n] = ((node_of_thread == n) & running).sum(axis=1)
+    k = np.bincount(at_node[running], minlength=R * N).reshape(R, N).astype(float)   # running threads per node
     c = topo.cores_per_node
     sharing = np.clip(2.0 * (k - c), 0.0, k) if topo.smt > 1 else np.zeros_like(k)
     smt = np.where(k > 0, (k - sharing + sharing * costs.smt_share) / np.maximum(k, 1), 1.0)
-    tbw = topo.thread_bw_GBps * 1e9 * np.take_along_axis(smt, node_of_thread, axis=1)  # (R, T)
-    relt = rel[node_of_thread]                               # (R, T, N)
+    tbw = topo.thread_bw_GBps * 1e9 * smt.take(at_node)     # (R, T)
+    relt = rel.take(node_of_thread, axis=0)                  # (R, T, N)
     if shared_init is not None:
         init = shared_init & running
         if init.any():
@@ -162,31 +163,33 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
                 raise NumalabValueError("progress_rates: shared_init needs thread_mm (the process of each thread)")
             return _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
                                    np.asarray(thread_mm))
+    # A thread's time per byte adds its node terms node after node; each load is a sum over one
+    # replica's threads (a C-contiguous row of T values per node, or per (cpu node, memory
+    # node) pair, as one (R, T) row sum each would be)
+    bw = tbw[:, :, None] * relt                              # (R, T, N)
+    frac_t = np.ascontiguousarray(frac.transpose(0, 2, 1))  # (R, N, T)
     # unconstrained time per byte
+    tpb = frac / bw
     u = np.zeros((R, T))
     for n in range(N):
-        u += frac[:, :, n] / (tbw * relt[:, :, n])
+        u += tpb[:, :, n]
     s = np.where(running, 1.0 / np.maximum(u, 1e-30), 0.0)
     # node controller saturation
     cap = topo.node_bw_GBps * 1e9 * costs.write_efficiency
-    sigma = np.ones((R, N))
-    for n in range(N):
-        load = (s * frac[:, :, n]).sum(axis=1)
-        sigma[:, n] = np.maximum(1.0, load / cap)
-    # interconnect saturation per (cpu node a -> mem node b), a != b
+    sigma = np.maximum(1.0, (s[:, None, :] * frac_t).sum(axis=2) / cap)                  # (R, N) by mem node
+    # interconnect saturation per (cpu node a -> mem node n), a != n
     link = topo.link_bw_GBps * 1e9 * costs.link_write_efficiency
+    s_on = np.ascontiguousarray(np.where(on, s[:, :, None], 0.0).transpose(0, 2, 1))    # (R, a, T)
+    remote_load = (s_on[:, :, None, :] * frac_t[:, None, :, :]).sum(axis=3)             # (R, a, n)
+    remote_load[:, np.arange(N), np.arange(N)] = 0.0                                     # local: no link
+    slink = np.maximum(1.0, remote_load / link)
+    slink_t = slink.reshape(R * N, N)[at_node]                                           # (R, T, n): a = node of t
+    slink_t = np.where(on, 1.0, slink_t)
+    fac = np.maximum(sigma[:, None, :], slink_t)
+    tpb2 = frac * fac / bw
     u2 = np.zeros((R, T))
     for n in range(N):
-        remote_load = np.zeros((R, N))
-        for a in range(N):
-            if a == n:
-                continue
-            remote_load[:, a] = (np.where(node_of_thread == a, s, 0.0) * frac[:, :, n]).sum(axis=1)
-        slink = np.maximum(1.0, remote_load / link)           # (R, N) by cpu node a
-        slink_t = np.take_along_axis(slink, node_of_thread, axis=1)
-        slink_t = np.where(node_of_thread == n, 1.0, slink_t)
-        fac = np.maximum(sigma[:, n:n + 1], slink_t)
-        u2 += frac[:, :, n] * fac / (tbw * relt[:, :, n])
+        u2 += tpb2[:, :, n]
     return np.where(running, 1.0 / np.maximum(u2, 1e-30), 0.0)
 
 

@@ -68,14 +68,19 @@ def hinting_faults(b, ctx):
     cum, lam_c = b.rates.cum, b.rates.lam_c                                  # rates at the step's start
     sync_prot(b)
     pi = b.prot.idx
-    # prot_lam (flat (replica, class) index) and prot_thresh are kept aligned with prot_idx
-    lam = lam_c.take(b.prot.lam)
+    # prot_lam (flat (replica, class) index) and prot_thresh are kept aligned with prot_idx;
+    # lambda_c * dt is the same per region from step to step until the rates are refreshed
+    # or the protected set changes (a new lam array): computed once for them
+    if b.prot.step_hazard_of is not b.prot.lam:
+        b.prot.step_hazard = lam_c.take(b.prot.lam) * b.dt
+        b.prot.step_hazard_of = b.prot.lam
     hz = b.regions.hazard.ravel()                      # flat views: 1-D takes are cheaper
-    h = hz[pi] + lam * b.dt
+    h = hz[pi] + b.prot.step_hazard
     hz[pi] = h
     hit = h >= b.prot.thresh
     if not np.count_nonzero(hit):  # most steps: no threshold reached (then lam > 0 need not be tested)
         return
+    lam = lam_c.take(b.prot.lam)
     hit &= lam > 0
     if not np.count_nonzero(hit):
         return
@@ -85,10 +90,11 @@ def hinting_faults(b, ctx):
         return
     fr, freg = np.divmod(pi[hi], NR)
     fc = b.lay.region_class[freg]
-    target = cum[fr, b.lay.cls_start[fc]] + b.regions.selector[fr, freg] * lam[hi]
+    a, z = b.lay.cls_start[fc], b.lay.cls_end[fc]
+    row = fr * (b.lay.E + 1)                           # flat (r, 0) of cum: 1-D takes are cheaper
+    target = cum.take(row + a) + b.regions.selector[fr, freg] * lam[hi]
     # the entry whose cumulative-rate interval holds the target (searchsorted within the
     # class's segment, written as a count so it is row-wise and batch-independent)
-    a, z = b.lay.cls_start[fc], b.lay.cls_end[fc]
     # only as many columns as the widest faulting class needs (the rest are masked anyway)
     width = int((z - a).max())
     if width <= 1:
@@ -96,8 +102,8 @@ def hinting_faults(b, ctx):
     else:
         j = np.arange(width - 1)
         pos = np.minimum(a[:, None] + 1 + j[None, :], b.lay.E)
-        le = (cum[fr[:, None], pos] <= target[:, None]) & (j[None, :] < (z - a - 1)[:, None])
-        e = a + le.sum(axis=1)
+        le = (cum.take(row[:, None] + pos) <= target[:, None]) & (j[None, :] < (z - a - 1)[:, None])
+        e = a + np.count_nonzero(le, axis=1)
     ft = wl.entry_thread[e]
     keep = np.ones(pi.size, dtype=bool)
     keep[hi] = False

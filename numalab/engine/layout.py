@@ -92,6 +92,27 @@ class Layout:
         self.phase_arrays = {ph: (ent, wl.entry_thread[ent], wl.entry_share[ent], wl.entry_class[ent],
                                   wl.entry_touch_per_byte[ent], wl.entry_fixed_hz[ent])
                              for ph, ent in self.phase_entries.items()}
+        # per phase, (Ep, N): each entry's flat (thread, node) and (class, node) offsets
+        # (progress.thread_frac's bins and its gather of cls_node)
+        nodes = np.arange(self.N)
+        self.phase_node_cols = {ph: (et[:, None] * self.N + nodes, ec[:, None] * self.N + nodes)
+                                for ph, (_, et, _, ec, _, _) in self.phase_arrays.items()}
+        # sums over the entries' touch rates (progress.cumulative_rates, observe.class_access)
+        # add only the entries of phases some thread is in: the others are 0.0 and leave a sum
+        # as it is. Per set of such phases: its entries (entry order), each phase's places among
+        # them, and how many of the E + 1 cumulative positions each partial sum fills
+        self.phase_set_entries = {}
+        for phases in ((PH_INIT,), (PH_LOOP,), (PH_INIT, PH_LOOP)):
+            member = np.zeros(self.E, dtype=bool)
+            for ph in phases:
+                member[self.phase_entries[ph]] = True
+            ent = np.flatnonzero(member)
+            place = np.cumsum(member) - 1                          # an entry's place in ent
+            places = {ph: place[self.phase_entries[ph]] for ph in phases}
+            # partial sum k fills the positions after entry ent[k-1] up to ent[k] (reading
+            # ent[-1] as -1 and ent[ent.size] as E)
+            repeats = np.diff(np.concatenate([[-1], ent, [self.E]]))
+            self.phase_set_entries[phases] = (ent, places, repeats)
         # the samples count pages per (class, node) from cls_node when every region of a class
         # has the same resident pages and lies in one mm (true of every built-in workload);
         # otherwise (cls_pages None) they recount the regions

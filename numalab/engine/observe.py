@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import EngineInvariantError
 from ..workloads import PH_DONE
-from .progress import entry_rates, running_mask
+from .progress import live_entry_rates, running_mask
 
 __all__ = ["sample", "check_invariants", "class_access", "converged_fraction", "pages_by", "pages_by_node"]
 
@@ -99,9 +99,11 @@ def class_access(b):
     if rows.size:
         wl = b.wl
         n = rows.size
-        rate = entry_rates(b, rows, b.rates.speed[rows])                             # (n, E)
-        tnode = b.tasks.node.take(rows[:, None] * T + wl.entry_thread[None, :])    # (n, E)
-        key = (np.arange(n)[:, None] * C + wl.entry_class[None, :]) * N + tnode
+        # the entries of phases no thread is in add 0.0 to their bins: left out
+        phases, rate = live_entry_rates(b, rows, b.rates.speed[rows])                # (n, k)
+        ent = b.lay.phase_set_entries[phases][0] if phases is not None else np.zeros(0, dtype=np.int64)
+        tnode = b.tasks.node.take(rows[:, None] * T + wl.entry_thread[ent][None, :])  # (n, k)
+        key = (np.arange(n)[:, None] * C + wl.entry_class[ent][None, :]) * N + tnode
         b.obs.conv_acc[rows] = np.bincount(key.ravel(), weights=rate.ravel(),
                                            minlength=n * C * N).reshape(n, C, N)
         b.obs.conv_stale[:] = False

@@ -145,12 +145,16 @@ class Regions:
 class Protected:
     """The PROT_NONE regions as a sorted flat index ``r * NR + region`` (``idx``) with, aligned,
     the flat ``r * C + class`` of each (``lam``: where its touch rate is) and its threshold
-    (``thresh``); ``of`` is the ``idx`` they were built for (rebuilt when replaced)."""
+    (``thresh``); ``of`` is the ``idx`` they were built for (rebuilt when replaced).
+    ``step_hazard`` is the ``lambda_c * dt`` each adds per step, computed for the ``lam`` array
+    ``step_hazard_of`` at the current rates (``progress.refresh`` drops it)."""
 
     idx: np.ndarray
     lam: np.ndarray
     thresh: np.ndarray
     of: np.ndarray
+    step_hazard: np.ndarray | None = None
+    step_hazard_of: np.ndarray | None = None
 
     @classmethod
     def empty(cls):
