@@ -307,29 +307,38 @@ def _numa01(topo, name, *, thread_alloc, bind_mode, threads=None, size_bytes=3 *
     loops = loops if loops is not None else (1000 if thread_alloc else 50)
     b = _Builder()
     th = _threads_table()
+    # NODEMASK1 = the first half of the nodes, NODEMASK2 = the rest (spec §1.1)
     half = max(1, topo.nodes // 2)
+    mask1, mask2 = list(range(half)), list(range(half, topo.nodes))
+    if bind_mode != "none" and topo.nodes < 2:
+        raise NumalabValueError(
+            f"workload {name!r} binds its two processes to the two halves of the nodes; topology "
+            f"{topo.name!r} has {topo.nodes} node; allowed: at least 2 nodes (start_bench.sh refuses fewer)")
     tid = 0
+    buffers = []
     for p in range(nproc):
         # HARD_BIND: the child (p=1 after fork) gets the first half, the parent the second
         if bind_mode == "hard":
-            cnode, mnode = (half if p == 0 else 0), (half if p == 0 else 0)
+            cpus, mems = (mask2, mask2) if p == 0 else (mask1, mask1)
         elif bind_mode == "inverse":
             # the swap only works for the child (spec §1.6 observation)
-            cnode = half if p == 0 else 0
-            mnode = half if p == 0 else half
+            cpus, mems = (mask2, mask2) if p == 0 else (mask1, mask2)
         else:
-            cnode, mnode = -1, None
+            cpus, mems = None, None
         v = _process(b, p, T, size_bytes)
-        if mnode is not None:
-            b.vmas[v["buffer"]]["init"] = mnode
+        if mems is not None:
+            b.vmas[v["buffer"]]["init"] = mems[0]
+            buffers.append((v["buffer"], mems))
         S = size_bytes // T
-        main = _add_thread(th, p, tid, True, 0, 0, cpu_bind=cnode, mem_bind=mnode is not None)
+        main = _add_thread(th, p, tid, True, 0, 0, cpu_bind=cpus[0] if cpus else -1, mem_bind=mems is not None)
         tid += 1
         _small_touches(b, v, main, True, v["main_stack"])
         for i in range(T):
+            # the scheduler spreads a bound process evenly over the CPUs of its mask
             w = _add_thread(th, p, tid, False, size_bytes if bind_mode == "none" else 0,
                             (S if thread_alloc else size_bytes) * loops,
-                            bind=bind_mode == "none", cpu_bind=cnode, mem_bind=mnode is not None)
+                            bind=bind_mode == "none", cpu_bind=cpus[(i * len(cpus)) // T] if cpus else -1,
+                            mem_bind=mems is not None)
             tid += 1
             if bind_mode == "none":   # every thread zero-writes the whole buffer under bind-to-B
                 b.touch(w, PH_INIT, v["buffer"], 0, size_bytes, size_bytes)
@@ -338,7 +347,32 @@ def _numa01(topo, name, *, thread_alloc, bind_mode, threads=None, size_bytes=3 *
             _small_touches(b, v, w, False, v["stacks"][i])
     params = dict(threads_per_process=T, bytes_per_process=size_bytes, loops=loops, processes=nproc,
                   thread_alloc=thread_alloc, bind=bind_mode)
-    return _finish(b, name, topo, params, nproc, th, zero_bytes_init=nproc * size_bytes)
+    _check_bound_cpus(name, topo, th)
+    wl = _finish(b, name, topo, params, nproc, th, zero_bytes_init=nproc * size_bytes)
+    if any(len(mems) > 1 for _, mems in buffers):
+        # MPOL_BIND to several nodes: a page goes to the first toucher's node. The workers of
+        # every node of the mask start at the buffer's start together, so the model splits the
+        # buffer in equal chunks, one per node of the mask in order (as numa02's HARD_BIND).
+        init = wl.region_init.copy()
+        for vi, mems in buffers:
+            reg = np.flatnonzero(wl.region_vma == vi)
+            init[reg] = np.array(mems)[(np.arange(reg.size) * len(mems)) // reg.size]
+        object.__setattr__(wl, "region_init", init)
+    return wl
+
+
+def _check_bound_cpus(name, topo, th):
+    """The model has no oversubscribed CPUs: the workers bound to a node must fit its CPUs
+    (a HARD_BIND process on an odd node count, or more processes than halves, do not)."""
+    bound = np.array(th["cpu_bind"])[~np.array(th["main"], dtype=bool)]
+    per_node = np.bincount(bound[bound >= 0], minlength=topo.nodes)
+    over = np.flatnonzero(per_node > topo.cpus_per_node)
+    if over.size:
+        n = int(over[0])
+        raise NumalabValueError(
+            f"workload {name!r} binds {int(per_node[n])} workers to node {n}, which has {topo.cpus_per_node} "
+            f"CPUs on topology {topo.name!r} ({topo.nodes} nodes); allowed: at most {topo.cpus_per_node} "
+            f"bound workers per node (an even number of nodes, fewer threads=... or nproc=...)")
 
 
 def _numa02(topo, name, *, smt, bind_mode, threads=None, size_bytes=1 * GiB, loops=800):
@@ -405,7 +439,9 @@ def workload(name: str, topology="2s-128", **overrides) -> Workload:
 
     autonuma-benchmark (spec benchmarks-and-reports.md §1.9): ``numa01``,
     ``numa01_THREAD_ALLOC`` (alias ``NUMA01_THREADLOCAL``), ``numa02``, ``numa02_SMT`` and
-    their ``_HARD_BIND`` / ``_INVERSE_BIND`` variants. Overrides: ``threads`` (per process),
+    their ``_HARD_BIND`` / ``_INVERSE_BIND`` variants (numa01's bind each process to one half of
+    the nodes, its workers spread evenly over the half's CPUs and its buffer in equal chunks over
+    the half's nodes; numa02's spread the slices over every node). Overrides: ``threads`` (per process),
     ``size_bytes`` (per process), ``loops``; numa01 also ``nproc``.
     ``perf-bench-numa-mem``: see :func:`perf_bench_numa_mem` (overrides are its arguments).
     ``matrix``: see :func:`from_access_matrix` (``matrix=`` required).

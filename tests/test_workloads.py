@@ -125,6 +125,46 @@ def test_hard_bind_places_memory_and_threads():
         assert nodes.tolist() != [inv.cpu_bind[t]]
 
 
+@pytest.mark.parametrize("preset", ["2s-128", "4s-144", "8n-genoa-nps4"])
+def test_numa01_hard_bind_binds_each_process_to_half_of_the_nodes(preset):
+    topo = Topology.preset(preset)
+    half = list(range(topo.nodes // 2)), list(range(topo.nodes // 2, topo.nodes))  # NODEMASK1, NODEMASK2
+    for name in ("numa01_HARD_BIND", "numa01_THREAD_ALLOC_INVERSE_BIND"):
+        wl = nl.workload(name, topo)
+        workers = ~wl.thread_main
+        per_node = np.bincount(wl.cpu_bind[workers], minlength=topo.nodes)
+        assert (per_node == topo.cpus_per_node).all()              # the halves are filled evenly, no CPU twice
+        for mm, (cpus, mems) in enumerate([(half[1], half[1]),
+                                           (half[0], half[0] if "HARD" in name else half[1])]):
+            mine = workers & (wl.thread_mm == mm)
+            assert set(wl.cpu_bind[mine].tolist()) == set(cpus)
+            init = wl.region_init[buffer_regions(wl, mm)]
+            assert set(init.tolist()) == set(mems)                # memory on every node of the mask
+            assert np.all(np.diff(init) >= 0)                      # in equal chunks, in node order
+            assert abs(np.bincount(init)[mems].max() - np.bincount(init)[mems].min()) <= 1
+        assert wl.mem_bind.all()
+
+
+def test_numa01_hard_bind_runs_on_four_nodes():
+    # used to stop with "a node runs more threads than it has CPUs" (every worker on one node)
+    topo = Topology.preset("4s-144")
+    hard = nl.simulate(nl.workload("numa01_HARD_BIND", topo, loops=2), "6.12", seeds=1)
+    free = nl.simulate(nl.workload("numa01", topo, loops=2), "6.12", seeds=1)
+    assert int(hard.numa_pages_migrated.sum()) == 0 and int(hard.numa_hint_faults.sum()) == 0
+    assert float(hard.elsp.max()) < float(free.elsp.min())      # the hand placement is the faster one
+
+
+@pytest.mark.parametrize("topo, kw, match", [
+    (Topology(nodes=1, cpus_per_node=16), {}, "at least 2 nodes"),
+    (Topology(nodes=3, cpus_per_node=16), {}, "binds 24 workers to node 0, which has 16 CPUs"),
+    (TOPO, {"nproc": 3, "threads": 64}, "binds 128 workers to node 0"),
+])
+def test_numa01_bind_refuses_what_the_cpus_cannot_hold(topo, kw, match):
+    with pytest.raises(NumalabValueError, match=match):
+        nl.workload("numa01_HARD_BIND", topo, **kw)
+    assert nl.workload("numa01_HARD_BIND", TOPO, nproc=3, threads=20).nproc == 3
+
+
 def test_perf_bench_and_matrix():
     wl = perf_bench_numa_mem(TOPO, processes=2, threads=4, process_mb=64, thread_mb=32, loops=10)
     assert wl.nproc == 2 and (~wl.thread_main).sum() == 8
