@@ -71,6 +71,8 @@ class _Builder:
 
     def vma(self, mm, kind, size_bytes, *, code=SUITABLE, populated=0, huge=True, init=INIT_OWNER,
             owner=-1):
+        """``init``: where the VMA's pages start -- an ``INIT_*`` rule, a node, or a tuple of
+        nodes (the regions in equal chunks, one per node in order)."""
         start = -(-self.next_page // REGION_PAGES) * REGION_PAGES
         pages = max(1, -(-int(size_bytes) // PAGE_SIZE))
         v = dict(mm=mm, kind=kind, start=start, end=start + pages, code=code,
@@ -223,7 +225,9 @@ def _finish(b: _Builder, name, topo, params, nproc, threads, *, zero_bytes_init=
                 present = pop if k == 0 else 0
             reg_present.append(min(present, vp))
             reg_huge.append(bool(v["huge"]) and present == REGION_PAGES)
-            reg_init.append(v["init"])
+            init = v["init"]
+            # a tuple of nodes: the VMA's regions in equal chunks, one per node in order
+            reg_init.append(init[(k * len(init)) // n] if isinstance(init, tuple) else init)
     vma_first[nv] = len(reg_vma)
     nr = len(reg_vma)
     region_vma = np.array(reg_vma, dtype=np.int64)
@@ -315,7 +319,6 @@ def _numa01(topo, name, *, thread_alloc, bind_mode, threads=None, size_bytes=3 *
             f"workload {name!r} binds its two processes to the two halves of the nodes; topology "
             f"{topo.name!r} has {topo.nodes} node; allowed: at least 2 nodes (start_bench.sh refuses fewer)")
     tid = 0
-    buffers = []
     for p in range(nproc):
         # HARD_BIND: the child (p=1 after fork) gets the first half, the parent the second
         if bind_mode == "hard":
@@ -327,8 +330,10 @@ def _numa01(topo, name, *, thread_alloc, bind_mode, threads=None, size_bytes=3 *
             cpus, mems = None, None
         v = _process(b, p, T, size_bytes)
         if mems is not None:
-            b.vmas[v["buffer"]]["init"] = mems[0]
-            buffers.append((v["buffer"], mems))
+            # MPOL_BIND to the mask: a page goes to its first toucher's node. The workers of every
+            # node of the mask start at the buffer's start together, so the buffer is split in
+            # equal chunks, one per node of the mask (as numa02's HARD_BIND)
+            b.vmas[v["buffer"]]["init"] = tuple(mems)
         S = size_bytes // T
         main = _add_thread(th, p, tid, True, 0, 0, cpu_bind=cpus[0] if cpus else -1, mem_bind=mems is not None)
         tid += 1
@@ -347,32 +352,7 @@ def _numa01(topo, name, *, thread_alloc, bind_mode, threads=None, size_bytes=3 *
             _small_touches(b, v, w, False, v["stacks"][i])
     params = dict(threads_per_process=T, bytes_per_process=size_bytes, loops=loops, processes=nproc,
                   thread_alloc=thread_alloc, bind=bind_mode)
-    _check_bound_cpus(name, topo, th)
-    wl = _finish(b, name, topo, params, nproc, th, zero_bytes_init=nproc * size_bytes)
-    if any(len(mems) > 1 for _, mems in buffers):
-        # MPOL_BIND to several nodes: a page goes to the first toucher's node. The workers of
-        # every node of the mask start at the buffer's start together, so the model splits the
-        # buffer in equal chunks, one per node of the mask in order (as numa02's HARD_BIND).
-        init = wl.region_init.copy()
-        for vi, mems in buffers:
-            reg = np.flatnonzero(wl.region_vma == vi)
-            init[reg] = np.array(mems)[(np.arange(reg.size) * len(mems)) // reg.size]
-        object.__setattr__(wl, "region_init", init)
-    return wl
-
-
-def _check_bound_cpus(name, topo, th):
-    """The model has no oversubscribed CPUs: the workers bound to a node must fit its CPUs
-    (a HARD_BIND process on an odd node count, or more processes than halves, do not)."""
-    bound = np.array(th["cpu_bind"])[~np.array(th["main"], dtype=bool)]
-    per_node = np.bincount(bound[bound >= 0], minlength=topo.nodes)
-    over = np.flatnonzero(per_node > topo.cpus_per_node)
-    if over.size:
-        n = int(over[0])
-        raise NumalabValueError(
-            f"workload {name!r} binds {int(per_node[n])} workers to node {n}, which has {topo.cpus_per_node} "
-            f"CPUs on topology {topo.name!r} ({topo.nodes} nodes); allowed: at most {topo.cpus_per_node} "
-            f"bound workers per node (an even number of nodes, fewer threads=... or nproc=...)")
+    return _finish(b, name, topo, params, nproc, th, zero_bytes_init=nproc * size_bytes)
 
 
 def _numa02(topo, name, *, smt, bind_mode, threads=None, size_bytes=1 * GiB, loops=800):
@@ -390,7 +370,8 @@ def _numa02(topo, name, *, smt, bind_mode, threads=None, size_bytes=1 * GiB, loo
         b.vmas[v["buffer"]]["init"] = INIT_MAIN
     else:
         main = _add_thread(th, 0, 0, True, 0, 0, mem_bind=True)
-        b.vmas[v["buffer"]]["init"] = INIT_OWNER
+        # chunk n of the buffer lands on node n (main binds itself before zeroing chunk n)
+        b.vmas[v["buffer"]]["init"] = tuple(range(N))
     _small_touches(b, v, main, True, v["main_stack"])
     for i in range(T):
         node = (i * N) // T
@@ -401,15 +382,8 @@ def _numa02(topo, name, *, smt, bind_mode, threads=None, size_bytes=1 * GiB, loo
                         mem_bind=bind_mode != "none")
         b.touch(w, PH_LOOP, v["buffer"], i * S, (i + 1) * S, S)
         _small_touches(b, v, w, False, v["stacks"][i])
-    wl = _finish(b, name, topo, dict(threads=T, bytes=size_bytes, loops=loops, smt=smt, bind=bind_mode),
-                 1, th, zero_bytes_init=size_bytes)
-    if bind_mode != "none":
-        # chunk n of the buffer lands on node n (main binds itself before zeroing chunk n)
-        init = wl.region_init.copy()
-        buf = np.flatnonzero(np.array(wl.vma_kind)[wl.region_vma] == "buffer")
-        init[buf] = (np.arange(buf.size) * N) // buf.size
-        object.__setattr__(wl, "region_init", init)
-    return wl
+    return _finish(b, name, topo, dict(threads=T, bytes=size_bytes, loops=loops, smt=smt, bind=bind_mode),
+                   1, th, zero_bytes_init=size_bytes)
 
 
 _AUTONUMA = {
@@ -500,6 +474,17 @@ def _precheck(topo, name, total_bytes) -> None:
 
 def _check_fits(wl: Workload) -> None:
     topo = wl.topology
+    # the model has no oversubscribed CPUs: the workers bound to a node must fit its CPUs (a
+    # numa01 HARD_BIND process on an odd node count, or more processes than halves, do not)
+    bound = wl.cpu_bind[~wl.thread_main]
+    per_node = np.bincount(bound[bound >= 0], minlength=topo.nodes)
+    over = np.flatnonzero(per_node > topo.cpus_per_node)
+    if over.size:
+        n = int(over[0])
+        raise NumalabValueError(
+            f"workload {wl.name!r} binds {int(per_node[n])} workers to node {n}, which has {topo.cpus_per_node} "
+            f"CPUs on topology {topo.name!r} ({topo.nodes} nodes); allowed: at most {topo.cpus_per_node} "
+            f"bound workers per node (an even number of nodes, fewer threads=... or nproc=...)")
     workers = int((~wl.thread_main).sum())
     if workers > topo.ncpus:
         raise NumalabValueError(
