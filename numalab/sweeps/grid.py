@@ -42,15 +42,12 @@ def model_digest(root: Path | None = None) -> str:
     The version alone would let an edited model, an editable install or a checkout between two
     releases, reuse points the old code computed. With the digest in the key, any change to a
     source file starts a new cache directory. That includes presentation code, because the
-    digest cannot tell which files a number depends on. Compiled files (``__pycache__``) are
-    not read, so the digest is the same on every machine that has the same sources."""
+    digest cannot tell which files a number depends on. Only ``.py`` files are read (no
+    compiled ones), so the digest is the same on every machine that has the same sources."""
     root = Path(root) if root is not None else Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py"), key=lambda q: q.relative_to(root).as_posix()):
-        rel = path.relative_to(root).as_posix()
-        if "__pycache__" in rel.split("/"):
-            continue
-        h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    for rel in sorted(q.relative_to(root).as_posix() for q in root.rglob("*.py")):
+        h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
     return h.hexdigest()[:12]
 
 
