@@ -17,7 +17,7 @@ import numpy as np
 from ..costs import progress_rates
 from ..workloads import PH_DONE, PH_INIT, PH_LOOP, PH_WAIT
 
-__all__ = ["running_mask", "thread_frac", "entry_rates", "live_entry_rates", "cumulative_rates", "refresh", "advance", "record_locality", "run_threads"]
+__all__ = ["running_mask", "thread_frac", "live_entry_rates", "cumulative_rates", "refresh", "advance", "record_locality", "run_threads"]
 
 
 def running_mask(b):
@@ -50,24 +50,12 @@ def thread_frac(b, rows):
     return np.where(tot > 0, out / np.where(tot > 0, tot, 1.0), loc)
 
 
-def entry_rates(b, rows, speed):
-    """(n, E) touch rate of one region of the entry's class by the entry's thread, 1/s
-    (0 unless the thread is running in the entry's phase)."""
-    phase = b.tasks.phase[rows]
-    live = ~b.outcome.done[rows][:, None]
-    out = np.zeros((rows.size, b.lay.E))
-    for ph, (ent, et, _, _, e_tpb, e_fhz) in b.lay.phase_arrays.items():
-        if not (phase == ph).any():
-            continue
-        active = (phase[:, et] == ph) & live
-        out[:, ent] = np.where(active, speed[:, et] * e_tpb[None, :] + e_fhz[None, :], 0.0)
-    return out
-
-
 def live_entry_rates(b, rows, speed):
-    """:func:`entry_rates` on the entries of the phases some thread of ``rows`` is in (the
-    others' rates are 0.0): the set of those phases (a key of ``Layout.phase_set_entries``,
-    None when no thread is in one), and (n, k) rates of its k entries in entry order."""
+    """Touch rates of one region of the entry's class by the entry's thread, 1/s (0 unless the
+    thread is running in the entry's phase), for the entries of the phases some thread of
+    ``rows`` is in (every other entry's rate is 0.0): the set of those phases (a key of
+    ``Layout.phase_set_entries``, None when no thread is in one), and the (n, k) rates of its k
+    entries in entry order."""
     phase = b.tasks.phase[rows]
     phases = tuple(ph for ph in b.lay.phase_arrays if (phase == ph).any())
     if not phases:
@@ -83,7 +71,7 @@ def live_entry_rates(b, rows, speed):
 
 
 def cumulative_rates(b, rows, speed):
-    """(n, E + 1) running sum of :func:`entry_rates` over the entries, 0 first (the
+    """(n, E + 1) running sum of every entry's touch rate (:func:`live_entry_rates`), 0 first (the
     cumulative-rate intervals the faulting entry is picked from). Entries of phases no thread
     of these rows is in have rate 0.0 and leave the running sum as it is, so the sum runs over
     the other entries only -- the same additions in the same order -- and each partial sum is
