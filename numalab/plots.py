@@ -205,14 +205,9 @@ def _reason_names(da):
         raise NumalabValueError(
             f"decision matrix has dtype {values.dtype}; allowed: reason names (str) or int codes"
         )
-    reasons = da.attrs.get("reasons")
+    reasons = _listed_reasons(da)
     if reasons is None:
         from .policy import REASONS as reasons
-    if isinstance(reasons, str):  # e.g. read back from netCDF as JSON or CF flag_meanings
-        import json
-        import re
-
-        reasons = json.loads(reasons) if reasons.startswith("[") else re.split(r"[,\s]+", reasons.strip())
     reasons = np.asarray(list(reasons), dtype=str)
     if values.size and (values.min() < 0 or values.max() >= len(reasons)):
         raise NumalabValueError(
@@ -221,7 +216,25 @@ def _reason_names(da):
     return reasons[values]
 
 
-def _skip_reasons():
+def _listed_reasons(da):
+    """``attrs['reasons']`` as a list of names (None when absent)."""
+    reasons = da.attrs.get("reasons")
+    if isinstance(reasons, str):  # e.g. read back from netCDF as JSON or CF flag_meanings
+        import json
+        import re
+
+        reasons = json.loads(reasons) if reasons.startswith("[") else re.split(r"[,\s]+", reasons.strip())
+    return None if reasons is None else list(reasons)
+
+
+def _skip_reasons(da=None):
+    """The skip decisions: from ``attrs['reasons']`` and ``attrs['allowed_codes']`` when the
+    matrix has them (a policy's own rules included), else numalab's built-in ones."""
+    listed = None if da is None else _listed_reasons(da)
+    allowed = None if da is None else da.attrs.get("allowed_codes")
+    if listed is not None and allowed is not None:
+        ok = {int(c) for c in np.atleast_1d(allowed)}
+        return tuple(r for i, r in enumerate(listed) if i not in ok)
     from .policy import SKIP_REASONS
 
     return tuple(SKIP_REASONS)
@@ -256,7 +269,7 @@ def decision_matrix(matrix, ax=None, *, title=None):
     _check_dims(matrix, ("task", "vma"), optional=(), what="matrix")
     matrix = matrix.transpose("task", "vma")
     names = _reason_names(matrix)
-    skips = set(_skip_reasons())
+    skips = set(_skip_reasons(matrix))
     order = list(REASON_COLOURS) + sorted(set(names.ravel()) - set(REASON_COLOURS))
     present = [r for r in order if r in set(names.ravel())]
     spare = iter(_SPARE * 4)

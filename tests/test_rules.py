@@ -448,3 +448,15 @@ def test_a_dask_cluster_runs_a_notebook_rule():
                                              __import__("numalab.rule_transport").rule_transport.VERSIONS))
     xr.testing.assert_identical(res.dataset, here)
     assert all(f"any_window_or_k@{r.digest}" in v for v in versions.values())
+
+
+def test_a_decision_matrix_plot_names_a_skip_rule_a_skip():
+    from numalab import plots
+
+    r = Rule("refuse_any", lambda view: view.numa_scan_seq >= 0, kind="skip", before="early_passes")
+    p = Policy.profile("6.12", add_rules=[r])
+    view = synthetic_view((), 4, windows=2, rotation="shift")
+    da = nl.decision_matrix(p, view, tids=np.arange(100, 104, dtype=np.uint32))
+    fig = plots.decision_matrix(da)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "skip: refuse_any" in labels
