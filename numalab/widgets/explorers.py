@@ -462,7 +462,8 @@ class DecisionMatrixExplorer(Explorer):
 
     ``profile`` may be any policy -- a text or a :class:`numalab.policy.Policy`, e.g. one with a
     rule of your own (``Policy(history=4, rules=[..., my_rule])``); it and the ``policies``
-    given join the profile menu under their names. The replay (:func:`decision_passes`) is
+    given join the profile menu under their names; ``scan_pass`` is the pass shown first. The
+    replay (:func:`decision_passes`) is
     computed once per (profile, N, threads, pattern, rotation period, seed); moving the
     ``pass`` slider only redraws."""
 
@@ -481,7 +482,8 @@ class DecisionMatrixExplorer(Explorer):
     }
 
     def __init__(self, profile="6.12", history="profile", threads: int = 4, passes: int = 12,
-                 pattern: str = "disjoint", rotate_every: int = 4, seed: int = 0, *, policies=(), live=None):
+                 pattern: str = "disjoint", rotate_every: int = 4, seed: int = 0, *, scan_pass: int = 0,
+                 policies=(), live=None):
         import ipywidgets as w
 
         from ..policy import Policy
@@ -497,7 +499,8 @@ class DecisionMatrixExplorer(Explorer):
             "pattern": w.Dropdown(options=list(PATTERNS), value=pattern, description="access"),
             "rotate_every": w.IntSlider(value=rotate_every, min=1, max=8, description="rotation",
                                         continuous_update=False),
-            "pass": w.IntSlider(value=0, min=0, max=self.passes - 1, description="scan pass", continuous_update=True),
+            "pass": w.IntSlider(value=check_int("scan_pass", scan_pass, lo=0, hi=self.passes - 1), min=0,
+                                max=self.passes - 1, description="scan pass", continuous_update=True),
             "seed": w.BoundedIntText(value=seed, min=0, max=2**31 - 1, description="seed"),
         }, live=live)
 
