@@ -86,7 +86,10 @@ REASON_COLOURS = {
     "forced": "#000000",
     "unfiltered": "#a6cee3",
 }
-_SPARE = ("#b15928", "#6a3d9a", "#ff7f00", "#33a02c", "#e31a1c", "#1f78b4", "#fb9a99", "#cab2d6")
+#: the spare colours of decisions without a fixed one (a policy's own rules): cool ones for
+#: scans, warm ones for skips, as the fixed colours are
+_SPARE_SCAN = ("#6a3d9a", "#33a02c", "#1f78b4", "#cab2d6", "#80cdc1", "#35978f")
+_SPARE_SKIP = ("#b15928", "#e31a1c", "#fb9a99", "#ff7f00", "#8c510a", "#f46d43")
 
 
 @contextlib.contextmanager
@@ -272,8 +275,8 @@ def decision_matrix(matrix, ax=None, *, title=None):
     skips = set(_skip_reasons(matrix))
     order = list(REASON_COLOURS) + sorted(set(names.ravel()) - set(REASON_COLOURS))
     present = [r for r in order if r in set(names.ravel())]
-    spare = iter(_SPARE * 4)
-    colours = [REASON_COLOURS.get(r) or next(spare) for r in present]
+    spare_scan, spare_skip = iter(_SPARE_SCAN * 8), iter(_SPARE_SKIP * 8)
+    colours = [REASON_COLOURS.get(r) or next(spare_skip if r in skips else spare_scan) for r in present]
     codes = np.vectorize({r: i for i, r in enumerate(present)}.__getitem__, otypes=[int])(names) if names.size else names
     with style():
         fig, axes = _figure(ax)
