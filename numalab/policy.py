@@ -288,7 +288,8 @@ class Policy:
         set_(self, "base", base)
         set_(self, "description", str(description))
         set_(self, "adapt", adapt_obj)
-        set_(self, "chain", _chain(values, user_rules, self.decisions))
+        set_(self, "_decisions", decisions_for(user_rules))  # read per engine walk: looked up once
+        set_(self, "chain", _chain(values, user_rules, self._decisions))
 
     # -------------------------------------------------------------- constructors / introspection
     @classmethod
@@ -356,7 +357,7 @@ class Policy:
     def decisions(self) -> Decisions:
         """The decisions this policy can produce (:class:`numalab.reasons.Decisions`): the
         built-in ones, then one per user rule."""
-        return decisions_for(self.user_rules)
+        return self._decisions
 
     @property
     def reasons(self) -> tuple[str, ...]:
