@@ -128,7 +128,8 @@ class ScanView:
 
             raise NumalabValueError(f"window age={age!r}; allowed: 0 (current) to {windows - 1}")
         if self.rotation == "ring":
-            pos = (np.asarray(self.idx) - age) % windows
+            idx = np.asarray(self.idx)
+            pos = idx % windows if age == 0 else (idx - age) % windows
             return np.take_along_axis(self.pids_active, pos[..., None, None].astype(np.int64), axis=-2)[..., 0, :]
         return self.pids_active[..., windows - 1 - age, :]
 
