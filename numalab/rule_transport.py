@@ -262,9 +262,12 @@ def load(rule_cls, spec: str):
     if not module or not qual:
         raise NumalabValueError(f"rule={spec!r}; allowed: 'package.module:function'")
     try:
-        obj = _resolve(module, qual)
-    except ImportError as exc:
-        raise NumalabValueError(f"rule={spec!r}: module {module!r} cannot be imported ({exc})") from None
+        mod = importlib.import_module(module)
+    except Exception as exc:  # ImportError, or the module's own error (a SyntaxError, ...)
+        raise NumalabValueError(f"rule={spec!r}: module {module!r} cannot be imported "
+                                f"({type(exc).__name__}: {exc})") from None
+    try:
+        obj = _resolve(mod.__name__, qual)
     except AttributeError:
         raise NumalabValueError(f"rule={spec!r}: {module!r} has no attribute {qual!r}") from None
     if isinstance(obj, rule_cls):

@@ -79,6 +79,9 @@ def test_a_bad_rule_is_one_line_naming_it(here):
     assert "--rule 'nosuch:rule'" in proc.stderr and "cannot be imported" in proc.stderr
     proc = numalab(here, "sweep", "--profile", "6.12", "--rule", "myrules:refuse_big", "--out", str(here / "x.nc"))
     assert proc.returncode != 0 and "Traceback" not in proc.stderr and "--policy" in proc.stderr
+    (here / "typo.py").write_text("def typo(view:\n")
+    proc = numalab(here, "trace", "--rule", "typo:typo")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "SyntaxError" in proc.stderr
     (here / "broken.py").write_text("def broken(view):\n    return view.nothing_like_this\n")
     proc = numalab(here, "trace", "--rule", "broken:broken")
     assert proc.returncode != 0 and "rule 'broken' raised AttributeError" in proc.stderr
