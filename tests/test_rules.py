@@ -282,7 +282,11 @@ def test_a_user_own_pid_test_decides_as_the_built_in_one():
 
 
 def test_a_skip_rule_is_counted_traced_and_a_false_skip():
-    r = Rule("refuse_big", no_huge, kind="skip", before="own_pid", params=NO_HUGE_PARAMS)
+    r = notebook_rule('''
+def refuse_big(view, pages=4096):
+    """Refuse VMAs of more than ``pages`` pages."""
+    return view.size_pages > pages
+''', kind="skip", before="own_pid")
     p = Policy.profile("6.12", add_rules=[r])
     ds = nl.simulate(small_numa02(), [p], seeds=[0])
     skips = int(ds["skip_refuse_big"].sum())
