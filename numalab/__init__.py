@@ -17,6 +17,10 @@ from ._version import __version__
 _LAZY = {
     "Topology": ("numalab.topology", "Topology"),
     "Policy": ("numalab.policy", "Policy"),
+    "Rule": ("numalab.rules", "Rule"),
+    "rule": ("numalab.rules", "rule"),
+    "rules": ("numalab.rules", None),
+    "ScanView": ("numalab.scanview", "ScanView"),
     "policy": ("numalab.policy", None),
     "decision_matrix": ("numalab.policy", "decision_matrix"),
     "workload": ("numalab.workloads", "workload"),

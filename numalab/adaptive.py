@@ -57,7 +57,7 @@ import numpy as np
 
 from .errors import NumalabValueError, check_choice, check_int, check_uint32_array
 from .history import MAX_WINDOWS, ROTATIONS, _check_history, bit_masks, newest_mask
-from .reasons import CODE
+from .reasons import CODE, DECISIONS
 
 __all__ = [
     "ADAPT_RULES",
@@ -105,9 +105,9 @@ N_MAX_DEFAULT = 8
 LEN_MAX_MS = 2**31 - 1
 
 #: reasons (names of numalab.reasons.REASONS) produced by vma_is_accessed() or the checks after
-#: it: a visit with one of these reached the PID test (the grow-shrink "visit" event).
-PID_TEST_REASONS = ("pid_inactive", "disjoint_wait", "early_passes", "own_pid", "hot", "shared",
-                    "ignore_pid_inactive", "starvation", "disjoint_select")
+#: it: a visit with one of these reached the PID test (the grow-shrink "visit" event). The
+#: decision table's ``pid_test`` column; a policy's user rules add theirs (``policy.decisions``).
+PID_TEST_REASONS = tuple(n for n, t in zip(DECISIONS.names, DECISIONS.pid_test) if t)
 
 
 @dataclass(frozen=True)
@@ -656,9 +656,12 @@ def visit_events(pids_active, idx, scanner_tid, windows_active, *, rotation="shi
     return own, others
 
 
-def reached_pid_test(reason) -> np.ndarray:
-    """Bool: the decision (int8 codes of :data:`numalab.policy.REASONS`) came from
-    ``vma_is_accessed()`` or the checks after it -- the ``tested`` event of grow-shrink."""
+def reached_pid_test(reason, decisions=None) -> np.ndarray:
+    """Bool: the decision (int8 codes of :data:`numalab.policy.REASONS`, or of ``decisions``,
+    a policy's :class:`numalab.reasons.Decisions`) came from ``vma_is_accessed()`` or the
+    checks after it -- the ``tested`` event of grow-shrink."""
+    if decisions is not None:
+        return decisions.pid_test[np.asarray(reason)]
     codes = np.array([CODE[r] for r in PID_TEST_REASONS], dtype=np.int8)
     return np.isin(np.asarray(reason), codes)
 
@@ -717,8 +720,9 @@ class _VmaRule(FixedHistory):
     """A rule with per-VMA state: gathered for the evaluated VMAs, fresh for new VMA state,
     written back for the visited ones."""
 
-    def __init__(self, adapt):
+    def __init__(self, adapt, decisions=None):
         self.adapt = adapt
+        self.decisions = DECISIONS if decisions is None else decisions
 
     def init_state(self, R, M, V):
         return init_state(self.adapt, (R, V))
@@ -743,7 +747,7 @@ class GrowShrinkHooks(_VmaRule):
         own, others = visit_events(pids_active, idx, scanner_tid, windows_active, rotation=rotation, width=width,
                                    grow_others=self.adapt.grow_others)
         return grow_shrink_visit(self.adapt, visit, own_bit=own, others_recent=others,
-                                 tested=reached_pid_test(reason), scanned=allowed)
+                                 tested=reached_pid_test(reason, self.decisions), scanned=allowed)
 
     def on_fault(self, state, where):
         return grow_shrink_fault(self.adapt, state, where)
@@ -760,7 +764,7 @@ class PopcountHooks(FixedHistory):
     """Rule "popcount" (per-mm state): :func:`popcount_begin` at the start of each run, and the
     visited VMAs' windows ORed into the mm's ``pids_seen`` (:func:`popcount_visit`)."""
 
-    def __init__(self, adapt):
+    def __init__(self, adapt, decisions=None):
         self.adapt = adapt
 
     def init_state(self, R, M, V):
@@ -786,6 +790,7 @@ class PopcountHooks(FixedHistory):
 _HOOKS = {"grow-shrink": GrowShrinkHooks, "popcount": PopcountHooks, "span": SpanHooks}
 
 
-def hooks_for(adapt) -> FixedHistory:
-    """The hook object of a policy's adaptive rule (``policy.adapt``; None: :class:`FixedHistory`)."""
-    return FixedHistory() if adapt is None else _HOOKS[_check_adapt(adapt).rule](adapt)
+def hooks_for(adapt, decisions=None) -> FixedHistory:
+    """The hook object of a policy's adaptive rule (``policy.adapt``; None: :class:`FixedHistory`);
+    ``decisions``: the policy's decision table (``policy.decisions``; default the built-in one)."""
+    return FixedHistory() if adapt is None else _HOOKS[_check_adapt(adapt).rule](adapt, decisions)

@@ -86,7 +86,10 @@ REASON_COLOURS = {
     "forced": "#000000",
     "unfiltered": "#a6cee3",
 }
-_SPARE = ("#b15928", "#6a3d9a", "#ff7f00", "#33a02c", "#e31a1c", "#1f78b4", "#fb9a99", "#cab2d6")
+#: the spare colours of decisions without a fixed one (a policy's own rules): cool ones for
+#: scans, warm ones for skips, as the fixed colours are
+_SPARE_SCAN = ("#6a3d9a", "#33a02c", "#1f78b4", "#cab2d6", "#80cdc1", "#35978f")
+_SPARE_SKIP = ("#b15928", "#e31a1c", "#fb9a99", "#ff7f00", "#8c510a", "#f46d43")
 
 
 @contextlib.contextmanager
@@ -205,14 +208,9 @@ def _reason_names(da):
         raise NumalabValueError(
             f"decision matrix has dtype {values.dtype}; allowed: reason names (str) or int codes"
         )
-    reasons = da.attrs.get("reasons")
+    reasons = _listed_reasons(da)
     if reasons is None:
         from .policy import REASONS as reasons
-    if isinstance(reasons, str):  # e.g. read back from netCDF as JSON or CF flag_meanings
-        import json
-        import re
-
-        reasons = json.loads(reasons) if reasons.startswith("[") else re.split(r"[,\s]+", reasons.strip())
     reasons = np.asarray(list(reasons), dtype=str)
     if values.size and (values.min() < 0 or values.max() >= len(reasons)):
         raise NumalabValueError(
@@ -221,7 +219,25 @@ def _reason_names(da):
     return reasons[values]
 
 
-def _skip_reasons():
+def _listed_reasons(da):
+    """``attrs['reasons']`` as a list of names (None when absent)."""
+    reasons = da.attrs.get("reasons")
+    if isinstance(reasons, str):  # e.g. read back from netCDF as JSON or CF flag_meanings
+        import json
+        import re
+
+        reasons = json.loads(reasons) if reasons.startswith("[") else re.split(r"[,\s]+", reasons.strip())
+    return None if reasons is None else list(reasons)
+
+
+def _skip_reasons(da=None):
+    """The skip decisions: from ``attrs['reasons']`` and ``attrs['allowed_codes']`` when the
+    matrix has them (a policy's own rules included), else numalab's built-in ones."""
+    listed = None if da is None else _listed_reasons(da)
+    allowed = None if da is None else da.attrs.get("allowed_codes")
+    if listed is not None and allowed is not None:
+        ok = {int(c) for c in np.atleast_1d(allowed)}
+        return tuple(r for i, r in enumerate(listed) if i not in ok)
     from .policy import SKIP_REASONS
 
     return tuple(SKIP_REASONS)
@@ -256,11 +272,11 @@ def decision_matrix(matrix, ax=None, *, title=None):
     _check_dims(matrix, ("task", "vma"), optional=(), what="matrix")
     matrix = matrix.transpose("task", "vma")
     names = _reason_names(matrix)
-    skips = set(_skip_reasons())
+    skips = set(_skip_reasons(matrix))
     order = list(REASON_COLOURS) + sorted(set(names.ravel()) - set(REASON_COLOURS))
     present = [r for r in order if r in set(names.ravel())]
-    spare = iter(_SPARE * 4)
-    colours = [REASON_COLOURS.get(r) or next(spare) for r in present]
+    spare_scan, spare_skip = iter(_SPARE_SCAN * 8), iter(_SPARE_SKIP * 8)
+    colours = [REASON_COLOURS.get(r) or next(spare_skip if r in skips else spare_scan) for r in present]
     codes = np.vectorize({r: i for i, r in enumerate(present)}.__getitem__, otypes=[int])(names) if names.size else names
     with style():
         fig, axes = _figure(ax)

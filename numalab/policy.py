@@ -1,17 +1,20 @@
-"""Scan-filter rules of ``task_numa_work()`` / ``vma_is_accessed()`` and the kernel profiles.
+"""Scan-filter policies of ``task_numa_work()`` / ``vma_is_accessed()`` and the kernel profiles.
 
-A :class:`Policy` is a frozen set of switches (the rules of DESIGN.md); :func:`decide` applies
-them, vectorised, to every (replica, scanning task, VMA) and returns allowed-or-not with the
-reason, in exactly the order of ``spec/kernel-numa-balancing.md`` §3.2/§3.3 for the profile:
+A :class:`Policy` is a kernel profile or a composition of the rules of ONE table
+(:data:`numalab.rules.BUILTIN_RULES`, plus a researcher's own :class:`numalab.rules.Rule`);
+:func:`decide` applies them, vectorised, to a :class:`numalab.scanview.ScanView` of every
+(replica, scanning task, VMA) and returns allowed-or-not with the reason, in exactly the order
+of ``spec/kernel-numa-balancing.md`` §3.2/§3.3 for the profile:
 
 1. per-VMA skips: ``unsuitable``, ``shared_ro``, ``inaccessible`` (all versions), then with
-   per-VMA state (v6.4+) ``scan_delay`` (``seq != 0 and now < next_scan``), then
-   ``seq_completed`` (v6.7+, ``prev_scan_seq == seq``);
-2. the forced retry pass (v6.7+): the PID test is skipped -> ``forced``;
-3. ``vma_is_accessed()``: [``hot`` when checked first (RFC 2023 p5)], ``early_passes``,
-   ``own_pid``, ``hot``, ``shared``, ``ignore_pid_inactive`` (v6.7+), ``starvation`` (v6.12+);
-4. RFC 2023 p2: a failing VMA may still pass the ``disjoint_select`` counter (else
-   ``disjoint_wait``); otherwise ``pid_inactive``.
+   per-VMA state (v6.4+) ``scan_delay`` (``seq != 0 and now < next_scan``);
+2. the table's ``pre`` rules in order: ``seq_completed`` (v6.7+, ``prev_scan_seq == seq``), the
+   forced retry pass (v6.7+: the PID test is skipped -> ``forced``);
+3. ``vma_is_accessed()``: the table's ``access`` rules in order -- [``hot`` when checked first
+   (RFC 2023 p5)], ``early_passes``, ``own_pid``, ``hot``, ``shared``, ``ignore_pid_inactive``
+   (v6.7+), ``starvation`` (v6.12+) -- with user rules at their place;
+4. the ``fallback``: RFC 2023 p2's ``disjoint_select`` counter (else ``disjoint_wait``);
+   otherwise ``pid_inactive``.
 
 :func:`decide` does not rotate the windows: the engine calls :func:`numalab.history.rotate`
 before it when ``policy.rotate_before_access`` (v6.7+, RFC 2023 p1) and the rotation is due,
@@ -19,8 +22,9 @@ after it otherwise (v6.4-v6.6, where a PID-inactive VMA is never rotated).
 
 Adaptive histories (``Policy(history="adaptive", adapt=...)``, :mod:`numalab.adaptive`) keep
 ``n_max`` windows allocated (``policy.windows``) and OR only the newest ``nr_hist`` of them in
-the own-PID and shared tests: :func:`decide` takes those counts as ``windows_active=`` (per
-VMA or per mm) and does not update them either -- the engine calls the rule's hooks.
+the own-PID and shared tests: :func:`decide` takes those counts as the view's
+``windows_active`` (per VMA or per mm) and does not update them either -- the engine calls the
+rule's hooks.
 """
 
 from __future__ import annotations
@@ -28,15 +32,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
 from .errors import NumalabValueError, check_choice, check_int, check_uint32_array
-from .history import MAX_WINDOWS, ROTATIONS, _check_history, newest_mask
+from .history import MAX_WINDOWS, ROTATIONS, _check_history
 from .hashing import pid_bit
 from .adaptive import ADAPT_KEYWORDS, ADAPT_RULES, Adaptive
-from .reasons import ALLOW_REASONS, ALLOWED, CODE, REASONS, SKIP_REASONS
+from .reasons import ALLOW_REASONS, ALLOWED, CODE, REASONS, SKIP_REASONS, Decisions, decisions_for
+from .rule_transport import version
+from .rules import BUILTIN_RULES, BY_NAME, SWITCHES, Rule, registered
+from .scanview import FLAGS, PER_MM, PER_VMA, ScanView
 
 __all__ = [
     "REASONS",
@@ -46,34 +53,24 @@ __all__ = [
     "CODE",
     "RULES",
     "Policy",
+    "ScanView",
+    "Rule",
     "decide",
+    "decide_unchecked",
     "decision_matrix",
 ]
 
-#: rule switches that ``Policy(rules=...)`` can name.
-RULES = (
-    "early_passes",
-    "own_pid",
-    "hot",
-    "shared",
-    "ignore_pid_partial",
-    "seq_completed",
-    "forced_one",
-    "starvation",
-    "disjoint_select",
-)
-
-# RFC 2023 p2 (task_disjoint_vma_select): VMA_4M = 1 << 22, VMA_RATELIMIT_SCALEDOWN_F = 7
-_VMA_4M = 1 << 22
-_VMA_RATELIMIT_SCALEDOWN_F = 7
+#: rule switches that ``Policy(rules=...)`` can name (the table's rules, in table order).
+RULES = tuple(r.name for r in BUILTIN_RULES)
 
 # ------------------------------------------------------------------------------ profiles
 
-_OFF = dict(
-    windows=2, rotation="shift", width=64, numab_state=True, rotate_before_access=False,
-    forced_one=False, seq_completed=False, early_passes=None, own_pid=True, hot=None,
-    hot_first=False, shared=None, ignore_pid_partial=False, starvation=False, disjoint_select=False,
-)
+#: what a profile says besides its rules: the history and the per-VMA state
+_STATE = dict(windows=2, rotation="shift", width=64, numab_state=True, rotate_before_access=False)
+#: every field of a policy: the state, then the table's switches; _OFF has every rule off
+_FIELD_ORDER = (*_STATE, *SWITCHES)
+_OFF = {**_STATE, **{r.name: r.off for r in BUILTIN_RULES},
+        **{k: p.default for r in BUILTIN_RULES for k, p in r.switch_params}}
 
 
 def _derive(parent: dict, **changes) -> dict:
@@ -83,10 +80,10 @@ def _derive(parent: dict, **changes) -> dict:
 
 
 _P = {}
-_P["pre-6.4"] = _derive(_OFF, numab_state=False, own_pid=False)
+_P["pre-6.4"] = _derive(_OFF, numab_state=False)
 # ef6a22b70f, the parent of fc137c0ddab2: vma_numab_state with the scan delay, no vma_is_accessed()
-_P["6.4-rc-scan-delay"] = _derive(_OFF, own_pid=False)
-_P["6.4"] = _derive(_OFF, early_passes="mm")
+_P["6.4-rc-scan-delay"] = _derive(_OFF)
+_P["6.4"] = _derive(_OFF, own_pid=True, early_passes="mm")
 _P["6.7"] = _derive(_P["6.4"], rotate_before_access=True, ignore_pid_partial=True, seq_completed=True, forced_one=True)
 _P["6.8"] = _derive(_P["6.7"], early_passes="vma")
 _P["6.12"] = _derive(_P["6.8"], starvation=True)
@@ -134,7 +131,48 @@ _DESCRIPTIONS = {
     "128-bit map (NR_PID_ARRAY 2), hash_32(tid, 7), 2 windows.",
 }
 
-_FIELD_ORDER = tuple(_OFF)
+#: policy-text words a user rule may not be named (its label would read as one of them)
+_WORDS = frozenset({"N", "adaptive", "adapt", "adapt_off", "rules", "none", "history", "base", "name", "description",
+                    "adapt_enabled", *ADAPT_KEYWORDS, *_FIELD_ORDER})
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """A policy's decision chain, built once: ``pre`` and ``access`` rules as (rule, test
+    keywords, code, allow) in test order, the ``fallback`` as (rule, code, refuse code) or None,
+    ``scanner`` the indices of access rules whose answer depends on the scanner, ``users``
+    whether any access rule is a user rule, ``any`` whether any rule is on."""
+
+    pre: tuple
+    access: tuple
+    fallback: tuple | None
+    scanner: tuple
+    users: bool
+    any: bool
+
+
+def _on(value) -> bool:
+    return value is not None and value is not False
+
+
+def _chain(values: dict, user_rules: tuple, dec: Decisions) -> _Chain:
+    pre, access, fallback = [], [], None
+    for r in BUILTIN_RULES:
+        if not _on(values[r.name]):
+            continue
+        entry = (r, r.test_kwargs(values[r.name]), dec.code[r.reason], r.kind == "allow")
+        if r.stage == "pre":
+            pre.append((r.order_of(values), entry))
+        elif r.stage == "access":
+            access.append((r.order_of(values), len(access), entry))
+        else:
+            fallback = (r, dec.code[r.reason], dec.code[r.refuse])
+    for u in user_rules:
+        access.append((u.order, len(access), (u, u.bound, dec.code[u.reason], u.kind == "allow")))
+    pre = tuple(e for _, e in sorted(pre, key=lambda x: x[0]))
+    access = tuple(e for *_, e in sorted(access, key=lambda x: x[:2]))
+    scanner = tuple(i for i, e in enumerate(access) if e[0].builtin and e[0].scanner)
+    return _Chain(pre, access, fallback, scanner, bool(user_rules), bool(pre or access or fallback))
 
 
 @dataclass(frozen=True, init=False)
@@ -158,10 +196,15 @@ class Policy:
         (``shrink_after``, ``grow_others``; ``bits_lo``, ``bits_hi``, ``threads_max``;
         ``span_ms``, ``ewma_shift``). Named e.g. ``"6.12+adaptive=grow-shrink"``.
     rules : str, iterable or mapping, optional
-        The rules of ``vma_is_accessed()`` to switch on (all others off), e.g.
-        ``("early_passes", "own_pid", "hot", "shared=3")`` or ``{"own_pid": True, "shared": 2}``.
-        Valued rules: ``early_passes`` ("mm" or "vma"), ``hot`` and ``shared`` (popcount
-        thresholds, >= 1; defaults 1 and 3). Default: the base profile's rules.
+        The rules to switch on (all others off): names of the table
+        (:data:`numalab.rules.BUILTIN_RULES`) and user rules (:class:`numalab.rules.Rule`
+        objects or their names), e.g. ``("early_passes", "own_pid", "hot", "shared=3",
+        my_rule)`` or ``{"own_pid": True, "shared": 2}``. Valued rules: ``early_passes``
+        ("mm" or "vma"), ``hot`` and ``shared`` (popcount thresholds, >= 1; defaults 1 and 3).
+        Default: the base profile's rules.
+    add_rules : iterable, optional
+        Rules to switch on in addition to the base's (or ``rules``'), e.g. ``[my_rule]``:
+        what policy text writes as ``"6.12+my_rule"``.
     base : str, optional
         Profile supplying everything not given (rotation placement, state, ...); default "6.12".
     width, rotation : optional overrides (64/128, "shift"/"ring").
@@ -171,10 +214,12 @@ class Policy:
 
     Attributes
     ----------
-    name, windows, rotation, width, numab_state, rotate_before_access, forced_one,
-    seq_completed, early_passes (None | "mm" | "vma"), own_pid, hot (int | None), hot_first,
-    shared (int | None), ignore_pid_partial, starvation, disjoint_select, base, description,
-    adapt (:class:`numalab.adaptive.Adaptive` or None for a fixed N).
+    name, windows, rotation, width, numab_state, rotate_before_access, base, description,
+    adapt (:class:`numalab.adaptive.Adaptive` or None for a fixed N); every switch of the rule
+    table (``forced_one``, ``seq_completed``, ``early_passes`` (None | "mm" | "vma"),
+    ``own_pid``, ``hot`` (int | None), ``hot_first``, ``shared`` (int | None),
+    ``ignore_pid_partial``, ``starvation``, ``disjoint_select``); ``user_rules`` (the user
+    rules, in test order); ``decisions`` (its :class:`numalab.reasons.Decisions`).
     """
 
     name: str
@@ -183,46 +228,29 @@ class Policy:
     width: int
     numab_state: bool
     rotate_before_access: bool
-    forced_one: bool
-    seq_completed: bool
-    early_passes: str | None
-    own_pid: bool
-    hot: int | None
-    hot_first: bool
-    shared: int | None
-    ignore_pid_partial: bool
-    starvation: bool
-    disjoint_select: bool
+    switches: tuple
+    user_rules: tuple
     base: str
     description: str = field(compare=False)
     adapt: Adaptive | None = None
+    chain: _Chain = field(default=None, compare=False, repr=False)
 
     def __init__(self, history=None, rules=None, *, base=None, width=None, rotation=None, name=None,
-                 adapt=None, description=None, **switches):
+                 adapt=None, description=None, add_rules=None, **switches):
         adapt_kw = {k: switches.pop(k) for k in list(switches) if k in ADAPT_KEYWORDS}
-        adaptive = history == "adaptive" if isinstance(history, str) else False
-        if isinstance(history, str) and not adaptive:
-            raise NumalabValueError(
-                f"history={history!r} is not known; allowed: an integer number of windows in "
-                f"[1, {MAX_WINDOWS}] or 'adaptive'"
-            )
-        if (adapt is not None or adapt_kw) and not adaptive:
-            if history is not None:
-                raise NumalabValueError(
-                    f"history={history!r} with adapt/{sorted(adapt_kw) or 'adapt'}: an adaptive history "
-                    f"has no fixed N; allowed: history='adaptive' (n_max= sets the allocated windows)"
-                )
-            adaptive = True
-        if adaptive and "windows" in switches:
-            raise NumalabValueError("windows= does not apply to an adaptive history; allowed: n_max=")
+        adaptive = _check_adaptive_args(history, adapt, adapt_kw, switches)
         base = "6.12" if base is None else check_choice("base", base, _P)
         values = dict(_P[base])
-        if rules is not None:
-            values.update(_parse_rules(rules, values))
+        users: list = []
+        for spec, add in ((rules, False), (add_rules, True)):
+            if spec is not None:
+                built, more = _parse_rules(spec, values, add=add)
+                values.update(built)
+                users += more
         unknown = sorted(set(switches) - set(_FIELD_ORDER))
         if unknown:
             raise NumalabValueError(
-                f"unknown Policy switch {unknown[0]!r}; allowed: history, rules, base, width, rotation, "
+                f"unknown Policy switch {unknown[0]!r}; allowed: history, rules, add_rules, base, width, rotation, "
                 f"name, {', '.join(_FIELD_ORDER)}"
             )
         if "windows" in switches and history is not None:
@@ -243,29 +271,25 @@ class Policy:
             raise NumalabValueError(
                 f"adapt has width={adapt_obj.width} but the policy's map is {values['width']} bits; allowed: equal"
             )
+        user_rules = _check_user_rules(users, values, adapt_obj)
         changed = [k for k in _FIELD_ORDER if values[k] != _P[base][k] and not (adapt_obj and k == "windows")]
         if name is None:
-            labels = list(adapt_obj.labels(_n_init_default(_P[base]["windows"], adapt_obj))) if adapt_obj else []
-            labels += [_label(k, values[k]) for k in changed if k not in _RULE_FIELDS]
-            if any(k in _RULE_FIELDS for k in changed):
-                labels.append("rules=" + ",".join(_rule_labels(values)))
-            name = base if not labels else base + "+" + "+".join(labels)
+            name = _name(base, values, changed, adapt_obj, user_rules)
         elif not isinstance(name, str) or not name:
             raise NumalabValueError(f"name={name!r}; allowed: a non-empty string")
         if description is None:
-            description = _DESCRIPTIONS[base]
-            if changed:
-                description += " Modified: " + ", ".join(_label(k, values[k]) for k in changed) + "."
-            if adapt_obj is not None:
-                description += (f" Adaptive history ({adapt_obj.rule}, per {adapt_obj.scope}): "
-                                f"{adapt_obj.n_min}..{adapt_obj.n_max} windows, starting at {adapt_obj.n_init}"
-                                + ("" if adapt_obj.enabled else ", adaptation off") + ".")
-        for key in _FIELD_ORDER:
-            object.__setattr__(self, key, values[key])
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "base", base)
-        object.__setattr__(self, "description", str(description))
-        object.__setattr__(self, "adapt", adapt_obj)
+            description = _describe(base, values, changed, adapt_obj, user_rules)
+        set_ = object.__setattr__
+        for key in _STATE:
+            set_(self, key, values[key])
+        set_(self, "switches", tuple((k, values[k]) for k in SWITCHES))
+        set_(self, "user_rules", user_rules)
+        set_(self, "name", name)
+        set_(self, "base", base)
+        set_(self, "description", str(description))
+        set_(self, "adapt", adapt_obj)
+        set_(self, "_decisions", decisions_for(user_rules))  # read per engine walk: looked up once
+        set_(self, "chain", _chain(values, user_rules, self._decisions))
 
     # -------------------------------------------------------------- constructors / introspection
     @classmethod
@@ -280,18 +304,20 @@ class Policy:
 
         ``text`` is what :attr:`name` writes -- a profile, then ``+``-joined overrides:
         ``"6.12"``, ``"6.12+N=4"``, ``"6.12+adaptive=span+n_max=16"``,
-        ``"6.4+N=8+rules=own_pid,hot>=1,shared>=3"``, ``"6.12+no_forced_one"`` -- so
-        ``Policy.parse(p.name) == p``; ``"adaptive:span"`` is accepted for ``adaptive=span``
-        and a text starting with an override (``"N=4"``, ``"adaptive:span"``) takes the
-        ``"6.12"`` profile. ``history`` (the CLI's ``--history`` and the sweeps' ``history``
-        axis): None or ``"profile"`` keeps the text's window count, an int (or its digits) sets
-        ``NR_ACCESS_PID_HIST``, ``"adaptive"`` / ``"adaptive:<rule>"`` picks an adaptive rule.
-        A :class:`Policy` is returned unchanged when ``history`` is None.
+        ``"6.4+N=8+rules=own_pid,hot>=1,shared>=3"``, ``"6.12+no_forced_one"``,
+        ``"6.12+my_rule"`` (a user rule made in this process; ``my_rule(k=3)`` with
+        parameters, ``my_rule@<digest>`` pinned to one version) -- so ``Policy.parse(p.name)
+        == p``; ``"adaptive:span"`` is accepted for ``adaptive=span`` and a text starting with
+        an override (``"N=4"``, ``"adaptive:span"``) takes the ``"6.12"`` profile. ``history``
+        (the CLI's ``--history`` and the sweeps' ``history`` axis): None or ``"profile"`` keeps
+        the text's window count, an int (or its digits) sets ``NR_ACCESS_PID_HIST``,
+        ``"adaptive"`` / ``"adaptive:<rule>"`` picks an adaptive rule. A :class:`Policy` is
+        returned unchanged when ``history`` is None.
         """
         if isinstance(text, Policy) and history is None:
             return text
         if isinstance(text, Policy):
-            text = text.name
+            return text.replace(**_history_kw(history))
         if not isinstance(text, str) or not text.strip():
             raise NumalabValueError(f"policy={text!r}; allowed: a profile name such as '6.12' or "
                                     f"'<profile>+N=<windows>', e.g. '6.12+N=4' (profiles: {', '.join(_P)})")
@@ -302,6 +328,8 @@ class Policy:
         for tok in tokens[1:] if tokens[0] == base else tokens:
             _parse_token(text, tok, kw)
         _parse_history(history, kw)
+        for key, value in kw.pop("_placed", {}).items():
+            kw.setdefault(key, value)
         return cls(base=base, **kw)
 
     @staticmethod
@@ -314,23 +342,48 @@ class Policy:
         """Names accepted by ``adapt=`` (see :mod:`numalab.adaptive`)."""
         return list(ADAPT_RULES)
 
+    @staticmethod
+    def rule_table() -> dict[str, dict]:
+        """Rule name -> its row of :data:`numalab.rules.BUILTIN_RULES` (what it tests, its
+        stage and order, its parameters with default, bounds and doc, its label and decision)."""
+        return {r.name: r.describe() for r in BUILTIN_RULES}
+
     @property
     def adaptive(self) -> bool:
         """True when the window count is chosen while running (``history="adaptive"``)."""
         return self.adapt is not None
+
+    @property
+    def decisions(self) -> Decisions:
+        """The decisions this policy can produce (:class:`numalab.reasons.Decisions`): the
+        built-in ones, then one per user rule."""
+        return self._decisions
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Decision names by code (``REASONS`` plus the user rules')."""
+        return self.decisions.names
 
     @staticmethod
     def describe_profiles() -> dict[str, str]:
         """Profile name -> the commits or RFC it mirrors."""
         return dict(_DESCRIPTIONS)
 
+    def values(self) -> dict:
+        """Every field (state and table switches) by name, in field order."""
+        return {"windows": self.windows, "rotation": self.rotation, "width": self.width,
+                "numab_state": self.numab_state, "rotate_before_access": self.rotate_before_access,
+                **dict(self.switches)}
+
     def replace(self, **changes) -> "Policy":
         """A copy with some fields changed (``dataclasses.replace`` does not fit this constructor)."""
-        values = {k: getattr(self, k) for k in _FIELD_ORDER}
+        values = self.values()
         history = changes.pop("history", changes.pop("windows", None))
         values.pop("windows")
         adapt_kw = {k: changes.pop(k) for k in list(changes) if k in ADAPT_KEYWORDS}
         adapt = changes.pop("adapt", None)
+        if "rules" not in changes:
+            changes["add_rules"] = tuple(changes.pop("add_rules", ())) + self.user_rules
         values.update(changes)
         base = values.pop("base", self.base)
         if history is not None and history != "adaptive":
@@ -346,13 +399,28 @@ class Policy:
 
     @property
     def rules(self) -> tuple[str, ...]:
-        """The rules switched on, in the order ``vma_is_accessed()`` checks them."""
-        return _rule_labels({k: getattr(self, k) for k in _FIELD_ORDER})
+        """The rules switched on: ``vma_is_accessed()``'s in the order it tests them (user rules
+        at their place), then the fallback, then the checks before the PID test."""
+        return _rule_labels(self.values(), self.user_rules)
+
+    @property
+    def pinned(self) -> str:
+        """The policy's text (as :attr:`name` writes it by default) with each user rule pinned
+        to its version (``my_rule@<digest>``): what a sweep stores, so an edited rule is a new
+        point."""
+        values = self.values()
+        changed = [k for k in _FIELD_ORDER if values[k] != _P[self.base][k] and not (self.adapt and k == "windows")]
+        return _name(self.base, values, changed, self.adapt, self.user_rules, pinned=True)
 
     def to_dict(self) -> dict:
-        """All fields as a JSON-able dict (None kept; ``adapt`` as a dict or None)."""
-        return {"name": self.name, "base": self.base, **{k: getattr(self, k) for k in _FIELD_ORDER},
-                "description": self.description, "adapt": None if self.adapt is None else self.adapt.to_dict()}
+        """All fields as a JSON-able dict (None kept; ``adapt`` as a dict or None; the user
+        rules, when there are any, as their name, version, kind, place and values)."""
+        out = {"name": self.name, "base": self.base, **self.values(), "description": self.description,
+               "adapt": None if self.adapt is None else self.adapt.to_dict()}
+        if self.user_rules:
+            out["user_rules"] = [{"name": r.name, "digest": r.digest, "kind": r.kind, "order": r.order,
+                                  "values": r.bound, "doc": r.doc} for r in self.user_rules]
+        return out
 
     def to_attrs(self, prefix: str = "policy_") -> dict:
         """netCDF-safe attrs (str/int only: bools as 0/1, None as "none", dicts as JSON)."""
@@ -362,7 +430,7 @@ class Policy:
                 value = int(value)
             elif value is None:
                 value = "none"
-            elif isinstance(value, dict):
+            elif isinstance(value, (dict, list)):
                 value = json.dumps(value, sort_keys=True)
             out[prefix + key] = value
         return out
@@ -377,6 +445,41 @@ class Policy:
         else:
             hist = f"windows={self.windows}"
         return f"Policy({self.name!r}: {hist}, {self.rotation}, {self.width} bits, rules={list(self.rules)})"
+
+
+def _switch(index: int, doc: str):
+    return property(lambda self: self.switches[index][1], doc=doc)
+
+
+for _i, _key in enumerate(SWITCHES):  # the table's switches read as attributes: policy.hot, policy.own_pid
+    setattr(Policy, _key, _switch(_i, f"The {_key!r} switch of the rule table (numalab.rules)."))
+del _i, _key
+
+
+def _check_adaptive_args(history, adapt, adapt_kw: dict, switches: dict) -> bool:
+    """Whether the constructor's arguments ask for an adaptive history (refusing mixtures)."""
+    adaptive = history == "adaptive" if isinstance(history, str) else False
+    if isinstance(history, str) and not adaptive:
+        raise NumalabValueError(
+            f"history={history!r} is not known; allowed: an integer number of windows in "
+            f"[1, {MAX_WINDOWS}] or 'adaptive'"
+        )
+    if (adapt is not None or adapt_kw) and not adaptive:
+        if history is not None:
+            raise NumalabValueError(
+                f"history={history!r} with adapt/{sorted(adapt_kw) or 'adapt'}: an adaptive history "
+                f"has no fixed N; allowed: history='adaptive' (n_max= sets the allocated windows)"
+            )
+        adaptive = True
+    if adaptive and "windows" in switches:
+        raise NumalabValueError("windows= does not apply to an adaptive history; allowed: n_max=")
+    return adaptive
+
+
+def _history_kw(history) -> dict:
+    kw: dict = {}
+    _parse_history(history, kw)
+    return kw
 
 
 def _n_init_default(base_windows: int, adapt_kw: dict | Adaptive) -> int:
@@ -406,6 +509,34 @@ def _make_adaptive(adapt, adapt_kw: dict, values: dict) -> Adaptive:
     return Adaptive(rule, width=width if isinstance(width, int) else 64, **kw)
 
 
+def _check_user_rules(users: list, values: dict, adapt_obj) -> tuple:
+    """The user rules of a policy: distinct names, none named like a policy-text word, each
+    probed on a view of the policy's own history shape."""
+    out: dict = {}
+    for r in users:
+        if r.name in _WORDS:
+            raise NumalabValueError(f"rule name={r.name!r} reads as a policy override in policy text; "
+                                    f"allowed: any other name")
+        if r.name in out and out[r.name] != r:
+            raise NumalabValueError(f"two different rules are named {r.name!r}; allowed: each rule once")
+        out[r.name] = r
+    if out and not values["numab_state"]:
+        raise NumalabValueError(f"rules {sorted(out)} need per-VMA state; allowed with numab_state=False "
+                                f"(pre-6.4): no rules")
+    from .rules import probe
+
+    wa = None if adapt_obj is None else adapt_obj.n_init
+    for r in out.values():
+        probe(r, windows=values["windows"], width=values["width"], rotation=values["rotation"], windows_active=wa)
+    return tuple(sorted(out.values(), key=lambda r: r.order))  # stable: equal places keep the given order
+
+
+# ------------------------------------------------------------------------------ policy text
+
+#: a user rule's label: ``name``, ``name(k=3;j=2)``, pinned ``name@<12 hex>``
+_USER_LABEL = re.compile(r"([a-z][a-z0-9_]*)(?:\(([^()]*)\))?(?:@([0-9a-f]{12}))?")
+
+
 def _value(text: str):
     """An override's value as :func:`_label` wrote it: int, float, bool or the text."""
     if re.fullmatch(r"-?\d+", text):
@@ -418,8 +549,41 @@ def _value(text: str):
         return text
 
 
+def _user_rule(label: str, *, where: str):
+    """The user rule a label names (``name``, ``name(k=3)``, ``name@digest``), or None when
+    the label is no user-rule label; a name no rule of this process has is refused."""
+    m = _USER_LABEL.fullmatch(label)
+    if m is None or m.group(1) in _WORDS or m.group(1) in BY_NAME:
+        return None
+    name, params, pin = m.groups()
+    rule = registered(name)
+    if rule is None:
+        if params is None and pin is None:
+            return None  # an unknown word: the caller says what is allowed
+        raise NumalabValueError(f"{where}: rule {name!r} is not defined in this process; allowed: a rule made "
+                                f"with numalab.Rule / @numalab.rule or loaded with --rule package.module:function")
+    if pin is not None and pin != rule.digest:
+        rule = version(name, pin)
+        if rule is None:
+            raise NumalabValueError(f"{where} names version {pin} of rule {name!r}, but the rule defined here is "
+                                    f"version {registered(name).digest} (edited since?); allowed: "
+                                    f"{name}@{registered(name).digest} or {name}")
+    values = {}
+    for item in (params or "").split(";"):
+        if item.strip():
+            key, eq, val = item.partition("=")
+            if not eq:
+                raise NumalabValueError(f"{where}: {item!r} in {label!r}; allowed: {name}(<param>=<value>;...)")
+            values[key.strip()] = _value(val.strip())
+    return rule(**values)
+
+
 def _parse_token(text: str, tok: str, kw: dict) -> None:
     """One ``+``-separated override of :meth:`Policy.parse` into constructor keywords."""
+    user = _user_rule(tok, where=f"policy={text!r}") if tok else None
+    if user is not None:
+        kw.setdefault("add_rules", []).append(user)
+        return
     key, eq, value = tok.partition("=")
     if tok.startswith("adaptive") and not eq:
         key, _, value = tok.partition(":")
@@ -438,8 +602,9 @@ def _parse_token(text: str, tok: str, kw: dict) -> None:
     elif key == "adapt_off" and not eq:
         kw["adapt_enabled"] = False
     elif key == "rules":
-        # the labels' spelling (hot>=1, early_passes(vma)) back to the constructor's (hot=1, ...)
-        kw["rules"] = re.sub(r"(\w+)\((\w+)\)", r"\1=\2", value.replace(">=", "="))
+        items = _rule_items(value)
+        kw["rules"] = items
+        kw["_placed"] = _placed_first(items)  # applied unless the text sets the switch itself
     elif eq:
         kw[key] = _value(value)
     elif key.startswith("no_") and key[3:] in _FIELD_ORDER:
@@ -448,7 +613,35 @@ def _parse_token(text: str, tok: str, kw: dict) -> None:
         kw[key] = True
     else:
         raise NumalabValueError(f"policy={text!r}: {tok!r} is not an override; allowed: N=<windows>, "
-                                f"adaptive[=<rule>], rules=<list>, <switch>, no_<switch>, <field>=<value>")
+                                f"adaptive[=<rule>], rules=<list>, <switch>, no_<switch>, <field>=<value>, "
+                                f"or a rule made in this process")
+
+
+def _rule_items(value: str) -> list:
+    """A ``rules=`` list as the labels wrote it (``hot>=1``, ``early_passes(vma)``, user rules)
+    -> constructor items; ``none`` is the empty list."""
+    if value.strip() == "none":
+        return []
+    out = []
+    for item in (v.strip() for v in value.split(",")):
+        user = _user_rule(item, where=f"rules={value!r}") if item else None
+        if user is not None:
+            out.append(user)
+        else:  # the labels' spelling (hot>=1, early_passes(vma)) back to the constructor's (hot=1, ...)
+            out.append(re.sub(r"(\w+)\((\w+)\)", r"\1=\2", item.replace(">=", "=")))
+    return out
+
+
+def _placed_first(items: list) -> dict:
+    """The ``first`` switches a ``rules=`` list states by its order: a rule listed before the
+    other vma_is_accessed() tests is tested first (``hot>=1,own_pid`` -> ``hot_first``)."""
+    names = [(i.name if isinstance(i, Rule) else str(i).split("=", 1)[0].strip()) for i in items]
+    access = [n for n in names if n in BY_NAME and BY_NAME[n].stage == "access"]
+    out = {}
+    for r in BUILTIN_RULES:
+        if r.first is not None and r.name in access and len(access) > 1:
+            out[r.first] = access[0] == r.name
+    return out
 
 
 def _parse_history(history, kw: dict) -> None:
@@ -468,25 +661,17 @@ def _parse_history(history, kw: dict) -> None:
     kw["history"] = int(history)
 
 
-_RULE_FIELDS = frozenset(RULES) | {"hot_first"}
+_RULE_FIELDS = frozenset(SWITCHES)
+#: where each stage's rules come in a rules= list: the vma_is_accessed() tests, the fallback, the
+#: checks before the PID test
+_LABEL_RANK = {"access": 0, "fallback": 1, "pre": 2}
 
 
-def _rule_labels(v: dict) -> tuple[str, ...]:
-    order = []
-    if v["hot"] and v["hot_first"]:
-        order.append(f"hot>={v['hot']}")
-    if v["early_passes"]:
-        order.append(f"early_passes({v['early_passes']})")
-    if v["own_pid"]:
-        order.append("own_pid")
-    if v["hot"] and not v["hot_first"]:
-        order.append(f"hot>={v['hot']}")
-    if v["shared"]:
-        order.append(f"shared>={v['shared']}")
-    for key in ("ignore_pid_partial", "starvation", "disjoint_select", "seq_completed", "forced_one"):
-        if v[key]:
-            order.append(key)
-    return tuple(order)
+def _rule_labels(v: dict, user_rules=()) -> tuple[str, ...]:
+    placed = [(_LABEL_RANK[r.stage], r.order_of(v), i, r.label(v[r.name]))
+              for i, r in enumerate(BUILTIN_RULES) if _on(v[r.name])]
+    placed += [(0, u.order, len(placed) + i, u.label()) for i, u in enumerate(user_rules)]
+    return tuple(label for *_, label in sorted(placed))
 
 
 def _label(key, value) -> str:
@@ -497,38 +682,83 @@ def _label(key, value) -> str:
     return f"{key}={value}"
 
 
-def _parse_rules(rules, base_values: dict) -> dict:
-    """Rules spec -> the rule fields (every rule not named is switched off)."""
+def _user_label(r: Rule, pinned: bool) -> str:
+    return r.label() + (f"@{r.digest}" if pinned else "")
+
+
+def _name(base, values, changed, adapt_obj, user_rules, pinned=False) -> str:
+    """The text of a policy: the base, its overrides, ``rules=`` when a rule of the table
+    differs from the base's, then each user rule."""
+    labels = list(adapt_obj.labels(_n_init_default(_P[base]["windows"], adapt_obj))) if adapt_obj else []
+    labels += [_label(k, values[k]) for k in changed if k not in _RULE_FIELDS]
+    if any(k in _RULE_FIELDS for k in changed):
+        labels.append("rules=" + (",".join(_rule_labels(values)) or "none"))
+    labels += [_user_label(r, pinned) for r in user_rules]
+    return base if not labels else base + "+" + "+".join(labels)
+
+
+def _describe(base, values, changed, adapt_obj, user_rules) -> str:
+    description = _DESCRIPTIONS[base]
+    if changed:
+        description += " Modified: " + ", ".join(_label(k, values[k]) for k in changed) + "."
+    if adapt_obj is not None:
+        description += (f" Adaptive history ({adapt_obj.rule}, per {adapt_obj.scope}): "
+                        f"{adapt_obj.n_min}..{adapt_obj.n_max} windows, starting at {adapt_obj.n_init}"
+                        + ("" if adapt_obj.enabled else ", adaptation off") + ".")
+    for r in user_rules:
+        description += f" Own rule {r.label()} ({r.kind}, version {r.digest}): {r.doc or 'no description'}."
+    return description
+
+
+def _rule_item(item):
+    """One item of a rules spec -> (name, value) or a user Rule."""
+    if isinstance(item, Rule):
+        return (item.name, True) if item.builtin else item
+    if isinstance(item, tuple) and len(item) == 2:
+        return item
+    if isinstance(item, str):
+        user = _user_rule(item.strip(), where=f"rules item {item!r}")
+        if user is not None:
+            return user
+        if "=" in item:
+            key, value = item.split("=", 1)
+            key, value = key.strip(), value.strip()
+            return key, int(value) if value.lstrip("-").isdigit() else value
+    return item, True
+
+
+def _parse_rules(rules, base_values: dict, *, add: bool = False) -> tuple[dict, list]:
+    """Rules spec -> (the table's fields, user rules). Every rule of the table not named is
+    switched off, unless ``add`` (then only the named ones change)."""
     if isinstance(rules, str):
         items = [r.strip() for r in rules.replace("+", ",").split(",") if r.strip()]
     elif isinstance(rules, Mapping):
         items = list(rules.items())
-    elif isinstance(rules, Iterable):
-        items = list(rules)
+    elif isinstance(rules, (Iterable, Rule)):
+        items = [rules] if isinstance(rules, Rule) else list(rules)
     else:
         raise NumalabValueError(f"rules={rules!r}; allowed: a string, a list of rule names or a mapping")
-    out = dict(early_passes=None, own_pid=False, hot=None, shared=None, ignore_pid_partial=False,
-               seq_completed=False, forced_one=False, starvation=False, disjoint_select=False,
-               hot_first=base_values.get("hot_first", False))
+    out = {} if add else {r.name: r.off for r in BUILTIN_RULES}
+    users = []
     for item in items:
-        if isinstance(item, tuple) and len(item) == 2:
-            key, value = item
-        elif isinstance(item, str) and "=" in item:
-            key, value = item.split("=", 1)
-            key, value = key.strip(), value.strip()
-            value = int(value) if value.lstrip("-").isdigit() else value
-        else:
-            key, value = item, True
+        item = _rule_item(item)
+        if isinstance(item, Rule):
+            users.append(item)
+            continue
+        key, value = item
+        if isinstance(value, Rule) and not value.builtin:  # a mapping name -> user rule
+            users.append(value)
+            continue
         key = check_choice("rules", key, RULES)
         if value is False or value is None:
+            out[key] = BY_NAME[key].off
             continue
-        if key == "early_passes":
-            out[key] = (base_values.get("early_passes") or "vma") if value is True else value
-        elif key in ("hot", "shared"):
-            out[key] = ({"hot": 1, "shared": 3}[key]) if value is True else value
-        else:
+        vp = BY_NAME[key].value_param
+        if vp is None or value is not True:
             out[key] = value
-    return out
+        else:  # switched on with no value: the base's value if it has the rule on, else the default
+            out[key] = base_values.get(key) if _on(base_values.get(key)) else vp.default
+    return out, users
 
 
 def _validate(v: dict) -> dict:
@@ -537,18 +767,23 @@ def _validate(v: dict) -> dict:
     if isinstance(v["width"], bool) or v["width"] not in (64, 128):
         raise NumalabValueError(f"width={v['width']!r} is not supported; allowed: 64 (mainline), 128 (RFC 2024)")
     v["rotation"] = check_choice("rotation", v["rotation"], ROTATIONS)
-    if v["early_passes"] is not None:
-        v["early_passes"] = check_choice("early_passes", v["early_passes"], ["mm", "vma"])
-    for key in ("hot", "shared"):
-        if v[key] is not None:
-            v[key] = check_int(f"{key} threshold", v[key], lo=1, hi=v["width"])
-    for key in ("numab_state", "rotate_before_access", "forced_one", "seq_completed", "own_pid",
-                "hot_first", "ignore_pid_partial", "starvation", "disjoint_select"):
+    for key in ("numab_state", "rotate_before_access"):
         if not isinstance(v[key], (bool, np.bool_)):
             raise NumalabValueError(f"{key}={v[key]!r}; allowed: True or False")
         v[key] = bool(v[key])
+    for r in BUILTIN_RULES:
+        vp = r.value_param
+        if vp is None:
+            if not isinstance(v[r.name], (bool, np.bool_)):
+                raise NumalabValueError(f"{r.name}={v[r.name]!r}; allowed: True or False")
+            v[r.name] = bool(v[r.name])
+        elif v[r.name] is not None:
+            label = f"{r.name} threshold" if vp.kind == "int" else r.name
+            v[r.name] = vp.check(label, v[r.name], width=v["width"])
+        for key, p in r.switch_params:
+            v[key] = p.check(key, v[key], width=v["width"])
     if not v["numab_state"]:
-        on = [k for k in RULES if v[k] not in (None, False)]
+        on = [k for k in RULES if _on(v[k])]
         if on:
             raise NumalabValueError(
                 f"rules {on} need per-VMA state; allowed with numab_state=False (pre-6.4): no rules"
@@ -596,7 +831,6 @@ def _first_true(conditions: list, codes: list, default, shape: tuple) -> np.ndar
     return out
 
 
-
 def _flag_tests(unsuitable, shared_ro, inaccessible):
     """The VMA flag tests every kernel version runs first (vma_migratable / vma_policy_mof,
     the shared read-only file check, PROT_NONE VMAs), as (conditions, codes) in kernel order;
@@ -609,48 +843,101 @@ def _flag_tests(unsuitable, shared_ro, inaccessible):
     return conds, codes
 
 
-def _unfiltered(conds, codes, shape):
-    return _first_true(conds, codes, CODE["unfiltered"], shape)
-
-
 def unfiltered_reasons(shape, *, unsuitable=None, shared_ro=None, inaccessible=None) -> np.ndarray:
     """The <= v6.3 decision (no ``vma_numab_state``, so no per-VMA filter): int8 codes of
     ``shape``, the first failed flag test (``unsuitable``, ``shared_ro``, ``inaccessible``;
     bool arrays broadcastable to ``shape``, None = never) or ``unfiltered``. Unchecked: for the
     engine's scan of a pre-6.4 profile, which has no PID history to pass to :func:`decide`."""
     conds, codes = _flag_tests(unsuitable, shared_ro, inaccessible)
-    return _unfiltered(conds, codes, shape)
+    return _first_true(conds, codes, CODE["unfiltered"], shape)
 
-def decide(policy: Policy, *, pids_active, idx, scanner_tid, numa_scan_seq, start_scan_seq, prev_scan_seq,
-           scan_offset, vm_start, next_scan, now, nr_threads, forced=False, vma_scan_select=None,
-           vm_end=None, page_bytes: int = 4096, unsuitable=None, shared_ro=None, inaccessible=None,
-           windows_active=None):
+
+_VIEW_FIELDS = tuple(f.name for f in fields(ScanView) if f.init)
+_REQUIRED = tuple(f.name for f in fields(ScanView) if f.init and f.default is not None and f.name not in (
+    "forced", "rotation", "width", "page_bytes"))
+
+
+def _fields(view, given: dict) -> tuple[dict, bool]:
+    """The view's fields from a :class:`ScanView` or keywords (``from_view``: a view was given)."""
+    if view is not None:
+        if given:
+            raise NumalabValueError(f"give a ScanView or its fields as keywords, not both (got {sorted(given)})")
+        if not isinstance(view, ScanView):
+            raise NumalabValueError(f"view must be a numalab ScanView; got {type(view).__name__}")
+        return {k: getattr(view, k) for k in _VIEW_FIELDS}, True
+    unknown = sorted(set(given) - set(_VIEW_FIELDS))
+    if unknown:
+        raise NumalabValueError(f"unknown decide() argument {unknown[0]!r}; allowed: the ScanView fields "
+                                f"{', '.join(_VIEW_FIELDS)}")
+    missing = [k for k in _REQUIRED if k not in given]
+    if missing:
+        raise NumalabValueError(f"decide() needs {', '.join(missing)} (ScanView fields)")
+    return {**{f.name: f.default for f in fields(ScanView) if f.init and f.name not in _REQUIRED}, **given}, False
+
+
+def _checked_view(policy, f: dict, from_view: bool):
+    """Every field of ``f`` checked against the policy: (view, matrix, tids)."""
+    pa = f["pids_active"]
+    _check_history(pa, name="pids_active")
+    if pa.ndim < 3:
+        raise NumalabValueError(f"pids_active has shape {pa.shape}; allowed: (*batch, vmas, windows, words)")
+    batch = pa.shape[:-3]
+    nvma, windows, words = pa.shape[-3:]
+    if windows != policy.windows or words != policy.width // 64:
+        raise NumalabValueError(
+            f"pids_active has {windows} windows of {words} word(s); policy {policy.name!r} needs "
+            f"{policy.windows} windows of {policy.width // 64} word(s)"
+        )
+    vshape = (*batch, nvma)
+    tid = check_uint32_array("scanner_tid", f["scanner_tid"])
+    matrix, tids = False, None
+    if tid.shape == batch:
+        tid = tid[..., None]
+    elif not (from_view and tid.shape == (*batch, 1)):
+        if tid.ndim != len(batch) + 1 or tid.shape[:-1] != batch:
+            raise NumalabValueError(f"scanner_tid has shape {tid.shape}; allowed: {batch} (one scanner per mm) or "
+                                    f"{(*batch, 'T')} (a task x VMA matrix)")
+        matrix, tids, tid = True, tid, None
+
+    def mm(name, check=_as_num):  # per-mm -> (*B, 1) so it broadcasts over VMAs
+        arr = np.asarray(f[name])
+        if arr.ndim == len(batch) + 1 and arr.shape[-1:] == (1,):
+            return check(name, arr, (*batch, 1), "per-mm")
+        return check(name, arr, batch, "per-mm")[..., None]
+
+    def vma(name):
+        return None if f[name] is None else _as_num(name, f[name], vshape, "per-VMA")
+
+    idx = vma("idx") if policy.rotation == "ring" else np.broadcast_to(np.int64(0), vshape)
+    flags = {k: None if f[k] is None else _as_bool(k, f[k], vshape, "per-VMA") for k in FLAGS}
+    if f["vma_scan_select"] is not None:
+        vma("vma_scan_select")  # checked; passed on as given (decide returns it unchanged)
+    wa = None if f["windows_active"] is None else _windows_active(f["windows_active"], batch, vshape, windows)
+    view = ScanView(pids_active=pa, idx=idx, scanner_tid=tid, numa_scan_seq=mm("numa_scan_seq"),
+                    start_scan_seq=vma("start_scan_seq"), prev_scan_seq=vma("prev_scan_seq"),
+                    scan_offset=mm("scan_offset"), vm_start=vma("vm_start"), next_scan=vma("next_scan"),
+                    now=mm("now"), nr_threads=mm("nr_threads"), vm_end=vma("vm_end"),
+                    forced=mm("forced", _as_bool), vma_scan_select=f["vma_scan_select"], windows_active=wa,
+                    rotation=policy.rotation, width=policy.width, page_bytes=f["page_bytes"], **flags)
+    return view, matrix, tids
+
+
+def decide(policy: Policy, view: ScanView | None = None, /, **fields_):
     """Decide, for each scanning task and VMA, whether ``task_numa_work()`` scans the VMA.
 
-    Shapes (``B`` = batch axes, e.g. replica; ``V`` VMAs; ``T`` tasks):
-
-    * ``pids_active`` (*B, V, W, words) uint64 and ``idx`` (*B, V) int (ring index);
-    * per VMA (*B, V): ``start_scan_seq``, ``prev_scan_seq``, ``vm_start``, ``next_scan``,
-      ``vma_scan_select`` (RFC 2023 p2 counter, None = 0), ``vm_end`` (needed only for
-      ``disjoint_select``), ``unsuitable``/``shared_ro``/``inaccessible`` (bool, None = False);
-    * per mm (*B,): ``numa_scan_seq``, ``scan_offset``, ``now``, ``nr_threads``, ``forced`` (the
-      v6.7 retry pass, ``vma_pids_forced``); scalars broadcast;
-    * ``scanner_tid``: (*B,) -- one scanning thread per mm (the engine) -> outputs (*B, V); or
-      (*B, T) -- the task x VMA matrix -> outputs (*B, T, V).
-
-    * ``windows_active``: how many of the newest windows the own-PID test and the shared rule
-      OR, per VMA (*B, V) or per mm (*B,), ints in ``[1, W]``. Required for an adaptive policy
-      (:func:`numalab.adaptive.effective_windows` of its state); optional otherwise (None = all
-      ``W`` windows, the fixed-N behaviour). The hot rule always reads the current window.
-
-    Units: ``scan_offset``, ``vm_start``, ``vm_end`` in one address unit (pages by default,
-    ``page_bytes`` bytes each; only the disjoint-select refill needs bytes); ``now`` and
-    ``next_scan`` in one time unit (ms).
+    Takes a :class:`numalab.scanview.ScanView` or its fields as keywords (the one list of what
+    a decision reads; shapes there). ``scanner_tid`` (*B,) -- one scanning thread per mm, the
+    engine's form -> outputs (*B, V); or (*B, T) -- the task x VMA matrix -> outputs
+    (*B, T, V) (a view's (*B, 1) is one scanner per mm). Per-mm fields may be (*B,) or (*B, 1),
+    scalars broadcast; ``rotation`` and ``width`` come from the policy. ``windows_active`` is
+    required for an adaptive policy (:func:`numalab.adaptive.effective_windows` of its state);
+    optional otherwise (None = all ``W`` windows). The hot rule always reads the current window.
 
     Returns
     -------
     allowed : bool array
-    reason : int8 array of codes into :data:`REASONS`
+    reason : int8 array of codes into ``policy.reasons`` (:data:`REASONS` for a policy without
+        user rules)
     vma_scan_select_new : the RFC 2023 p2 counters after this visit (same shape as ``reason``)
         when ``policy.disjoint_select``; otherwise ``vma_scan_select`` unchanged.
 
@@ -658,210 +945,163 @@ def decide(policy: Policy, *, pids_active, idx, scanner_tid, numa_scan_seq, star
     """
     if not isinstance(policy, Policy):
         raise NumalabValueError(f"policy must be a numalab Policy; got {type(policy).__name__}")
-    _check_history(pids_active, name="pids_active")
-    if pids_active.ndim < 3:
-        raise NumalabValueError(
-            f"pids_active has shape {pids_active.shape}; allowed: (*batch, vmas, windows, words)"
-        )
-    batch = pids_active.shape[:-3]
-    nvma, windows, words = pids_active.shape[-3:]
-    if windows != policy.windows or words != policy.width // 64:
-        raise NumalabValueError(
-            f"pids_active has {windows} windows of {words} word(s); policy {policy.name!r} needs "
-            f"{policy.windows} windows of {policy.width // 64} word(s)"
-        )
-    vshape = (*batch, nvma)
-    tid = check_uint32_array("scanner_tid", scanner_tid)
-    if tid.shape == batch:
-        matrix = False
-    elif tid.ndim == len(batch) + 1 and tid.shape[:-1] == batch:
-        matrix = True
-    else:
-        raise NumalabValueError(
-            f"scanner_tid has shape {tid.shape}; allowed: {batch} (one scanner per mm) or "
-            f"{(*batch, 'T')} (a task x VMA matrix)"
-        )
-
-    def mm(name, value):  # per-mm -> (*B, 1) so it broadcasts over VMAs
-        return _as_num(name, value, batch, "per-mm")[..., None]
-
-    seq = mm("numa_scan_seq", numa_scan_seq)
-    offset = mm("scan_offset", scan_offset)
-    now_ = mm("now", now)
-    nthreads = mm("nr_threads", nr_threads)
-    forced_ = _as_bool("forced", forced, batch, "per-mm")[..., None]
-    start_seq = _as_num("start_scan_seq", start_scan_seq, vshape, "per-VMA")
-    prev_seq = _as_num("prev_scan_seq", prev_scan_seq, vshape, "per-VMA")
-    start = _as_num("vm_start", vm_start, vshape, "per-VMA")
-    nscan = _as_num("next_scan", next_scan, vshape, "per-VMA")
-    ring = _as_num("idx", idx, vshape, "per-VMA") if policy.rotation == "ring" else None
-    conds, codes = [], []
-    for name, flag, code in (("unsuitable", unsuitable, "unsuitable"), ("shared_ro", shared_ro, "shared_ro"),
-                             ("inaccessible", inaccessible, "inaccessible")):
-        if flag is not None:
-            conds.append(_as_bool(name, flag, vshape, "per-VMA"))
-            codes.append(CODE[code])
-
-    return _decide_core(policy, pids_active, tid, matrix, batch, vshape, seq, offset, now_, nthreads, forced_,
-                        start_seq, prev_seq, start, nscan, ring, conds, codes, vma_scan_select, vm_end, page_bytes,
-                        windows_active)
+    f, from_view = _fields(view, fields_)
+    view, matrix, tids = _checked_view(policy, f, from_view)
+    return _decide(policy, view, matrix, tids)
 
 
-def decide_unchecked(policy: Policy, *, pids_active, idx, scanner_tid, numa_scan_seq, start_scan_seq,
-                     prev_scan_seq, scan_offset, vm_start, next_scan, now, nr_threads, forced=False,
-                     vma_scan_select=None, vm_end=None, page_bytes: int = 4096, unsuitable=None, shared_ro=None,
-                     inaccessible=None, windows_active=None):
+def decide_unchecked(policy: Policy, view: ScanView | None = None, /, **fields_):
     """:func:`decide` without its argument checks, for the engine's per-scan call.
 
-    The caller guarantees what :func:`decide` would check: one scanner per mm (``scanner_tid``
-    uint32 of the batch shape), numeric arrays broadcastable to the per-mm (*B,) and per-VMA
-    (*B, V) shapes, bool flags, ``pids_active`` of the policy's windows and width. The decision
+    Given a :class:`ScanView`, the caller guarantees what :func:`decide` would check: one
+    scanner per mm, per-mm fields of shape (*B, 1) or scalars, per-VMA fields broadcastable to
+    (*B, V), bool flags, ``pids_active`` of the policy's windows and width, ``rotation`` and
+    ``width`` the policy's. Keywords are the engine's older form (per-mm (*B,)). The decision
     is computed by the same code as :func:`decide`; only the validation is skipped (it costs
-    more than the decision for the engine's small batches).
-    """
-    batch = pids_active.shape[:-3]
-    vshape = (*batch, pids_active.shape[-3])
+    more than the decision for the engine's small batches)."""
+    if view is None:
+        f = fields_
 
-    def mm(value):
-        return np.asarray(value)[..., None]
+        def mm(value):
+            return np.asarray(value)[..., None]
 
-    conds, codes = _flag_tests(unsuitable, shared_ro, inaccessible)
-    return _decide_core(policy, pids_active, scanner_tid, False, batch, vshape, mm(numa_scan_seq), mm(scan_offset),
-                        mm(now), mm(nr_threads), mm(forced), start_scan_seq, prev_scan_seq, vm_start, next_scan,
-                        idx if policy.rotation == "ring" else None, conds, codes, vma_scan_select, vm_end,
-                        page_bytes, windows_active)
+        view = ScanView(pids_active=f["pids_active"], idx=f["idx"], scanner_tid=mm(f["scanner_tid"]),
+                        numa_scan_seq=mm(f["numa_scan_seq"]), start_scan_seq=f["start_scan_seq"],
+                        prev_scan_seq=f["prev_scan_seq"], scan_offset=mm(f["scan_offset"]), vm_start=f["vm_start"],
+                        next_scan=f["next_scan"], now=mm(f["now"]), nr_threads=mm(f["nr_threads"]),
+                        vm_end=f.get("vm_end"), forced=mm(f.get("forced", False)),
+                        vma_scan_select=f.get("vma_scan_select"), windows_active=f.get("windows_active"),
+                        unsuitable=f.get("unsuitable"), shared_ro=f.get("shared_ro"),
+                        inaccessible=f.get("inaccessible"), rotation=policy.rotation, width=policy.width,
+                        page_bytes=f.get("page_bytes", 4096))
+    return _decide(policy, view)
 
 
-def _decide_core(policy, pids_active, tid, matrix, batch, vshape, seq, offset, now_, nthreads, forced_, start_seq,
-                 prev_seq, start, nscan, ring, conds, codes, vma_scan_select, vm_end, page_bytes, windows_active):
-    """The decision of :func:`decide` from checked arrays: per-mm values (*B, 1), per-VMA
-    (*B, V) or broadcastable, ``conds``/``codes`` the VMA flag tests in kernel order."""
-    nvma, windows, words = pids_active.shape[-3:]
+_SCAN_DELAY, _PID_INACTIVE, _UNFILTERED = CODE["scan_delay"], CODE["pid_inactive"], CODE["unfiltered"]
+
+
+def _decide(policy, view: ScanView, matrix: bool = False, tids=None):
+    """The decision of checked (or trusted) state: the policy's chain over the view."""
+    ch, dec = policy.chain, policy.decisions
+    vshape = view.shape
+    conds, codes = _flag_tests(view.unsuitable, view.shared_ro, view.inaccessible)
     if not policy.numab_state:  # <= v6.3: no filter, nothing else to decide
-        code = _unfiltered(conds, codes, vshape)
-        reason = np.broadcast_to(code[..., None, :], (*tid.shape, nvma)) if matrix else code
+        code = _first_true(conds, codes, _UNFILTERED, vshape)
+        reason = np.broadcast_to(code[..., None, :], (*tids.shape, vshape[-1])) if matrix else code
         reason = np.ascontiguousarray(reason, dtype=np.int8)
-        return ALLOWED[reason], reason, vma_scan_select
+        return dec.allowed[reason], reason, view.vma_scan_select
 
     # ---- per-VMA tests that come before the PID test (§3.2), in kernel order
-    conds.append((seq != 0) & (now_ < nscan))
-    codes.append(CODE["scan_delay"])
-    if policy.seq_completed:
-        conds.append(prev_seq == seq)
-        codes.append(CODE["seq_completed"])
-    if policy.forced_one:
-        if not matrix and forced_.all():  # the v6.7 retry pass: no later test can change the answer
-            code = _first_true(conds, codes, CODE["forced"], vshape)
-            if policy.disjoint_select:  # a forced visit neither waits nor selects: counters unchanged
-                vma_scan_select = _select_counters(vma_scan_select, vshape)
-            return ALLOWED[code], code, vma_scan_select
-        conds.append(forced_)
-        codes.append(CODE["forced"])
-
-    if windows_active is None:
+    conds.append((view.numa_scan_seq != 0) & (view.now < view.next_scan))
+    codes.append(_SCAN_DELAY)
+    for r, kw, code, allow in ch.pre:
+        cond = r.test(view, **kw)
+        if allow and not matrix and cond.all():  # the v6.7 retry pass: no later test can change the answer
+            out = _first_true(conds, codes, code, vshape)
+            return dec.allowed[out], out, (view.vma_scan_select if ch.fallback is None else _counters(view))
+        conds.append(cond)
+        codes.append(code)
+    if view.windows_active is None:
         if policy.adapt is not None:
             raise NumalabValueError(
                 f"policy {policy.name!r} has an adaptive history: pass windows_active= (the per-VMA or per-mm "
                 f"window counts, numalab.adaptive.effective_windows(policy.adapt, state))"
             )
-        union_all = np.bitwise_or.reduce(pids_active, axis=-2)  # (*B, V, words)
-    else:  # the newest n windows of each VMA (adaptive history)
-        n_act = _windows_active(windows_active, batch, vshape, windows)
-        include = newest_mask(vshape, windows, n_act, ring, rotation=policy.rotation)
-        union_all = np.bitwise_or.reduce(np.where(include[..., None], pids_active, np.uint64(0)), axis=-2)
-    pre_own, post_own = _access_rules(policy, pids_active, union_all, ring, seq, start_seq, prev_seq, offset, start,
-                                      nthreads)
-    select, fallback, refill = _disjoint_fallback(policy, vma_scan_select, vshape, vm_end, start, page_bytes)
-    if not any(getattr(policy, r) for r in RULES):  # ef6a22b70f: state and delay, no vma_is_accessed()
-        fallback = CODE["unfiltered"]
-    pre = conds + [c for c, _ in pre_own]
-    pre_codes = codes + [k for _, k in pre_own]
-    # the tests before the PID test decide alike for own and foreign scanners: evaluate once
-    NONE = -1
-    code_pre = _first_true(pre, pre_codes, NONE, vshape)
-    decided = code_pre != NONE
-    code_not_own = _first_true([c for c, _ in post_own], [k for _, k in post_own], fallback, vshape)
-    np.copyto(code_not_own, code_pre, where=decided)
-    if policy.own_pid:
-        code_own = np.where(decided, code_pre, np.int8(CODE["own_pid"]))
     else:
-        code_own = code_not_own
-
-    # ---- the PID test: scanner's bit in the OR of all windows
-    if not matrix:
-        bit = pid_bit(tid, width=policy.width)[..., None]  # (*B, 1)
-        word = bit >> 6
-        sel = union_all[..., 0] if words == 1 else np.where(word == 0, union_all[..., 0], union_all[..., 1])
-        own = ((sel >> (bit & 63).astype(np.uint64)) & np.uint64(1)).astype(bool)
-        reason = np.where(own, code_own, code_not_own)
-        allowed = ALLOWED[reason]
-        if select is None:
-            return allowed, reason, vma_scan_select
-        return allowed, reason, _select_after(select, reason, refill)
-
-    # Task x VMA matrix. A task enters the decision only through pid_bit(tid), so every task
-    # sharing a bit decides alike: build the (bit, VMA) table once -- 64 or 128 rows, whatever
-    # T is -- then copy one row per task. The only (T, V) work is that row gather.
-    le = np.ascontiguousarray(union_all, dtype="<u8")  # little-endian bytes: bit i at index i
-    has_bit = np.unpackbits(le.view(np.uint8), axis=-1, bitorder="little").view(bool)  # (*B, V, nbits)
-    reason_tab = np.where(has_bit, code_own[..., None], code_not_own[..., None])
-    reason_tab = np.ascontiguousarray(np.swapaxes(reason_tab, -1, -2))  # (*B, nbits, V)
-    bit = pid_bit(tid, width=policy.width)  # (*B, T)
-    reason = _gather_rows(reason_tab, bit)
-    allowed = _gather_rows(ALLOWED[reason_tab], bit)
+        view.windows_active = _windows_active(view.windows_active, vshape[:-1], vshape, view.windows)
+    if matrix and (ch.users or len(ch.scanner) > 1):
+        return _per_task(policy, view, tids)
+    skip = ch.scanner[0] if matrix and ch.scanner else None
+    uview = _users_view(view) if ch.users else view
+    access = [(None if i == skip else (r.test(view, **kw) if r.builtin else r.evaluate(uview)), code)
+              for i, (r, kw, code, _) in enumerate(ch.access)]
+    fallback, select, refill = _fallback(ch, view)
+    if matrix:
+        return _matrix(policy, view, tids, conds, codes, access, skip, fallback, select, refill)
+    reason = _first_true(conds + [c for c, _ in access], codes + [k for _, k in access], fallback, vshape)
     if select is None:
-        return allowed, reason, vma_scan_select
+        return dec.allowed[reason], reason, view.vma_scan_select
+    return dec.allowed[reason], reason, _select_after(select, reason, refill)
+
+
+def _counters(view) -> np.ndarray:
+    from .rules import _select_counters
+
+    return _select_counters(view)
+
+
+def _fallback(ch, view):
+    """The decision of a VMA every access rule passed over: ``pid_inactive`` (``unfiltered``
+    when the policy has no rule at all), or the table's fallback (RFC 2023 p2's counter:
+    ``disjoint_select`` / ``disjoint_wait``). Returns (code(s), counters or None, refill or None)."""
+    if ch.fallback is None:
+        return (_PID_INACTIVE if ch.any else _UNFILTERED), None, None
+    r, code, refuse = ch.fallback
+    select = _counters(view)
+    fallback = np.where(r.test(view), code, refuse).astype(np.int8)
+    return fallback, select, r.refill(view)
+
+
+def _matrix(policy, view, tids, conds, codes, access, skip, fallback, select, refill):
+    """The task x VMA matrix. A task enters the decision only through pid_bit(tid), so every
+    task sharing a bit decides alike: build the (bit, VMA) table once -- 64 or 128 rows,
+    whatever T is -- then copy one row per task. The only (T, V) work is that row gather."""
+    vshape = view.shape
+    dec = policy.decisions
+    nbits = policy.width
+    if skip is None:  # no test reads the scanner: one answer per VMA
+        code = _first_true(conds + [c for c, _ in access], codes + [k for _, k in access], fallback, vshape)
+        reason_tab = np.ascontiguousarray(np.broadcast_to(code[..., None, :], (*vshape[:-1], nbits, vshape[-1])))
+    else:
+        NONE = -1
+        pre, post = access[:skip], access[skip + 1:]
+        code_pre = _first_true(conds + [c for c, _ in pre], codes + [k for _, k in pre], NONE, vshape)
+        decided = code_pre != NONE
+        code_not = _first_true([c for c, _ in post], [k for _, k in post], fallback, vshape)
+        np.copyto(code_not, code_pre, where=decided)
+        rule, _, code_rule, _ = policy.chain.access[skip]
+        code_own = np.where(decided, code_pre, np.int8(code_rule))
+        has_bit = rule.bits(view)  # (*B, V, nbits)
+        reason_tab = np.where(has_bit, code_own[..., None], code_not[..., None])
+        reason_tab = np.ascontiguousarray(np.swapaxes(reason_tab, -1, -2))  # (*B, nbits, V)
+    bit = pid_bit(tids, width=policy.width)  # (*B, T)
+    reason = _gather_rows(reason_tab, bit)
+    allowed = _gather_rows(dec.allowed[reason_tab], bit)
+    if select is None:
+        return allowed, reason, view.vma_scan_select
     select_tab = _select_after(select[..., None, :], reason_tab, refill[..., None, :])
     return allowed, reason, _gather_rows(np.ascontiguousarray(select_tab), bit)
 
 
-def _access_rules(policy, pids_active, union_all, ring, seq, start_seq, prev_seq, offset, start, nthreads):
-    """The ``vma_is_accessed()`` rules that need no scanner tid, as (condition, code) lists:
-    those tested before the own-PID test and those after it, each in kernel order."""
-    windows = pids_active.shape[-2]
-    pre_own, post_own = [], []
-    if policy.hot:
-        if policy.rotation == "ring":
-            cur = np.take_along_axis(pids_active, (ring % windows)[..., None, None].astype(np.int64), axis=-2)[..., 0, :]
-        else:
-            cur = pids_active[..., windows - 1, :]
-        hot = np.bitwise_count(cur).sum(axis=-1, dtype=np.int64) >= policy.hot
-        # RFC 2023 p5 checks hot first in vma_is_accessed(); RFC 2024 after the own-PID test
-        (pre_own if policy.hot_first else post_own).append((hot, CODE["hot"]))
-    if policy.early_passes == "mm":
-        pre_own.append((seq < 2, CODE["early_passes"]))
-    elif policy.early_passes == "vma":
-        pre_own.append((seq - start_seq < 2, CODE["early_passes"]))
-    if policy.shared:
-        shared = np.bitwise_count(union_all).sum(axis=-1, dtype=np.int64) >= policy.shared
-        post_own.append((shared, CODE["shared"]))
-    if policy.ignore_pid_partial:
-        post_own.append((offset > start, CODE["ignore_pid_inactive"]))
-    if policy.starvation:
-        post_own.append((seq > prev_seq + nthreads, CODE["starvation"]))
-    return pre_own, post_own
+def _per_task(policy, view, tids):
+    """The task x VMA matrix one task at a time (a policy whose tests may read the scanner in
+    any way: user rules see each scanner as the engine shows it)."""
+    *batch, ntask = tids.shape
+    rows = [_decide(policy, replace(view, scanner_tid=tids[..., t:t + 1])) for t in range(ntask)]
+    if not rows:
+        empty = (*batch, 0, view.shape[-1])
+        return np.zeros(empty, bool), np.zeros(empty, np.int8), view.vma_scan_select
+    allowed = np.stack([r[0] for r in rows], axis=-2)
+    reason = np.stack([r[1] for r in rows], axis=-2)
+    if policy.chain.fallback is None:
+        return allowed, reason, view.vma_scan_select
+    return allowed, reason, np.stack([np.broadcast_to(r[2], view.shape) for r in rows], axis=-2)
 
 
-def _disjoint_fallback(policy, vma_scan_select, vshape, vm_end, start, page_bytes):
-    """The decision of a VMA that fails every access rule: ``pid_inactive``, or with the RFC 2023
-    p2 counter ``disjoint_wait``/``disjoint_select``. Returns (counters or None, fallback code(s),
-    refill or None)."""
-    refill = None
-    select = None
-    if policy.disjoint_select:
-        select = _select_counters(vma_scan_select, vshape)
-        fallback = np.where(select > 0, CODE["disjoint_wait"], CODE["disjoint_select"]).astype(np.int8)
-        if vm_end is None:
-            raise NumalabValueError(f"vm_end is required: policy {policy.name!r} uses the disjoint_select counter")
-        end = _as_num("vm_end", vm_end, vshape, "per-VMA")
-        size_bytes = (end.astype(np.int64) - start.astype(np.int64)) * int(page_bytes)
-        if size_bytes.size and size_bytes.min() <= 0:
-            raise NumalabValueError("vm_end must be greater than vm_start for every VMA")
-        # task_disjoint_vma_select(): refill = 1 + ((VMA_4M / size) >> VMA_RATELIMIT_SCALEDOWN_F)
-        refill = 1 + ((_VMA_4M // size_bytes) >> _VMA_RATELIMIT_SCALEDOWN_F)
-    else:
-        fallback = CODE["pid_inactive"]
-    return select, fallback, refill
+def _users_view(view: ScanView) -> ScanView:
+    """The view a user rule sees: every per-VMA field at (*B, V), every per-mm one at (*B, 1)."""
+    vshape = view.shape
+    mshape = (*vshape[:-1], 1)
+    kw = {}
+    for name in (*PER_VMA, *FLAGS):
+        value = getattr(view, name)
+        if value is not None:
+            kw[name] = np.broadcast_to(np.asarray(value), vshape)
+    for name in PER_MM:
+        kw[name] = np.broadcast_to(np.asarray(getattr(view, name)), mshape)
+    out = replace(view, **kw)
+    out._memo.update(view._memo)  # the same windows and scanner: what was derived still holds
+    return out
 
 
 def _windows_active(value, batch: tuple, vshape: tuple, windows: int) -> np.ndarray:
@@ -892,34 +1132,26 @@ def _gather_rows(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.take(table.reshape(nb * nrows, nvma), flat_rows, axis=0).reshape(*batch, ntask, nvma)
 
 
-def _select_counters(vma_scan_select, vshape: tuple) -> np.ndarray:
-    """The RFC 2023 p2 counters as int64 of the per-VMA shape (None = all 0)."""
-    if vma_scan_select is None:
-        return np.zeros(vshape, np.int64)
-    return _as_num("vma_scan_select", vma_scan_select, vshape, "per-VMA").astype(np.int64)
-
-
 def _select_after(select, reason, refill):
     """RFC 2023 p2 counters after the visit: refill where selected, minus one where waiting."""
     return np.where(reason == CODE["disjoint_select"], refill,
                     np.where(reason == CODE["disjoint_wait"], select - 1, select))
 
 
-def decision_matrix(policy: Policy, *, tids, pids_active, idx, numa_scan_seq, start_scan_seq, prev_scan_seq,
-                    scan_offset, vm_start, next_scan, now, nr_threads, forced=False, vma_scan_select=None,
-                    vm_end=None, page_bytes: int = 4096, unsuitable=None, shared_ro=None, inaccessible=None,
-                    vma_names=None, windows_active=None):
+def decision_matrix(policy: Policy, view: ScanView | None = None, /, *, tids, vma_names=None, **fields_):
     """The task x VMA matrix of :func:`decide` as an ``xarray.DataArray`` for heatmaps.
 
-    ``tids`` is (T,) (broadcast to every replica) or (*B, T); the state arguments are as in
-    :func:`decide`, with at most one batch axis (called ``replica``). Values are int8 reason
-    codes; attrs ``reasons`` (code -> name, also as CF ``flag_values``/``flag_meanings``) and
+    ``tids`` is (T,) (broadcast to every replica) or (*B, T); the state is a :class:`ScanView`
+    or its fields as in :func:`decide` (its scanner is replaced by ``tids``), with at most one
+    batch axis (called ``replica``). Values are int8 reason codes; attrs ``reasons`` (code ->
+    name, also as CF ``flag_values``/``flag_meanings``; a policy's user rules included) and
     ``allowed_codes`` let a plot colour by reason; coord ``allowed`` (bool) says which cells
-    are scanned, ``tid`` labels the tasks. ``windows_active`` as in :func:`decide` (required
-    for an adaptive policy).
+    are scanned, ``tid`` labels the tasks.
     """
     import xarray as xr
 
+    f, _ = _fields(view, dict(fields_, scanner_tid=np.zeros((), np.uint32)) if view is None else {})
+    pids_active = f["pids_active"]
     if not isinstance(pids_active, np.ndarray) or pids_active.ndim not in (3, 4):
         raise NumalabValueError(
             f"pids_active has shape {getattr(pids_active, 'shape', '?')}; allowed: (vmas, windows, words) "
@@ -929,13 +1161,7 @@ def decision_matrix(policy: Policy, *, tids, pids_active, idx, numa_scan_seq, st
     tids = check_uint32_array("tids", tids)
     if tids.ndim == 1:
         tids = np.broadcast_to(tids, (*batch, tids.shape[0]))
-    allowed, reason, _ = decide(
-        policy, pids_active=pids_active, idx=idx, scanner_tid=tids, numa_scan_seq=numa_scan_seq,
-        start_scan_seq=start_scan_seq, prev_scan_seq=prev_scan_seq, scan_offset=scan_offset, vm_start=vm_start,
-        next_scan=next_scan, now=now, nr_threads=nr_threads, forced=forced, vma_scan_select=vma_scan_select,
-        vm_end=vm_end, page_bytes=page_bytes, unsuitable=unsuitable, shared_ro=shared_ro, inaccessible=inaccessible,
-        windows_active=windows_active,
-    )
+    allowed, reason, _ = decide(policy, **{**f, "scanner_tid": tids})
     dims = ("replica", "task", "vma") if batch else ("task", "vma")
     nvma = pids_active.shape[-3]
     coords = {"task": np.arange(tids.shape[-1]), "vma": np.arange(nvma) if vma_names is None else list(vma_names)}
@@ -943,16 +1169,17 @@ def decision_matrix(policy: Policy, *, tids, pids_active, idx, numa_scan_seq, st
         coords["replica"] = np.arange(batch[0])
     coords["tid"] = (dims[:-1], np.asarray(tids, dtype=np.int64))
     coords["allowed"] = (dims, allowed)
+    dec = policy.decisions
     return xr.DataArray(
         reason, dims=dims, coords=coords, name="decision",
         attrs={
             "long_name": "scan decision of task_numa_work for (scanning task, VMA)",
             "units": "1",
             "kernel_name": "sched_skip_vma_numa.reason",
-            "reasons": list(REASONS),
-            "flag_values": list(range(len(REASONS))),
-            "flag_meanings": " ".join(REASONS),
-            "allowed_codes": [i for i, ok in enumerate(ALLOWED) if ok],
+            "reasons": list(dec.names),
+            "flag_values": list(range(len(dec.names))),
+            "flag_meanings": " ".join(dec.names),
+            "allowed_codes": [i for i, ok in enumerate(dec.allowed) if ok],
             "policy": policy.name,
             "policy_json": policy.to_json(),
         },

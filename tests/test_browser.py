@@ -402,6 +402,22 @@ def _pid_expected(threads):
     return f
 
 
+def _own_rule_expected(p):
+    """Notebook 08's explorer: its rule and policy made here from the notebook's own cells."""
+    def f():
+        import numalab as nl
+        from numalab.widgets import _fmt, decision_passes, decision_summary
+
+        cells = ["".join(c["source"]) for c in json.loads((NOTEBOOKS / "08-your-own-rule.ipynb").read_text())["cells"]
+                 if c["cell_type"] == "code"]
+        ns = {"nl": nl}
+        for src in (next(c for c in cells if "@nl.rule" in c), next(c for c in cells if "mine = nl.Policy" in c)):
+            exec(src, ns)  # noqa: S102 -- the shipped notebook's cells
+        s = decision_summary(decision_passes(ns["mine"], threads=4, passes=12, pattern="phase-change"), p)
+        return {k: _fmt(s[k]) for k in ("scanner tid", "VMAs scanned", "false skips so far")}
+    return f
+
+
 # notebook -> [(explorer css class, control kind, control label, new value, column, expected)]
 KNOBS = {
     "01-quickstart.ipynb": [("historyexplorer", "select", "history N", "4", "6.12+N=4", _quick_history(4))],
@@ -410,6 +426,7 @@ KNOBS = {
                                                               ("elsp Amean [s]", "false_skips")))],
     "03-hot-and-shared-vmas.ipynb": [("decisionmatrixexplorer", "slider", "scan pass", "7", "", _decision_expected(7)),
                                      ("pidhashexplorer", "slider", "threads", "100", "", _pid_expected(100))],
+    "08-your-own-rule.ipynb": [("decisionmatrixexplorer", "slider", "scan pass", "10", "", _own_rule_expected(10))],
 }
 QUICK_RUN = ["01-quickstart.ipynb", "03-hot-and-shared-vmas.ipynb"]  # NUMALAB_BROWSER_RUN=quick
 

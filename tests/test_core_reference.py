@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from numalab import history as H
-from numalab.policy import ALLOWED, CODE, REASONS, Policy, decide, decide_unchecked, decision_matrix
+from numalab.policy import Policy, decide, decide_unchecked, decision_matrix
 from numalab.reference import hashing as RH
 from numalab.reference import policy as RP
+
+from _rule_helpers import user_rules
 
 COLLIDING_64 = [t for t in range(3000) if RH.pid_bit(t, 64) == RH.pid_bit(7, 64)][:6]
 COLLIDING_128 = [t for t in range(3000) if RH.pid_bit(t, 128) == RH.pid_bit(7, 128)][:6]
@@ -22,9 +24,22 @@ POOL = np.array(
 )
 
 
+#: user rules of both kinds, placed between the built-in tests: the reference calls the same
+#: functions one VMA at a time, so the agreement checks the chain around them
+USER_RULES = user_rules()
+
+
 @st.composite
 def policies(draw):
-    kind = draw(st.integers(0, 2))
+    kind = draw(st.integers(0, 3))
+    if kind == 3:
+        pol = draw(policies())
+        if not pol.numab_state:
+            return pol
+        chosen = draw(st.lists(st.sampled_from(USER_RULES), min_size=1, max_size=2, unique_by=lambda r: r.name))
+        chosen = [r(k=draw(st.integers(1, 4))) if r.name == "any_or_k" else
+                  r(pages=draw(st.sampled_from([1, 100, 1024]))) if r.name == "refuse_big" else r for r in chosen]
+        return pol.replace(add_rules=chosen)
     if kind == 0:
         return Policy.profile(draw(st.sampled_from(Policy.profiles())))
     if kind == 1:
@@ -113,8 +128,8 @@ def test_engine_mode_matches_reference(policy, batch, nvma, seed, with_flags):
     for b in np.ndindex(*batch):
         for v in range(nvma):
             want, want_select = _reference(policy, ref_state, b, v, tids[b])
-            assert REASONS[reason[b + (v,)]] == want, (policy, b, v)
-            assert allowed[b + (v,)] == ALLOWED[CODE[want]]
+            assert policy.reasons[reason[b + (v,)]] == want, (policy, b, v)
+            assert allowed[b + (v,)] == policy.decisions.allowed[policy.decisions.code[want]]
             if policy.disjoint_select:
                 assert int(select[b + (v,)]) == want_select
     if not policy.disjoint_select:
@@ -144,8 +159,8 @@ def test_unchecked_engine_call_matches_reference(policy, n, nvma, seed, forced, 
     for b in range(n):
         for v in range(nvma):
             want, want_select = _reference(policy, state, (b,), v, tids[b])
-            assert REASONS[reason[b, v]] == want, (policy, b, v)
-            assert allowed[b, v] == ALLOWED[CODE[want]]
+            assert policy.reasons[reason[b, v]] == want, (policy, b, v)
+            assert allowed[b, v] == policy.decisions.allowed[policy.decisions.code[want]]
             if policy.disjoint_select:
                 assert int(select[b, v]) == want_select
 
@@ -168,8 +183,8 @@ def test_matrix_mode_matches_reference(policy, batch, nvma, ntask, seed):
         for t in range(ntask):
             for v in range(nvma):
                 want, want_select = _reference(policy, state, b, v, tids[b + (t,)])
-                assert REASONS[reason[b + (t, v)]] == want
-                assert allowed[b + (t, v)] == ALLOWED[CODE[want]]
+                assert policy.reasons[reason[b + (t, v)]] == want
+                assert allowed[b + (t, v)] == policy.decisions.allowed[policy.decisions.code[want]]
                 if policy.disjoint_select:
                     assert int(select[b + (t, v)]) == want_select
 
@@ -188,4 +203,4 @@ def test_matrix_rows_equal_engine_calls(policy, nvma, ntask, seed):
     da = decision_matrix(policy, tids=tids, **state)
     assert da.dims == ("replica", "task", "vma")
     assert np.array_equal(da.values, matrix)
-    assert np.array_equal(da["allowed"].values, ALLOWED[matrix])
+    assert np.array_equal(da["allowed"].values, policy.decisions.allowed[matrix])

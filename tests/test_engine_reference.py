@@ -7,12 +7,15 @@ from hypothesis import strategies as st
 
 from numalab.costs import Costs
 from numalab.engine import LB_MIGRATE_HZ, EngineOptions, make_batch
-from numalab.policy import REASONS, Policy
+from numalab.policy import Policy
 from numalab.reference import engine as ref_engine
 from numalab.topology import Topology
 from numalab.workloads import from_access_matrix
 
+from _rule_helpers import user_rules
+
 PROFILES = Policy.profiles()
+USER_RULES = user_rules()
 
 
 @st.composite
@@ -38,6 +41,8 @@ def cases(draw):
     policy = Policy.profile(draw(st.sampled_from(PROFILES)))
     if draw(st.booleans()):
         policy = policy.replace(history=draw(st.integers(1, 6))) if policy.numab_state else policy
+    if policy.numab_state and draw(st.integers(0, 3)) == 0:  # a user rule: the reference calls it per VMA
+        policy = policy.replace(add_rules=[draw(st.sampled_from(USER_RULES))])
     opts = dict(
         dt=draw(st.sampled_from([0.02, 0.05, 0.1])),
         max_time=draw(st.sampled_from([3.0, 8.0])),
@@ -62,7 +67,7 @@ def test_engine_matches_reference(case):
     ref = ref_engine.Replica(wl, policy, seed, o.to_dict(), Costs()).run()
     for k, v in ref.cnt.items():
         assert int(batch.cnt[k][0]) == v, k
-    for i, r in enumerate(REASONS):
+    for i, r in enumerate(policy.reasons):
         assert int(batch.counters.reasons[0, i]) == ref.reasons[r], r
     assert batch.syst[0] == ref.syst
     assert batch.elsp[0] == ref.elsp

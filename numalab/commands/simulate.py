@@ -46,9 +46,47 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--fixed-locality", action="store_true",
                    help="clear numa_faults_locality on the slow-down path too (the e81ee0630837 fix)")
     add_option_arguments(p)
+    add_rule_argument(p)
     p.add_argument("--out", default=None, help="write the Dataset to this NetCDF file (h5netcdf)")
     p.set_defaults(command="simulate")
     return p
+
+
+def add_rule_argument(p) -> None:
+    """``--rule MODULE:FUNCTION``: a scan-filter rule of one's own (numalab.rules)."""
+    p.add_argument("--rule", action="append", default=None, metavar="MODULE:FUNCTION",
+                   help="load a scan-filter rule of your own: a numalab.Rule, or a function view -> bool array "
+                        "(numalab.ScanView), imported from an installed package or the current directory; "
+                        "repeatable. Policy texts may name it (6.12+NAME); when none does, every policy gets it")
+
+
+def rules_from_args(args) -> list:
+    """The rules ``--rule`` names, loaded (and so known to policy text), in order."""
+    import os
+    import sys
+
+    from ..errors import NumalabValueError
+    from ..rules import resolve
+
+    specs = getattr(args, "rule", None) or []
+    if specs and os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())  # as `python -m numalab` would find a module of the current directory
+    out = []
+    for spec in specs:
+        try:
+            out.append(resolve(spec if ":" in spec else f"{spec}:"))
+        except NumalabValueError as exc:
+            raise NumalabValueError(f"--rule {spec!r}: {exc}") from None
+    return out
+
+
+def with_rules(policies: list, rules: list) -> list:
+    """``policies`` with ``rules`` added to each, unless one of them names one of the rules
+    already (then they are run as written)."""
+    names = {r.name for r in rules}
+    if not rules or any(names & {u.name for u in p.user_rules} for p in policies):
+        return policies
+    return [p.replace(add_rules=rules) for p in policies]
 
 
 def add_option_arguments(p) -> None:
@@ -139,7 +177,8 @@ def run(args) -> int:
     seeds = check_int("--seeds", args.seeds, lo=1, hi=10000)
     topo = Topology.preset(args.topology)
     wl = workload(args.workload, topo)
-    pols = policies_from_args(args.profile, args.history)
+    rules = rules_from_args(args)  # before the policy texts, which may name them
+    pols = with_rules(policies_from_args(args.profile, args.history), rules)
     opts = options_from_args(args)
     ds = simulate(wl, pols, seeds=seeds, **opts)
     print(summary_table(ds))

@@ -54,6 +54,9 @@ def add_parser(subparsers) -> None:
     f.add_argument("--mode", help="futex hash modes: classic, numa, private")
     f.add_argument("--buckets", help="hash bucket counts, e.g. 16,256,4096")
     f.add_argument("--threads", help="thread counts, e.g. 110,240")
+    from .simulate import add_rule_argument
+
+    add_rule_argument(g)
     p.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                    help="any other model parameter (engine or futex option); repeatable")
     p.add_argument("--seeds", default="8", help="a count N (seeds 0..N-1) or a list like 0,5,9 (default 8)")
@@ -87,17 +90,18 @@ def _policy_texts(text: str) -> list[str]:
     """The policies of ``--policy``, each read by :meth:`numalab.policy.Policy.parse`.
 
     Commas separate policies, but a policy's ``rules=`` list has commas of its own
-    (``6.4+N=8+rules=own_pid,hot>=1,shared>=3``, as ``Policy.name`` writes it): a piece that
-    continues a ``rules=`` list (the joined text parses, the piece is no profile and holds no
-    ``+``) is joined to the policy before it. Each text is kept as written (it is part of the
-    points' cache keys)."""
+    (``6.4+N=8+rules=own_pid,hot>=1,shared>=3``, as ``Policy.name`` writes it, and
+    ``...+rules=early_passes(vma),starvation+my_rule`` with a user rule after it): a piece that
+    continues a ``rules=`` list (the joined text parses and the piece starts with no profile)
+    is joined to the policy before it. Each text is kept as written (it is part of the points'
+    cache keys)."""
     from numalab.errors import NumalabValueError
     from numalab.policy import Policy
 
     out: list[str] = []
     for piece in _split(text):
-        if (out and out[-1].rsplit("+", 1)[-1].startswith("rules=") and "+" not in piece
-                and piece not in Policy.profiles() and _parses(f"{out[-1]},{piece}")):
+        if (out and out[-1].rsplit("+", 1)[-1].startswith("rules=")
+                and piece.split("+", 1)[0] not in Policy.profiles() and _parses(f"{out[-1]},{piece}")):
             out[-1] = f"{out[-1]},{piece}"
         else:
             out.append(piece)
@@ -150,6 +154,10 @@ def build_grid(args) -> tuple[str | None, dict]:
     from numalab.errors import NumalabValueError
     from numalab.sweeps import get_runner
 
+    from .simulate import rules_from_args
+
+    rules = rules_from_args(args)  # before the policy texts, which may name them
+
     raw: dict[str, str] = {}
     for name in (*_NUMA_OPTS, "topology", *_FUTEX_OPTS):
         value = getattr(args, name, None)
@@ -174,8 +182,23 @@ def build_grid(args) -> tuple[str | None, dict]:
         tokens = _policy_texts(text) if name == "policy" and runner.kind == "numa" else _split(text)
         if not tokens:
             raise NumalabValueError(f"--{name} {text!r} is an empty list; give at least one value")
+        if name == "policy" and rules:
+            tokens = _with_rule_labels(tokens, rules)
         grid[name] = [_coerce(params[name], t) for t in tokens]
+    if rules and "policy" not in grid:
+        raise NumalabValueError(f"--rule {rules[0].name}: name the policies it joins with --policy "
+                                f"(e.g. --policy 6.12,6.12+{rules[0].name})")
     return runner.kind, grid
+
+
+def _with_rule_labels(texts: list[str], rules: list) -> list[str]:
+    """``--policy`` texts with the ``--rule`` rules added (``+NAME``), unless one names one."""
+    from numalab.policy import Policy
+
+    names = {r.name for r in rules}
+    if any(names & {u.name for u in Policy.parse(t).user_rules} for t in texts):
+        return texts
+    return ["+".join([t, *(r.label() for r in rules)]) for t in texts]
 
 
 def run(args) -> int:

@@ -18,16 +18,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--workload", default="numa02",
                    help="workload name (default: %(default)s)")
     p.add_argument("--topology", default="2s-128", help="topology preset (default: %(default)s)")
-    p.add_argument("--profile", default="6.12", help="kernel profile (default: %(default)s)")
+    p.add_argument("--profile", default="6.12", help="kernel profile or policy text (default: %(default)s)")
     p.add_argument("--history", type=int, default=None, help="number of PID windows N (default: the profile's)")
     p.add_argument("--seed", type=int, default=0, help="seed (default: %(default)s)")
     p.add_argument("--max-time", type=float, default=None, help="stop after this many simulated seconds")
     p.add_argument("--format", choices=("runs", "vmas", "perf"), default="runs",
                    help="runs: a line per run (default); vmas: also a line per visited VMA; "
                         "perf: the skips in `perf script` form")
-    from .simulate import add_option_arguments
+    from .simulate import add_option_arguments, add_rule_argument
 
     add_option_arguments(p)
+    add_rule_argument(p)
     p.add_argument("--out", default=None, help="also write the trace Dataset to this NetCDF file (h5netcdf)")
     p.set_defaults(command="trace")
     return p
@@ -37,10 +38,11 @@ def run(args) -> int:
     from ..errors import check_int
     from ..engine.tracing import format_perf, format_runs, scan_trace
     from ..policy import Policy
-    from .simulate import options_from_args
+    from .simulate import options_from_args, rules_from_args, with_rules
 
     seed = check_int("--seed", args.seed, lo=0)
-    pol = Policy.parse(args.profile, history=args.history)
+    rules = rules_from_args(args)
+    pol = with_rules([Policy.parse(args.profile, history=args.history)], rules)[0]
     opts = options_from_args(args)
     opts.pop("max_time", None)
     ds = scan_trace(args.workload, pol, seed, topology=args.topology, max_time=args.max_time, **opts)

@@ -50,7 +50,7 @@ class Batch:
     def __init__(self, lay: Layout, policy, seeds, opts, costs):
         self.lay, self.wl, self.topo = lay, lay.wl, lay.topo
         self.pol, self.o, self.costs = policy, opts, costs
-        self.rule = hooks_for(policy.adapt)          # chosen once: no rule-name tests per scan
+        self.rule = hooks_for(policy.adapt, policy.decisions)          # chosen once: no rule-name tests per scan
         self.seeds = list(seeds)
         self.R = len(self.seeds)
         self.rng = [np.random.default_rng(s) for s in self.seeds]
@@ -145,7 +145,7 @@ class Batch:
 
     def _init_rest(self):
         R, T, N, C, E = self.R, self.lay.T, self.lay.N, self.lay.C, self.lay.E
-        self.counters = Counters.zeros(R, self.lay.nreasons, self.wl.zero_bytes_init / (self.costs.zero_GBps * 1e9))
+        self.counters = Counters.zeros(R, len(self.pol.decisions), self.wl.zero_bytes_init / (self.costs.zero_GBps * 1e9))
         self.outcome = Outcome(done=np.zeros(R, dtype=bool), elsp=np.full(R, np.nan))
         self.obs = Observations(series={k: [] for k in SERIES}, series_t=[], conv_acc=np.zeros((R, C, N)),
                                 conv_stale=np.ones(R, dtype=bool), fault_acc=np.zeros(R, dtype=np.int64),

@@ -13,7 +13,6 @@ import numpy as np
 
 from .._version import __version__
 from ..counters import COUNTER_NAMES, VARIABLE_ATTRS as _VARIABLE_ATTRS, reason_variable
-from ..reasons import REASONS, SKIP_REASONS
 
 __all__ = ["to_dataset", "VARIABLE_ATTRS"]
 
@@ -57,9 +56,14 @@ def to_dataset(wl, policies, seeds, batches, o, costs):
     for k in COUNTER_NAMES:
         per_run(k, lambda b, k=k: b.counters.events[k], np.int64)
     per_run("finished", lambda b: b.outcome.finished, np.int8)
-    for i, reason in enumerate(REASONS):
-        var = reason_variable(reason, reason in SKIP_REASONS)
-        arr = np.stack([b.counters.reasons[:, i] for b in batches]).astype(np.int64)
+    # one variable per decision of any policy (a user rule's only where a policy has it: 0 elsewhere)
+    decisions = [p.decisions for p in policies]
+    names = list(dict.fromkeys(n for d in decisions for n in d.names))
+    for reason in names:
+        dec = next(d for d in decisions if reason in d.code)
+        var = reason_variable(reason, not dec.allowed[dec.code[reason]])
+        arr = np.stack([b.counters.reasons[:, d.code[reason]] if reason in d.code else np.zeros(len(seeds), np.int64)
+                        for b, d in zip(batches, decisions)]).astype(np.int64)
         data[var.name] = (("policy", "seed"), arr, var.attrs)
 
     # series: pad to the longest run

@@ -26,6 +26,8 @@ import numpy as np
 from numalab.errors import NumalabValueError, check_int, check_number, check_str
 from numalab.limits import check_simulate
 from numalab.policy import Policy
+from numalab.rule_transport import check_travels, restore, transports
+from numalab.rules import Rule
 from numalab.sweeps.registry import Param, Runner, names_or_str, register_runner
 from numalab.topology import Topology
 from numalab.workloads import workload, workloads
@@ -80,17 +82,22 @@ def _check_history(name, value):
 
 def _check_policy(name, value):
     """A policy text :meth:`numalab.policy.Policy.parse` reads (``"6.12"``, ``"6.12+N=4"``, ...),
-    kept as written (it is part of the point's cache key); ``""`` = built from ``profile`` and
-    ``history``."""
+    kept as written (it is part of the point's cache key), or a :class:`~numalab.policy.Policy`
+    (stored as its text); ``""`` = built from ``profile`` and ``history``. A policy with user
+    rules is stored pinned to their versions (``"6.12+my_rule@<digest>"``), so a point computed
+    with one version of a rule is never reused for an edited one."""
     if value == "":
         return value
-    check_str(name, value)
+    if not isinstance(value, Policy):
+        check_str(name, value)
     try:
-        Policy.parse(value)
+        pol = Policy.parse(value)
     except NumalabValueError as exc:
         if str(exc).startswith(f"{name}={value!r}"):
             raise
         raise NumalabValueError(f"{name}={value!r}: {exc}") from None
+    if pol.user_rules or isinstance(value, Policy):
+        return pol.pinned
     return value
 
 
@@ -176,7 +183,8 @@ def _numa_prepare(values: dict) -> None:
     if values["policy"] != [""] and (values["profile"] != ["6.12"] or values["history"] != ["profile"]):
         raise NumalabValueError("give policy= or profile=/history=, not both (policy names the profile)")
     for combo in itertools.product(values["policy"], values["profile"], values["history"]):
-        _numa_policy(dict(zip(("policy", "profile", "history"), combo)))
+        for rule in _numa_policy(dict(zip(("policy", "profile", "history"), combo))).user_rules:
+            check_travels(rule)  # a task may run on another process or machine: refused by name here
     names = ["workload", "topology", *_WORKLOAD_OVERRIDES]
     wls = [_numa_workload(dict(zip(names, combo))) for combo in itertools.product(*(values[n] for n in names))]
     # the cost of one point (one seed, one policy): steps and memory, before any work is sent out
@@ -235,7 +243,11 @@ def run_numa(points: list[dict]):
         if "time" in ds.dims:  # series have run-dependent lengths; a sweep keeps per-run figures
             ds = ds.drop_dims("time")
         for j, pk in enumerate(pks):
-            one = ds.isel(policy=j)
+            # a point keeps the decision counters of its own policy only (another policy's user
+            # rule would otherwise show as 0 here and be missing from a point computed alone)
+            own = {f"{k}_{n}" for n in pols[j].reasons for k in ("allow", "skip")}
+            one = ds.isel(policy=j).drop_vars([v for v in ds.data_vars if str(v).startswith(("allow_", "skip_"))
+                                               and v not in own])
             attrs = _point_record(ds, j, len(pks), pols[j])
             if attrs is not ds.attrs:
                 one.attrs = attrs
@@ -244,8 +256,26 @@ def run_numa(points: list[dict]):
     return [out[(tuple(p[k] for k in _POLICY_KNOBS), p["seed"])] for p in points]
 
 
+class _RunNuma:
+    """:func:`run_numa` as a sweep task carries it: pickled (to a worker process or a dask
+    cluster), it takes along every user rule this process knows (:mod:`numalab.rule_transport`:
+    by reference and by value), and unpickling registers them, so the worker reads the points'
+    pinned policy texts (``"6.12+my_rule@<digest>"``) as the caller did."""
+
+    def __init__(self, rules=()):
+        self.__qualname__ = "run_numa"  # what the executors' messages name
+        for t, values in rules:
+            restore(Rule, t, values)
+
+    def __call__(self, points):
+        return run_numa(points)
+
+    def __reduce__(self):
+        return (_RunNuma, (transports(),))
+
+
 RUNNER = register_runner(Runner(
-    "numa", _numa_params, run_numa,
+    "numa", _numa_params, _RunNuma(),
     batch_vary=_POLICY_KNOBS,
     requires=("numalab.engine", "numalab.workloads", "numalab.policy"),
     prepare=_numa_prepare,

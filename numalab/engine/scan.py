@@ -22,6 +22,7 @@ import numpy as np
 from .. import history as hist
 from ..errors import EngineInvariantError
 from ..policy import ALLOWED, CODE, decide_unchecked, unfiltered_reasons
+from ..scanview import ScanView
 from ..workloads import INACCESSIBLE, PH_INIT, REGION_PAGES, SHARED_RO, UNSUITABLE
 from .faults import sync_prot
 from .scan_period import task_scan_min
@@ -214,14 +215,15 @@ def _decide_numab(b, rows, m, scanner, now_v, forced, lo, st, flags):
         st["reset"] = np.where(due, st["reset"] + 4 * delay, st["reset"])
         visit = rule.on_rotate(visit, due, now_ms=now * 1000.0, reset_period_ms=reset_ms)
     wa = rule.windows_active(b.vmas.adapt, visit, rows, m)
-    allowed, reason, sel = decide_unchecked(
-        pol, pids_active=pids, idx=pidx, scanner_tid=tid, numa_scan_seq=seq,
-        start_scan_seq=st["start_seq"], prev_scan_seq=st["prev_seq"], scan_offset=off,
+    allowed, reason, sel = decide_unchecked(pol, ScanView(
+        pids_active=pids, idx=pidx, scanner_tid=tid[:, None], numa_scan_seq=seq[:, None],
+        start_scan_seq=st["start_seq"], prev_scan_seq=st["prev_seq"], scan_offset=off[:, None],
         vm_start=b.lay.mm_vstart[m][lo:], next_scan=st["next_scan"] * 1000.0,
-        now=now_v * 1000.0, nr_threads=b.lay.nr_threads[m],
+        now=now * 1000.0, nr_threads=b.lay.nr_threads[m],
         forced=bool(forced), vma_scan_select=st["select"],
         vm_end=b.lay.mm_vend[m][lo:],
-        unsuitable=unsuitable, shared_ro=shared_ro, inaccessible=inacc, windows_active=wa)
+        unsuitable=unsuitable, shared_ro=shared_ro, inaccessible=inacc, windows_active=wa,
+        rotation=pol.rotation, width=pol.width))
     visit = rule.after_decide(visit, pids_active=pids, idx=pidx, scanner_tid=tid, windows_active=wa, reason=reason,
                               allowed=allowed, rotation=pol.rotation, width=pol.width)
     if not pol.rotate_before_access:
@@ -387,11 +389,11 @@ def book_visits(b, ev, i, r, scanner, k0, k_end):
     seg = ev.reason[i, k0 - lo:k_end - lo]
     if b.tracer is not None:
         b.tracer.visits(b, r, m, k0, k_end, seg, int(b.mm.numa_scan_offset[r, m]), ev.forced)
-    b.counters.reasons[r] += np.bincount(seg, minlength=b.lay.nreasons)
+    b.counters.reasons[r] += np.bincount(seg, minlength=b.counters.reasons.shape[1])
     sc = np.flatnonzero(seg == CODE["seq_completed"])
     if sc.size:
         b.mm.numa_scan_offset[r, m] = b.lay.mm_vend_l[m][k0 + int(sc[-1])]
-    pid_skip = (seg == CODE["pid_inactive"]) | (seg == CODE["disjoint_wait"])
+    pid_skip = b.pol.decisions.pid_skip[seg]  # pid_inactive, disjoint_wait, a skip rule of vma_is_accessed()
     pids_skipped = bool(pid_skip.any())
     if pids_skipped:
         # ground truth: the scanner writes this VMA in its current phase

@@ -25,14 +25,16 @@ from collections import Counter
 
 import numpy as np
 
-from ..reasons import ALLOWED, REASONS, SKIP_REASONS
+from ..reasons import DECISIONS, REASONS
 
 __all__ = ["scan_trace", "format_runs", "format_perf"]
 
 PAGE = 4096
 #: decisions the kernel's sched_skip_vma_numa tracepoint reports (v6.7+): the skips, and
-#: NUMAB_SKIP_IGNORE_PID, which is traced although the VMA is then scanned
-TRACED = tuple(r for r in SKIP_REASONS if r != "disjoint_wait") + ("ignore_pid_inactive",)
+#: NUMAB_SKIP_IGNORE_PID, which is traced although the VMA is then scanned (the decision
+#: table's ``traced`` column; a policy's skip rules of its own are traced too, as a kernel
+#: carrying the rule would add its reason to the tracepoint's enum)
+TRACED = tuple(n for n, t in zip(DECISIONS.names, DECISIONS.traced) if t)
 
 
 class _Recorder:
@@ -104,7 +106,8 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
     -------
     xarray.Dataset with dims ``run`` and ``visit`` (see the module docstring); ``visit_run``
     indexes ``run``. attrs: workload, topology, policy, seeds, and per seed elsp (s) and
-    finished (0 when ``max_time`` stopped it first).
+    finished (0 when ``max_time`` stopped it first); ``traced_reasons`` (space-separated): the
+    decisions ``sched_skip_vma_numa`` reports for this policy (its own skip rules included).
     """
     import xarray as xr
 
@@ -132,6 +135,7 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
     V = rec.visit_cols
     vma = cat(V["vma"], np.int64)
     reason = cat(V["reason"], np.int64)
+    dec = pol.decisions
     kinds = np.asarray(wl.vma_kind, dtype=object)
     run_vars = {
         "t": ("run", cat(R["t"], float), {"units": "s", "long_name": "time of the task_numa_work run"}),
@@ -157,12 +161,13 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
         "vm_start": ("visit", wl.vma_start[vma] * PAGE, {"units": "bytes"}),
         "vm_end": ("visit", wl.vma_end[vma] * PAGE, {"units": "bytes"}),
         "numa_scan_offset": ("visit", cat(V["offset"], np.int64) * PAGE, {"units": "bytes"}),
-        "reason": ("visit", np.asarray(REASONS)[reason], {"kernel_name": "sched_skip_vma_numa.reason"}),
-        "scanned": ("visit", ALLOWED[reason], {"long_name": "the VMA's PTEs were changed (not skipped)"}),
+        "reason": ("visit", np.asarray(dec.names)[reason], {"kernel_name": "sched_skip_vma_numa.reason"}),
+        "scanned": ("visit", dec.allowed[reason], {"long_name": "the VMA's PTEs were changed (not skipped)"}),
         "forced": ("visit", cat(V["forced"], bool), {"long_name": "visited in the forced retry"}),
     }
     ds = xr.Dataset({**run_vars, **visit_vars})
     ds.attrs.update(workload=wl.name, topology=wl.topology.name, policy=pol.name,
+                    traced_reasons=" ".join(n for n, t in zip(dec.names, dec.traced) if t),
                     seeds=list(map(int, seed_list)), elsp=[float(x) for x in b.elsp],
                     finished=[int(x) for x in b.outcome.finished],
                     dt=float(o.dt), max_time=float(o.max_time),
@@ -214,7 +219,8 @@ def format_perf(ds, *, seed=None, comm=None) -> str:
     comm = comm or str(ds.attrs["workload"]).split("_")[0]
     r = _cols(ds, ("t", "seed", "tid"))
     v = _cols(ds, ("visit_run", "reason", "numa_scan_offset", "vm_start", "vm_end"))
-    keep = np.isin(v["reason"], TRACED)
+    traced = str(ds.attrs["traced_reasons"]).split() if "traced_reasons" in ds.attrs else list(TRACED)
+    keep = np.isin(v["reason"], traced)
     if seed is not None:
         keep &= r["seed"][v["visit_run"]] == seed
     out = []

@@ -20,7 +20,6 @@ import math
 import numpy as np
 
 from ..costs import Costs, progress_rates
-from ..policy import REASONS
 from ..workloads import (INIT_B, INIT_MAIN, INIT_OWNER, PH_DONE, PH_INIT, PH_LOOP, PH_WAIT, REGION_PAGES,
                          SHARED_RO, UNSUITABLE, INACCESSIBLE)
 from . import history as H
@@ -32,8 +31,6 @@ TICK_S = 1e-3
 COUNTERS = ("numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
             "numa_pages_migrated", "false_skips", "idle_scans", "scan_runs", "task_migrations",
             "numa_migrate_fail", "group_joins", "lb_migrations", "scan_period_resets")
-ALLOWED = {name: (name not in ("unsuitable", "shared_ro", "inaccessible", "scan_delay", "pid_inactive",
-                               "seq_completed", "disjoint_wait")) for name in REASONS}
 
 
 class Replica:
@@ -158,7 +155,10 @@ class Replica:
         for q in range(NR):
             self.cls_node[self.rclass[q]][self.r_node[q]] += 1
         self.cnt = {k: 0 for k in COUNTERS}
-        self.reasons = {name: 0 for name in REASONS}
+        dec = policy.decisions
+        self.allowed = {name: bool(dec.allowed[i]) for i, name in enumerate(dec.names)}
+        self.pid_skip = {name for i, name in enumerate(dec.names) if dec.pid_skip[i]}
+        self.reasons = {name: 0 for name in dec.names}
         self.syst = wl.zero_bytes_init / (costs.zero_GBps * 1e9)
         self.done = False
         self.elsp = math.nan
@@ -399,7 +399,7 @@ class Replica:
             unsuitable=unsuitable, shared_ro=shared_ro, inaccessible=inacc)
         if st is not None:
             st["select"] = sel
-            if not pol.rotate_before_access and due and ALLOWED[reason]:
+            if not pol.rotate_before_access and due and self.allowed[reason]:
                 st["idx"] = H.rotate(st["hist"], st["idx"], pol.rotation)
                 st["reset"] = st["reset"] + 4 * delay
         return reason, st
@@ -443,10 +443,10 @@ class Replica:
                 self.state[v] = st
             self.reasons[reason] += 1
             vstart, vend = int(wl.vma_start[v]), int(wl.vma_end[v])
-            if not ALLOWED[reason]:
+            if not self.allowed[reason]:
                 if reason == "seq_completed":
                     self.mm_offset[m] = vend
-                if reason in ("pid_inactive", "disjoint_wait"):
+                if reason in self.pid_skip:
                     pids_skipped = True
                     if (scanner, self.phase[scanner], v) in self.writes:
                         self.cnt["false_skips"] += 1

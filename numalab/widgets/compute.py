@@ -57,11 +57,12 @@ def _touch_prob(pattern: str, threads: int, p: int, passes: int) -> np.ndarray:
     return prob
 
 
-def decision_passes(profile: str = "6.12", *, history=None, threads: int = 4, passes: int = 12,
+def decision_passes(profile="6.12", *, history=None, threads: int = 4, passes: int = 12,
                     rotate_every: int = 4, pattern: str = "disjoint", seed: int = 0,
                     first_tid: int = 4100) -> xr.Dataset:
     """Replay ``passes`` scan passes of one small process through a policy's scan filter
-    (``Policy.parse(profile, history=history)``: history None / "profile" / N / "adaptive[:<rule>]").
+    (``Policy.parse(profile, history=history)``: a profile, any policy text -- a user rule's
+    too, ``"6.12+my_rule"`` -- or a Policy; history None / "profile" / N / "adaptive[:<rule>]").
 
     The process: ``threads`` threads (consecutive TIDs from ``first_tid``), a shared buffer
     VMA, one stack VMA per thread and a VMA only the main thread initialises (passes 0-1).
@@ -88,7 +89,8 @@ def decision_passes(profile: str = "6.12", *, history=None, threads: int = 4, pa
     history the decision saw, window 0 newest.
     """
     from ..history import empty, rotate, set_pid_bits
-    from ..policy import REASONS, Policy, decide, decision_matrix
+    from ..policy import Policy, decide, decision_matrix
+    from ..scanview import ScanView
 
     pattern = check_choice("pattern", pattern, PATTERNS)
     threads = check_int("threads", threads, lo=1, hi=64)
@@ -114,13 +116,14 @@ def decision_passes(profile: str = "6.12", *, history=None, threads: int = 4, pa
         due = p > 0 and p % rotate_every == 0
         if due and pol.rotate_before_access:
             rotate(pids, idx, rotation=pol.rotation)
-        state = dict(pids_active=pids, idx=idx, numa_scan_seq=p, start_scan_seq=np.zeros(nvma),
-                     prev_scan_seq=prev_scan_seq, scan_offset=0, vm_start=vm_start, vm_end=vm_end,
-                     next_scan=np.zeros(nvma), now=p * 1000, nr_threads=threads, vma_scan_select=select)
-        out_dec[p] = decision_matrix(pol, tids=tids, **state).values
-        out_bits[p] = _age_ordered_bits(pids, idx, pol)
         scanner = p % threads
-        allowed, _reason, select = decide(pol, scanner_tid=np.uint32(tids[scanner]), **state)
+        view = ScanView(pids_active=pids, idx=idx, scanner_tid=np.uint32(tids[scanner]), numa_scan_seq=p,
+                        start_scan_seq=np.zeros(nvma), prev_scan_seq=prev_scan_seq, scan_offset=0, vm_start=vm_start,
+                        vm_end=vm_end, next_scan=np.zeros(nvma), now=p * 1000, nr_threads=threads,
+                        vma_scan_select=select)
+        out_dec[p] = decision_matrix(pol, view, tids=tids).values
+        out_bits[p] = _age_ordered_bits(pids, idx, pol)
+        allowed, _reason, select = decide(pol, view)
         select = np.asarray(select if select is not None else np.zeros(nvma), dtype=np.int64)
         if due and not pol.rotate_before_access:
             rotate(pids, idx, np.asarray(allowed, bool), rotation=pol.rotation)
@@ -134,7 +137,9 @@ def decision_passes(profile: str = "6.12", *, history=None, threads: int = 4, pa
         {
             "decision": (("pass", "task", "vma"), out_dec, {
                 "long_name": "scan decision of task_numa_work for (scanning task, VMA)", "units": "1",
-                "kernel_name": "sched_skip_vma_numa.reason", "reasons": list(REASONS), "policy": pol.name}),
+                "kernel_name": "sched_skip_vma_numa.reason", "reasons": list(pol.reasons), "policy": pol.name,
+                "allowed_codes": [i for i, ok in enumerate(pol.decisions.allowed) if ok],
+                "refusal_codes": _refusal_codes(pol)}),
             "scanner": ("pass", out_scanner, {"long_name": "tid of the thread that ran task_numa_work", "units": "1"}),
             "scanned": (("pass", "vma"), out_scanned, {"long_name": "VMA scanned (made PROT_NONE) this pass", "units": "1"}),
             "touched": (("pass", "task", "vma"), out_touched, {"long_name": "thread accessed the VMA this pass (ground truth)", "units": "1"}),
@@ -148,6 +153,14 @@ def decision_passes(profile: str = "6.12", *, history=None, threads: int = 4, pa
                "rotate_every": rotate_every},
     )
     return ds
+
+
+def _refusal_codes(pol) -> list[int]:
+    """Codes of the PID filter's refusals a false skip counts: ``pid_inactive`` and the skip
+    rules of ``vma_is_accessed()`` (a user rule's refusals)."""
+    dec = pol.decisions
+    return [i for i, name in enumerate(dec.names)
+            if name == "pid_inactive" or (dec.pid_skip[i] and name in {r.reason for r in pol.user_rules})]
 
 
 def _age_ordered_bits(pids, idx, pol) -> np.ndarray:
@@ -164,9 +177,10 @@ def _age_ordered_bits(pids, idx, pol) -> np.ndarray:
 
 def decision_summary(ds: xr.Dataset, p: int) -> dict:
     """Numbers of pass ``p``: the scanner, how many VMAs it scanned / skipped, and the false
-    skips in passes 0..p: VMAs the scanner skipped as ``pid_inactive`` although it accessed
-    them in that pass (issue 9's definition, with the pass as the span) -- the access could
-    not fault, so its bit stays absent and the skip repeats."""
+    skips in passes 0..p: VMAs the scanner skipped as ``pid_inactive`` (or refused by a skip
+    rule of the policy's own) although it accessed them in that pass (issue 9's definition,
+    with the pass as the span) -- the access could not fault, so its bit stays absent and the
+    skip repeats."""
     from ..policy import CODE
 
     p = check_int("pass", p, lo=0, hi=ds.sizes["pass"] - 1)
@@ -175,7 +189,8 @@ def decision_summary(ds: xr.Dataset, p: int) -> dict:
     codes = ds["decision"].values[: p + 1, :, :]
     rows = np.arange(p + 1)
     who = np.array([int(np.nonzero(ds["tid"].values == int(s))[0][0]) for s in ds["scanner"].values[: p + 1]])
-    inactive = codes[rows, who] == CODE["pid_inactive"]  # (pass, vma) as the scanner decided
+    refusals = ds["decision"].attrs.get("refusal_codes", [int(CODE["pid_inactive"])])
+    inactive = np.isin(codes[rows, who], refusals)  # (pass, vma) as the scanner decided
     false_skips = int((inactive & ds["touched"].values[rows, who]).sum())
     return {
         "pass (numa_scan_seq)": p,

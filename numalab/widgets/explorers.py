@@ -460,8 +460,12 @@ class DecisionMatrixExplorer(Explorer):
     Controls: profile, history N, threads, access pattern, ``rotation`` (passes between window
     rotations), ``scan pass`` and seed.
 
-    The replay (:func:`decision_passes`) is computed once per (profile, N, threads, pattern,
-    rotation period, seed); moving the ``pass`` slider only redraws."""
+    ``profile`` may be any policy -- a text or a :class:`numalab.policy.Policy`, e.g. one with a
+    rule of your own (``Policy(history=4, rules=[..., my_rule])``); it and the ``policies``
+    given join the profile menu under their names; ``scan_pass`` is the pass shown first. The
+    replay (:func:`decision_passes`) is
+    computed once per (profile, N, threads, pattern, rotation period, seed); moving the
+    ``pass`` slider only redraws."""
 
     title = "Scan filter, pass by pass"
     tooltips = {
@@ -477,21 +481,26 @@ class DecisionMatrixExplorer(Explorer):
         "seed": "numpy Generator seed of the threads' accesses",
     }
 
-    def __init__(self, profile: str = "6.12", history="profile", threads: int = 4, passes: int = 12,
-                 pattern: str = "disjoint", rotate_every: int = 4, seed: int = 0, *, live=None):
+    def __init__(self, profile="6.12", history="profile", threads: int = 4, passes: int = 12,
+                 pattern: str = "disjoint", rotate_every: int = 4, seed: int = 0, *, scan_pass: int = 0,
+                 policies=(), live=None):
         import ipywidgets as w
 
         from ..policy import Policy
 
         self.passes = check_int("passes", passes, lo=1, hi=200)
+        own = [Policy.parse(p) for p in (profile, *policies) if not (isinstance(p, str) and p in Policy.profiles())]
+        self._policies = {p.name: p for p in own}  # menu name -> the policy (user rules and all)
+        value = profile if isinstance(profile, str) and profile in Policy.profiles() else Policy.parse(profile).name
         super().__init__({
-            "profile": w.Dropdown(options=Policy.profiles(), value=profile, description="profile"),
+            "profile": w.Dropdown(options=[*self._policies, *Policy.profiles()], value=value, description="profile"),
             "history": w.Dropdown(options=["profile", 1, 2, 3, 4, 6, 8], value=history, description="history N"),
             "threads": w.IntSlider(value=threads, min=1, max=16, description="threads", continuous_update=False),
             "pattern": w.Dropdown(options=list(PATTERNS), value=pattern, description="access"),
             "rotate_every": w.IntSlider(value=rotate_every, min=1, max=8, description="rotation",
                                         continuous_update=False),
-            "pass": w.IntSlider(value=0, min=0, max=self.passes - 1, description="scan pass", continuous_update=True),
+            "pass": w.IntSlider(value=check_int("scan_pass", scan_pass, lo=0, hi=self.passes - 1), min=0,
+                                max=self.passes - 1, description="scan pass", continuous_update=True),
             "seed": w.BoundedIntText(value=seed, min=0, max=2**31 - 1, description="seed"),
         }, live=live)
 
@@ -499,7 +508,8 @@ class DecisionMatrixExplorer(Explorer):
         key = (params["profile"], params["history"], params["threads"], params["pattern"],
                params["rotate_every"], params["seed"])
         return self.cached(key, lambda: decision_passes(
-            params["profile"], history=params["history"], threads=params["threads"], passes=self.passes,
+            self._policies.get(params["profile"], params["profile"]), history=params["history"],
+            threads=params["threads"], passes=self.passes,
             rotate_every=params["rotate_every"], pattern=params["pattern"], seed=params["seed"]))
 
     def render(self, ds, params):
