@@ -214,7 +214,7 @@ def migrate_balanced(b, f, want_mig):
         cum_incl = np.empty_like(csum)
         cum_incl[order] = before + pg
         used = b.regions.node_pages[fr, cn]
-        fits = used + cum_incl <= b.lay.node_cap
+        fits = used + cum_incl <= b.lay.node_cap.take(cn)
         migrate = want_mig & fits
         failed = want_mig & ~fits
     return migrate, failed

@@ -44,8 +44,10 @@ class Layout:
         # one (partial) region per VMA, and the forced retry's VMA
         self.K = int(sum(self.scan_size_pages // REGION_PAGES + 2 + len(v) for v in self.mm_vmas))
         self._threads(wl)
-        # what a node's memory can take (migrate_balanced_pgdat), base pages
-        self.node_cap = int(topo.mem_per_node_GiB * (1 << 30) // 4096)
+        # per node: what its memory can take (migrate_balanced_pgdat), base pages, and how many
+        # threads it can run (its CPUs; 0 on a memory-only node)
+        self.node_cap = (topo.per_node("mem_per_node_GiB") * (1 << 30) // 4096).astype(np.int64)
+        self.node_cpus = topo.node_cpus
 
     def _regions(self, wl, opts):
         self.region_vma = wl.region_vma
