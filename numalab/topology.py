@@ -405,6 +405,8 @@ class Topology:
         if bad:
             raise NumalabValueError(f"override {bad[0]}= is not a topology field; allowed: {', '.join(FIELDS)}")
         kwargs = {k: getattr(base, k) for k in FIELDS}
+        if "distance" not in overrides and base.distance == _check_distance(None, base.nodes):
+            kwargs["distance"] = None      # the default SLIT: the default of any node count
         kwargs.update(overrides)
         sources = dict(base.sources or {})
         for k in overrides:

@@ -95,6 +95,10 @@ def test_preset_overrides_take_per_node_values():
     assert t.provenance()["link_bw_GBps"] == Topology.preset("2s-128").provenance()["link_bw_GBps"]
     with pytest.raises(NumalabValueError, match="override memory_GiB= is not a topology field"):
         Topology.preset("2s-128", memory_GiB=4)
+    # another node count keeps the default SLIT of a preset that has it, and refuses an explicit one
+    assert Topology.preset("2s-128", nodes=8).distance_matrix.shape == (8, 8)
+    with pytest.raises(NumalabValueError, match=r"distance has shape \(4, 4\); allowed: \(2, 2\)"):
+        Topology.preset("4s-144", nodes=2)
 
 
 # ------------------------------------------------------------------ presets are files with sources
