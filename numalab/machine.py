@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .errors import NumalabValueError
 
-__all__ = ["read_host", "parse_cpulist", "node_cpus"]
+__all__ = ["read_host", "parse_cpulist", "node_cpus", "probe_bandwidth"]
 
 NODE_DIR = ("sys", "devices", "system", "node")
 CPU_DIR = ("sys", "devices", "system", "cpu")
@@ -313,3 +313,233 @@ def _p(kind: str, source: str) -> dict:
 def _raise_no_nodes(root, warnings):
     raise NumalabValueError(f"root={str(root)!r}: no NUMA node under sys/devices/system/node (a kernel without "
                             f"CONFIG_NUMA, or not a Linux sysfs tree)" + (f"; {'; '.join(warnings)}" if warnings else ""))
+
+
+# --------------------------------------------------------------------------------- numalab probe
+#: bytes a pinned reader or filler streams per numpy call are whole buffers: one call releases the
+#: GIL for the whole stream (ndarray.fill and an int64 add.reduce), so threads run in parallel
+PROBE_DEFAULT_MB = 1024         # per node: the buffers of all its CPUs together
+PROBE_SINGLE_MB = 512           # one thread's buffer
+PROBE_REPEATS = 5
+_MIN_THREAD_MB = 16
+
+
+def _now() -> float:
+    import time
+
+    return time.perf_counter()
+
+
+class _Pinned:
+    """A thread pinned to one CPU (``os.sched_setaffinity(0, ...)`` pins the calling thread on
+    Linux) that runs the calls it is given, one at a time, and hands back their results."""
+
+    def __init__(self, cpu: int):
+        import queue
+        import threading
+
+        self.cpu = cpu
+        self._todo, self._done = queue.Queue(), queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name=f"numalab-probe-cpu{cpu}", daemon=True)
+        self._thread.start()
+
+    def _loop(self):
+        import os
+
+        try:
+            os.sched_setaffinity(0, {self.cpu})
+        except OSError as exc:
+            self._done.put((False, exc))
+            return
+        while True:
+            fn = self._todo.get()
+            if fn is None:
+                return
+            try:
+                self._done.put((True, fn()))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                self._done.put((False, exc))
+
+    def submit(self, fn):
+        self._todo.put(fn)
+
+    def result(self):
+        ok, value = self._done.get()
+        if not ok:
+            raise value
+        return value
+
+    def stop(self):
+        self._todo.put(None)
+
+
+def _fill(buf):
+    buf.fill(1)
+
+
+def _read(buf):
+    import numpy as np
+
+    np.add.reduce(buf.view(np.int64))
+
+
+def _alloc(nbytes: int, node: int | None = None):
+    """A buffer first-touched by the calling (pinned) thread: on its node, or on ``node`` under a
+    thread-local MPOL_BIND (for a node without CPUs)."""
+    import numpy as np
+
+    if node is not None:
+        _set_mempolicy_bind(node)
+    try:
+        buf = np.empty(nbytes, dtype=np.uint8)
+        buf.fill(0)
+    finally:
+        if node is not None:
+            _set_mempolicy_bind(None)
+    return buf
+
+
+#: set_mempolicy's system call number per machine (asm/unistd_64.h; the generic table for arm64)
+_SYS_SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237, "ppc64le": 261, "s390x": 270}
+
+
+def _set_mempolicy_bind(node: int | None) -> None:
+    """The calling thread's policy: MPOL_BIND to ``node``, or MPOL_DEFAULT for None (through
+    ctypes: no compiler, no libnuma)."""
+    import ctypes
+    import os
+
+    nr = _SYS_SET_MEMPOLICY.get(os.uname().machine)
+    if nr is None:
+        raise OSError(f"set_mempolicy: unknown system call number on {os.uname().machine}")
+    libc = ctypes.CDLL(None, use_errno=True)
+    if node is None:
+        res = libc.syscall(nr, 0, None, ctypes.c_ulong(0))
+    else:
+        words = node // 64 + 1
+        mask = (ctypes.c_ulong * words)()
+        mask[node // 64] = 1 << (node % 64)
+        res = libc.syscall(nr, 2, mask, ctypes.c_ulong(words * 64 + 1))   # MPOL_BIND
+    if res != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"set_mempolicy: {os.strerror(err)}")
+
+
+def _timed(workers, bufs, op, repeats: int):
+    """``op`` on every (worker, buffer) pair at once, ``repeats`` times: aggregate GB/s of each
+    repeat (the bytes of all buffers over the time from the common start to the last finish)."""
+    import threading
+
+    total = sum(b.nbytes for b in bufs)
+    rates = []
+    for _ in range(repeats):
+        start = threading.Barrier(len(workers) + 1)
+
+        def job(buf, start=start):
+            start.wait()
+            t0 = _now()
+            op(buf)
+            return t0, _now()
+
+        for w, b in zip(workers, bufs):
+            w.submit(lambda b=b: job(b))
+        start.wait()
+        times = [w.result() for w in workers]
+        rates.append(total / (max(t1 for _, t1 in times) - min(t0 for t0, _ in times)) / 1e9)
+    return rates
+
+
+def probe_bandwidth(node_cpus: dict, *, mem_free_GiB: dict | None = None, total_mb: int = PROBE_DEFAULT_MB,
+                    single_mb: int = PROBE_SINGLE_MB, repeats: int = PROBE_REPEATS, progress=None) -> dict:
+    """Measure each node's memory bandwidth with numpy threads pinned to its CPUs (what ``numalab
+    probe`` runs): per node with CPUs, the fill (``ndarray.fill``, memset-like) and read (an
+    int64 ``add.reduce``) bandwidth of all its CPUs at once on buffers each thread first-touched,
+    and of one thread; per pair of nodes, the read bandwidth of all CPUs of one node (and of one
+    of its threads) on memory first-touched on the other (a node without CPUs: placed by a
+    thread-local MPOL_BIND). Every figure is the best of ``repeats`` (GB/s = 1e9 B/s) with the
+    range of the repeats. ``node_cpus``: node id -> its CPU ids; ``progress(step_text)`` is
+    called once per measurement. Returns the ``"probe"`` section of the topology file."""
+    nodes = sorted(node_cpus)
+    cpu_nodes = [n for n in nodes if node_cpus[n]]
+    out = {"repeats": repeats, "nodes": {}, "remote": [], "warnings": []}
+    workers = {c: _Pinned(c) for n in cpu_nodes for c in node_cpus[n]}
+    step = progress or (lambda text: None)
+    t_start = _now()
+    try:
+        for n in nodes:
+            _probe_node(n, nodes, node_cpus, workers, out, mem_free_GiB, total_mb, single_mb, repeats, step)
+    finally:
+        for w in workers.values():
+            w.stop()
+    out["seconds"] = round(_now() - t_start, 2)
+    return out
+
+
+def _budget_bytes(n, mem_free_GiB, mb) -> int:
+    free = (mem_free_GiB or {}).get(n)
+    cap = mb << 20
+    if free is not None:
+        cap = min(cap, int(free * (1 << 30) / 4))     # never more than a quarter of the free memory
+    return max(cap, _MIN_THREAD_MB << 20)
+
+
+def _probe_node(n, nodes, node_cpus, workers, out, mem_free_GiB, total_mb, single_mb, repeats, step):
+    """The local measurements of node ``n`` (if it has CPUs) and the reads of its memory from the
+    other nodes' CPUs."""
+    cpu_nodes = [m for m in nodes if node_cpus[m]]
+    mine = [workers[c] for c in node_cpus[n]]
+    budget = _budget_bytes(n, mem_free_GiB, total_mb)
+    # who places the buffers: the node's own CPUs, or (no CPUs) the nearest-numbered CPU node's
+    # first CPU under MPOL_BIND to n
+    placers = mine or [workers[node_cpus[cpu_nodes[0]][0]]]
+    count = len(mine) or len(node_cpus[cpu_nodes[0]])          # one buffer per placing (or reading) CPU
+    per = max(_MIN_THREAD_MB << 20, budget // count) // 4096 * 4096
+    single = min(single_mb << 20, budget) // 4096 * 4096
+    step(f"node {n}: placing {count} x {per >> 20} MiB + {single >> 20} MiB")
+    bind = None if mine else n
+    try:
+        bufs = []
+        for i in range(count):
+            w = placers[i % len(placers)]
+            w.submit(lambda: _alloc(per, bind))
+            bufs.append(w.result())
+        placers[0].submit(lambda: _alloc(single, bind))
+        one = placers[0].result()
+    except OSError as exc:
+        out["warnings"].append(f"node {n}: its memory cannot be placed ({exc}); not measured")
+        return
+    rec = {"cpus": list(node_cpus[n]), "buffer_MiB_per_thread": per >> 20, "single_MiB": single >> 20}
+    if mine:
+        for key, ws, bs, op in (("fill", mine, bufs, _fill), ("read", mine, bufs, _read),
+                                ("thread_fill", mine[:1], [one], _fill), ("thread_read", mine[:1], [one], _read)):
+            step(f"node {n}: {key.replace('_', ' ')}")
+            rates = _timed(ws, bs, op, repeats)
+            rec[f"{key}_GBps"], rec[f"{key}_band"] = round(max(rates), 2), [round(min(rates), 2), round(max(rates), 2)]
+    out["nodes"][str(n)] = rec
+    for m in cpu_nodes:
+        if m == n:
+            continue
+        theirs = [workers[c] for c in node_cpus[m]]
+        step(f"node {m} CPUs reading node {n} memory")
+        rates = _timed(theirs, [bufs[i % len(bufs)] for i in range(len(theirs))], _read, repeats)
+        one_rates = _timed(theirs[:1], [one], _read, repeats)
+        out["remote"].append({"cpu_node": m, "mem_node": n, "read_GBps": round(max(rates), 2),
+                              "read_band": [round(min(rates), 2), round(max(rates), 2)],
+                              "thread_read_GBps": round(max(one_rates), 2),
+                              "thread_read_band": [round(min(one_rates), 2), round(max(one_rates), 2)]})
+
+
+
+
+def mem_free_gib(root, node_ids) -> dict:
+    """Node id -> its MemFree in GiB (None where meminfo has none): the probe's buffers stay
+    within a quarter of it."""
+    out = {}
+    for n in node_ids:
+        try:
+            text = Path(root).joinpath(*NODE_DIR, f"node{n}", "meminfo").read_text()
+        except OSError:
+            text = ""
+        m = re.search(r"MemFree:\s+(\d+)\s*kB", text)
+        out[n] = int(m.group(1)) / (1 << 20) if m else None
+    return out
