@@ -6,10 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from numalab.costs import Costs
-from numalab.engine import LB_MIGRATE_HZ, EngineOptions, make_batch
-from numalab.policy import REASONS, Policy
-from numalab.reference import engine as ref_engine
+from test_engine_reference import run_both_and_compare
+
+from numalab.engine import LB_MIGRATE_HZ
+from numalab.policy import Policy
 from numalab.topology import Topology
 from numalab.workloads import from_access_matrix
 
@@ -68,18 +68,8 @@ def cases(draw):
 @settings(max_examples=150, deadline=None)
 @given(cases())
 def test_engine_matches_reference_on_per_node_machines(case):
-    wl, policy, seed, opts = case
-    o = EngineOptions.coerce(opts)
-    batch = make_batch(wl, policy, [seed], **opts).run()
-    ref = ref_engine.Replica(wl, policy, seed, o.to_dict(), Costs()).run()
-    for k, v in ref.cnt.items():
-        assert int(batch.cnt[k][0]) == v, k
-    for i, r in enumerate(REASONS):
-        assert int(batch.counters.reasons[0, i]) == ref.reasons[r], r
-    assert batch.syst[0] == ref.syst and batch.elsp[0] == ref.elsp
-    assert batch.regions.node[0].tolist() == ref.r_node
-    assert batch.tasks.node[0].tolist() == ref.node
-    assert batch.numa.numa_preferred_nid[0].tolist() == ref.preferred
+    wl = case[0]
+    batch = run_both_and_compare(*case)
     # a memory-only node runs no thread and is no task's preferred node
     cpuless = np.flatnonzero(~wl.topology.has_cpu)
     assert not np.isin(batch.tasks.node[0], cpuless).any()
