@@ -26,8 +26,8 @@ import numpy as np
 from .. import history as hist
 from ..adaptive import hooks_for
 from ..errors import NumalabValueError, check_int
-from ..workloads import INIT_B, INIT_MAIN, INIT_OWNER, PH_DONE, PH_INIT, PH_LOOP, PH_WAIT
-from . import balance, faults, observe, placement, progress, scan
+from ..workloads import PH_DONE, PH_INIT, PH_LOOP, PH_WAIT
+from . import balance, faults, memory, observe, placement, progress, scan
 from .layout import Layout
 from .state import (PID_UNSET, Counters, Draws, MmNuma, NumaGroups, Observations, Outcome, Protected,
                     Rates, Regions, StepContext, TaskNuma, Tasks, VmaNumab)
@@ -126,31 +126,16 @@ class Batch:
                              adapt=self.rule.init_state(R, M, V))
 
     def _init_memory(self, init_node):
-        """First touch: each region starts on node B, or where the main thread's or its owner's
-        first touch lands (their node's nearest memory, :attr:`~numalab.topology.Topology.local_memory_node`)."""
-        wl, lay, R, NR, N, C = self.wl, self.lay, self.R, self.lay.NR, self.lay.N, self.lay.C
-        node = self.tasks.node
-        present = lay.region_present
-        init = np.broadcast_to(wl.region_init, (R, NR)).copy()
-        mem_of = self.topo.local_memory_node
-        init = np.where(init == INIT_B, mem_of.take(init_node)[:, None], init)
-        main_node = node[:, lay.mains[0]] if lay.mains.size else np.zeros(R, dtype=np.int64)
-        init = np.where(init == INIT_MAIN, mem_of.take(main_node)[:, None], init)
-        # owner: the first thread writing the region's class, else the mm's main thread
-        init = np.where(init == INIT_OWNER, mem_of.take(node[:, lay.region_owner]), init)
-        r_node = init.astype(np.int64)
-        # regions per (class, node) -- the node split of each access class
-        cls_node = np.zeros((R, C, N), dtype=np.int64)
-        for n in range(N):
-            cls_node[:, :, n] = np.stack([np.bincount(wl.region_class, weights=(init[i] == n), minlength=C)
-                                          for i in range(R)]).astype(np.int64)
+        """First touch: each region starts where :func:`.memory.first_touch` puts it (node B, a
+        binding, or where the main thread's or its owner's first touch lands); the counts per
+        class and node follow (:func:`.memory.counts`)."""
+        R, NR = self.R, self.lay.NR
+        r_node = memory.first_touch(self, init_node)
         z = lambda dtype=float: np.zeros((R, NR), dtype=dtype)   # noqa: E731
         self.regions = Regions(
             node=r_node, prot_none=z(bool), thresh=z(), hazard=z(), selector=z(),
             last_pid8=np.full((R, NR), PID_UNSET, dtype=np.int64), last_set=z(bool), last_node=z(np.int64),
-            last_task=np.full((R, NR), -1, dtype=np.int64), cls_node=cls_node,
-            node_pages=np.stack([((r_node == n) * present[None, :]).sum(axis=1) for n in range(N)], axis=1),
-            total_pages=(present[None, :] * np.ones((R, 1), dtype=np.int64)).sum(axis=1))
+            last_task=np.full((R, NR), -1, dtype=np.int64), **memory.counts(self.lay, r_node))
         self.prot = Protected.empty()
 
     def _init_rest(self):

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..reasons import REASONS
 from ..workloads import INACCESSIBLE, PH_INIT, PH_LOOP, REGION_PAGES, SHARED_RO, UNSUITABLE
+from .memory import capacity_pages
 
 __all__ = ["Layout"]
 
@@ -46,7 +47,7 @@ class Layout:
         self._threads(wl)
         # per node: what its memory can take (migrate_balanced_pgdat), base pages, and how many
         # threads it can run (its CPUs; 0 on a memory-only node)
-        self.node_cap = (topo.per_node("mem_per_node_GiB") * (1 << 30) // 4096).astype(np.int64)
+        self.node_cap = capacity_pages(topo)
         self.node_cpus = topo.node_cpus
 
     def _regions(self, wl, opts):
