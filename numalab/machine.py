@@ -459,9 +459,20 @@ def probe_bandwidth(node_cpus: dict, *, mem_free_GiB: dict | None = None, total_
     thread-local MPOL_BIND). Every figure is the best of ``repeats`` (GB/s = 1e9 B/s) with the
     range of the repeats. ``node_cpus``: node id -> its CPU ids; ``progress(step_text)`` is
     called once per measurement. Returns the ``"probe"`` section of the topology file."""
+    import os
+
+    out = {"repeats": repeats, "nodes": {}, "remote": [], "warnings": []}
+    # a cpuset (a container, taskset) may withhold online CPUs: pin only to the allowed ones
+    allowed = os.sched_getaffinity(0)
+    held = sorted(c for cs in node_cpus.values() for c in cs if c not in allowed)
+    if held:
+        out["warnings"].append(f"{_cpus_text(held)} not allowed to this process (its CPU affinity or "
+                               "cpuset); measured without them")
+    node_cpus = {n: [c for c in cs if c in allowed] for n, cs in node_cpus.items()}
     nodes = sorted(node_cpus)
     cpu_nodes = [n for n in nodes if node_cpus[n]]
-    out = {"repeats": repeats, "nodes": {}, "remote": [], "warnings": []}
+    if not cpu_nodes:
+        raise NumalabValueError("no CPU of any node is allowed to this process; nothing can be measured")
     workers = {c: _Pinned(c) for n in cpu_nodes for c in node_cpus[n]}
     step = progress or (lambda text: None)
     t_start = _now()
@@ -489,25 +500,29 @@ def _probe_node(n, nodes, node_cpus, workers, out, mem_free_GiB, total_mb, singl
     cpu_nodes = [m for m in nodes if node_cpus[m]]
     mine = [workers[c] for c in node_cpus[n]]
     budget = _budget_bytes(n, mem_free_GiB, total_mb)
-    # who places the buffers: the node's own CPUs, or (no CPUs) the nearest-numbered CPU node's
-    # first CPU under MPOL_BIND to n
+    # who places the buffers: the node's own CPUs, or (no CPUs) the first CPU of the first node
+    # with CPUs under MPOL_BIND to n (where it runs does not matter to a bound allocation)
     placers = mine or [workers[node_cpus[cpu_nodes[0]][0]]]
     count = len(mine) or len(node_cpus[cpu_nodes[0]])          # one buffer per placing (or reading) CPU
     per = max(_MIN_THREAD_MB << 20, budget // count) // 4096 * 4096
     single = min(single_mb << 20, budget) // 4096 * 4096
     step(f"node {n}: placing {count} x {per >> 20} MiB + {single >> 20} MiB")
     bind = None if mine else n
-    try:
-        bufs = []
-        for i in range(count):
-            w = placers[i % len(placers)]
-            w.submit(lambda: _alloc(per, bind))
-            bufs.append(w.result())
-        placers[0].submit(lambda: _alloc(single, bind))
-        one = placers[0].result()
-    except OSError as exc:
-        out["warnings"].append(f"node {n}: its memory cannot be placed ({exc}); not measured")
+    # every placer first-touches its buffers at once; each thread's results in submission order
+    order = [placers[i % len(placers)] for i in range(count)] + [placers[0]]
+    for w, size in zip(order, [per] * count + [single]):
+        w.submit(lambda size=size: _alloc(size, bind))
+    results = []
+    for w in order:                       # all collected, so no result is left for a later call
+        try:
+            results.append(w.result())
+        except OSError as exc:
+            results.append(exc)
+    failed = [r for r in results if isinstance(r, OSError)]
+    if failed:
+        out["warnings"].append(f"node {n}: its memory cannot be placed ({failed[0]}); not measured")
         return
+    bufs, one = results[:-1], results[-1]
     rec = {"cpus": list(node_cpus[n]), "buffer_MiB_per_thread": per >> 20, "single_MiB": single >> 20}
     if mine:
         for key, ws, bs, op in (("fill", mine, bufs, _fill), ("read", mine, bufs, _read),

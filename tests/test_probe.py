@@ -113,3 +113,17 @@ def test_probe_refuses_bad_arguments_before_measuring(tmp_path, capsys):
     assert main(["probe", "--out", str(tmp_path / "t.json"), "--repeats", "0"]) == 2
     assert "--repeats=0 is out of range" in capsys.readouterr().err
     assert main(["probe", "--out", str(tmp_path / "no" / "such" / "dir" / "x.json")]) == 2
+
+
+@needs_host
+def test_probe_bandwidth_says_what_it_could_not_measure():
+    """A CPU-less node whose memory cannot be bound (here: a node that does not exist, so
+    set_mempolicy refuses it) and a CPU the process may not use are warnings; node 0 is measured."""
+    from numalab.machine import probe_bandwidth
+
+    steps = []
+    res = probe_bandwidth({0: [0, 99999], 7: []}, total_mb=16, single_mb=16, repeats=1, progress=steps.append)
+    assert list(res["nodes"]) == ["0"] and res["nodes"]["0"]["cpus"] == [0] and res["remote"] == []
+    assert any("CPU 99999 is not allowed" in w for w in res["warnings"])
+    assert any(w.startswith("node 7: its memory cannot be placed") for w in res["warnings"])
+    assert steps[0].startswith("node 0: placing") and "node 7: placing 1 x" in " ".join(steps)
