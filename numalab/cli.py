@@ -19,7 +19,7 @@ from importlib import import_module
 from ._version import __version__
 
 # the order is the order of ``numalab --help``
-COMMANDS = ["simulate", "trace", "sweep", "futex", "report", "reproduce", "demo", "explore"]
+COMMANDS = ["simulate", "trace", "sweep", "futex", "report", "reproduce", "probe", "demo", "explore"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -61,6 +61,7 @@ OUTPUTS = [
     ("futex", "sweep", "out", "file", False),
     ("futex", "sweep", "plot", "file", False),
     ("reproduce", None, "out", "dir", True),
+    ("probe", None, "out", "file", False),
 ]
 
 #: exit status of a user error (a bad argument or value), as argparse uses
@@ -110,7 +111,7 @@ def preflight(args) -> None:
     else:
         check_seed("--seed", args.seed)
         seeds, n_pol = 1, 1
-    wl = workload(args.workload, Topology.preset(args.topology))
+    wl = workload(args.workload, Topology.coerce(args.topology))
     check_simulate(wl, n_pol, seeds, dt=dt, max_time=max_time,
                    time_resolution=DEFAULTS.get("time_resolution", 1.0))
 

@@ -145,16 +145,16 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
     """
     R, T, N = frac.shape
     lat = topo.latency_ns                                   # (N, N) cpu node -> mem node
-    rel = topo.local_latency_ns / lat                       # bandwidth ∝ 1/latency
+    rel = np.diag(lat)[:, None] / lat                       # bandwidth ∝ 1/latency (vs the CPU's own node)
     # (takes along the first axis: fancy indexing with an (R, T) index costs ~10x more)
     on = np.eye(N, dtype=bool).take(node_of_thread, axis=0)  # (R, T, N): thread t runs on node n
     at_node = np.arange(R)[:, None] * N + node_of_thread    # flat (r, node of t) of an (R, N) array
     # SMT: on a node with k running threads and c cores, 2*(k-c) of them share a core
     k = np.bincount(at_node[running], minlength=R * N).reshape(R, N).astype(float)   # running threads per node
-    c = topo.cores_per_node
-    sharing = np.clip(2.0 * (k - c), 0.0, k) if topo.smt > 1 else np.zeros_like(k)
+    c = topo.node_cores                                     # (N,) per node
+    sharing = np.where(topo.per_node("smt") > 1, np.clip(2.0 * (k - c), 0.0, k), 0.0)
     smt = np.where(k > 0, (k - sharing + sharing * costs.smt_share) / np.maximum(k, 1), 1.0)
-    tbw = topo.thread_bw_GBps * 1e9 * smt.take(at_node)     # (R, T)
+    tbw = (topo.per_node("thread_bw_GBps") * 1e9).take(node_of_thread) * smt.take(at_node)   # (R, T)
     relt = rel.take(node_of_thread, axis=0)                  # (R, T, N)
     if shared_init is not None:
         init = shared_init & running
@@ -175,10 +175,10 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
         u += tpb[:, :, n]
     s = np.where(running, 1.0 / np.maximum(u, 1e-30), 0.0)
     # node controller saturation
-    cap = topo.node_bw_GBps * 1e9 * costs.write_efficiency
+    cap = topo.per_node("node_bw_GBps") * 1e9 * costs.write_efficiency                   # (N,) by mem node
     sigma = np.maximum(1.0, (s[:, None, :] * frac_t).sum(axis=2) / cap)                  # (R, N) by mem node
     # interconnect saturation per (cpu node a -> mem node n), a != n
-    link = topo.link_bw_GBps * 1e9 * costs.link_write_efficiency
+    link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency            # (N,) into mem node n
     s_on = np.ascontiguousarray(np.where(on, s[:, :, None], 0.0).transpose(0, 2, 1))    # (R, a, T)
     remote_load = (s_on[:, :, None, :] * frac_t[:, None, :, :]).sum(axis=3)             # (R, a, n)
     remote_load[:, np.arange(N), np.arange(N)] = 0.0                                     # local: no link
@@ -213,8 +213,8 @@ def _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
     added: the controller and link capacities are the closed form's."""
     R, T, N = frac.shape
     a = 1.0 / (tbw[:, :, None] * relt)                        # (R, T, N) s/byte unconstrained
-    cap = topo.node_bw_GBps * 1e9 * costs.write_efficiency
-    link = topo.link_bw_GBps * 1e9 * costs.link_write_efficiency
+    cap = topo.per_node("node_bw_GBps") * 1e9 * costs.write_efficiency
+    link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency
     remote = node_of_thread[:, :, None] != np.arange(N)[None, None, :]
     rr = np.arange(R)[:, None]
     cs = np.ones((R, T))                                      # share of bytes reaching DRAM

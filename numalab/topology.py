@@ -1,9 +1,24 @@
-"""Machine topologies: nodes, CPUs, SLIT distances, latencies and bandwidths.
+"""Machine topologies: nodes, their CPUs and memory, SLIT distances, latencies and bandwidths.
 
 A :class:`Topology` is plain data that the NUMA-balancing engine (through :mod:`numalab.costs`)
-and the futex model read. Presets mirror machines whose published results numalab is judged
-against; each preset's figures and their sources are listed in :data:`PRESET_SOURCES` and in
-``Topology.preset.__doc__``.
+and the futex model read. Every field but ``nodes``, ``distance`` and the two cache-line
+latencies holds one value per node: a tuple of ``nodes`` values, or one scalar meaning the same
+on every node (``Topology(nodes=2, cpus_per_node=64)``; a tuple of equal values is stored as that
+scalar, so both spellings are the same machine). Code that models the machine reads the per-node
+form (:meth:`Topology.per_node`, :attr:`Topology.node_cpus`, ...), never the scalar.
+
+A node may have no CPUs (``cpus_per_node`` 0: a memory-only node such as CXL memory, HBM or
+PMEM, ``has_cpu`` false in sysfs): it holds pages but runs no thread and is never a task's
+preferred node (the kernel's ``task_numa_placement`` moves a CPU-less choice to the nearest node
+with CPUs, :attr:`Topology.nearest_cpu_node`). A node may have no memory (``mem_per_node_GiB``
+0): its threads' first touches land on the nearest node with memory
+(:attr:`Topology.local_memory_node`, the kernel's ``numa_mem_id``), and a migration to it fails
+as to a full node.
+
+Presets are files under ``data/topologies/`` (one JSON file per machine, :data:`FORMAT`), every
+field with its :class:`~numalab.provenance.Provenance`; :meth:`Topology.load` reads such a file
+(``numalab probe`` writes one for the machine it runs on, :meth:`Topology.from_host` describes
+the machine from ``/sys``), :meth:`Topology.save` writes one.
 
 Units are in the field names: ``_ns`` nanoseconds, ``_GBps`` gigabytes (1e9 B) per second,
 ``_GiB`` gibibytes.
@@ -11,306 +26,638 @@ Units are in the field names: ``_ns`` nanoseconds, ``_GBps`` gigabytes (1e9 B) p
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import hashlib
+import json
+import os
+import textwrap
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
-from .errors import NumalabValueError, check_choice, check_int, check_number
+from .errors import NumalabValueError, check_choice, check_in_file, check_int, check_number
+from .provenance import Provenance
+from .resources import shipped_dir
 
-__all__ = ["Topology", "PRESET_SOURCES", "PRESET_ALIASES"]
+__all__ = ["Topology", "PRESET_SOURCES", "PRESET_ALIASES", "PER_NODE", "FIELDS", "FORMAT", "check_topology", "dumps"]
 
 
 #: most logical CPUs a topology may have (the kernel's largest CONFIG_NR_CPUS)
 MAX_CPUS = 8192
+
+#: the fields that hold one value per node, with their kind and bounds: (integer?, lo, lo open?)
+PER_NODE = {
+    "cpus_per_node": (True, 0, False),
+    "smt": (True, 1, False),
+    "mem_per_node_GiB": (False, 0.0, False),
+    "node_bw_GBps": (False, 0.0, True),
+    "link_bw_GBps": (False, 0.0, True),
+    "local_latency_ns": (False, 0.0, True),
+    "remote_latency_ns": (False, 0.0, True),
+    "thread_bw_GBps": (False, 0.0, True),
+}
+_HI = {"cpus_per_node": 65536, "smt": 8}
+
+#: the fields of the model, in file order (``name`` and ``source`` describe it)
+FIELDS = ("nodes", "cpus_per_node", "distance", "smt", "local_latency_ns", "remote_latency_ns", "node_bw_GBps",
+          "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns", "line_remote_ns")
+
+#: the ``format`` of a topology file
+FORMAT = "numalab-topology/1"
 
 
 @dataclass(frozen=True)
 class Topology:
     """A NUMA machine as the kernel sees it.
 
+    Every per-node field (:data:`PER_NODE`) takes a scalar (the same on every node) or one value
+    per node.
+
     Parameters
     ----------
     nodes : int
-        Number of NUMA nodes with CPUs and memory (``num_possible_nodes``).
-    cpus_per_node : int
-        Logical CPUs per node, SMT siblings included (so ``ncpus = nodes * cpus_per_node``
-        is what ``numactl --hardware`` lists and what autonuma-benchmark's ``preproc.awk``
-        counts as C).
+        Number of NUMA nodes (``num_online_nodes``), memory-only nodes included.
+    cpus_per_node : int or sequence of int
+        Logical CPUs of each node, SMT siblings included (``ncpus`` is their sum: what
+        ``numactl --hardware`` lists and autonuma-benchmark's ``preproc.awk`` counts as C). 0
+        for a memory-only node (CXL, HBM).
     distance : 2-D array-like of int, optional
-        The ACPI SLIT matrix (10 = local). Default: 10 on the diagonal, 20 elsewhere.
-    smt : int
-        Hardware threads per core (1 or 2).
-    local_latency_ns, remote_latency_ns : float
-        Idle load-to-use latency of DRAM on the same node and on a node at the largest
-        distance; intermediate distances interpolate linearly in SLIT units.
-    node_bw_GBps : float
-        Sustainable (STREAM-like) memory bandwidth of one node's memory controllers.
-    link_bw_GBps : float
-        Sustainable bandwidth of the socket interconnect for traffic from one node to
-        the other nodes (UPI/QPI/Infinity Fabric), one direction.
-    mem_per_node_GiB : float
-        Installed memory per node.
-    thread_bw_GBps : float
-        Bandwidth a single thread can draw when nothing else competes (a core's limit on
-        outstanding misses), used by :mod:`numalab.costs`.
+        The ACPI SLIT matrix (10 = local); row ``i`` is node ``i``'s ``/sys/devices/system/node/
+        node<i>/distance``. Default: 10 on the diagonal, 20 elsewhere.
+    smt : int or sequence of int
+        Hardware threads per core on each node (1 or 2).
+    local_latency_ns, remote_latency_ns : float or sequence of float
+        Idle load-to-use latency of each node's memory from a CPU at SLIT distance 10 (for a
+        memory-only node: as if a CPU sat on it) and from a CPU at the topology's largest
+        distance; the latency from node ``i`` to node ``j``'s memory interpolates linearly in
+        SLIT units (:attr:`latency_ns`).
+    node_bw_GBps : float or sequence of float
+        Sustainable (STREAM-like read) bandwidth of each node's memory controllers.
+    link_bw_GBps : float or sequence of float
+        Sustainable bandwidth of the interconnect into each node's memory from the other nodes
+        (UPI/QPI/Infinity Fabric for a socket, the CXL link for a CXL device), one direction.
+    mem_per_node_GiB : float or sequence of float
+        Installed memory of each node (0: a memoryless node).
+    thread_bw_GBps : float or sequence of float
+        Bandwidth a single thread on each node can draw from its local memory when nothing else
+        competes (a core's limit on outstanding misses), used by :mod:`numalab.costs`.
     line_same_node_ns, line_remote_ns : float
         Cache-line transfer latency between cores of one node, and between nodes; used by
         the futex contention model.
     name : str
         Preset name or ``"custom"``.
+    source : str
+        One line on where the description comes from.
+    sources : dict, optional
+        Field name -> :class:`~numalab.provenance.Provenance` (what :meth:`provenance` returns
+        for the fields it names).
+    warnings : tuple of str
+        What :meth:`from_host` could not read (empty for a preset).
     """
 
     nodes: int
-    cpus_per_node: int
+    cpus_per_node: int | tuple
     distance: tuple = None  # type: ignore[assignment]  # normalised in __post_init__
-    smt: int = 2
-    local_latency_ns: float = 90.0
-    remote_latency_ns: float = 140.0
-    node_bw_GBps: float = 100.0
-    link_bw_GBps: float = 40.0
-    mem_per_node_GiB: float = 128.0
-    thread_bw_GBps: float = 10.0
+    smt: int | tuple = 2
+    local_latency_ns: float | tuple = 90.0
+    remote_latency_ns: float | tuple = 140.0
+    node_bw_GBps: float | tuple = 100.0
+    link_bw_GBps: float | tuple = 40.0
+    mem_per_node_GiB: float | tuple = 128.0
+    thread_bw_GBps: float | tuple = 10.0
     line_same_node_ns: float = 50.0
     line_remote_ns: float = 130.0
     name: str = "custom"
     source: str = field(default="user-defined", compare=False)
+    sources: dict = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    warnings: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
         check_int("nodes", self.nodes, lo=1, hi=1024)
-        check_int("cpus_per_node", self.cpus_per_node, lo=1, hi=65536)
-        check_int("smt", self.smt, lo=1, hi=8)
-        if self.nodes * self.cpus_per_node > MAX_CPUS:
+        for name in PER_NODE:
+            object.__setattr__(self, name, _per_node_value(name, getattr(self, name), self.nodes))
+        cpus, smt = self.per_node("cpus_per_node"), self.per_node("smt")
+        if cpus.sum() > MAX_CPUS:
             raise NumalabValueError(
-                f"nodes x cpus_per_node = {self.nodes} x {self.cpus_per_node} = {self.nodes * self.cpus_per_node} "
+                f"nodes x cpus_per_node = {self.nodes} x {_text(self.cpus_per_node)} = {int(cpus.sum())} "
                 f"CPUs is more than the kernel's NR_CPUS limit; allowed: at most {MAX_CPUS} CPUs"
             )
-        if self.cpus_per_node % self.smt:
-            raise NumalabValueError(
-                f"cpus_per_node={self.cpus_per_node} must be a multiple of smt={self.smt}"
-            )
-        for name in ("local_latency_ns", "remote_latency_ns", "node_bw_GBps", "link_bw_GBps",
-                     "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns", "line_remote_ns"):
+        if cpus.sum() < 1:
+            raise NumalabValueError(f"cpus_per_node={_text(self.cpus_per_node)} gives no CPU; allowed: "
+                                    "at least one node with CPUs (0 marks a memory-only node)")
+        bad = np.flatnonzero(cpus % smt)
+        if bad.size:
+            n = int(bad[0])
+            raise NumalabValueError(f"cpus_per_node={_text(self.cpus_per_node)} must be a multiple of smt="
+                                    f"{_text(self.smt)} on every node (node {n}: {int(cpus[n])} CPUs, smt {int(smt[n])})")
+        mem = self.per_node("mem_per_node_GiB")
+        if mem.sum() <= 0:
+            raise NumalabValueError(f"mem_per_node_GiB={_text(self.mem_per_node_GiB)} gives no memory; allowed: "
+                                    "at least one node with memory (0 marks a memoryless node)")
+        empty = np.flatnonzero((cpus == 0) & (mem == 0))
+        if empty.size:
+            raise NumalabValueError(f"node {int(empty[0])} has neither CPUs nor memory; allowed: every node with "
+                                    "CPUs (cpus_per_node > 0) or memory (mem_per_node_GiB > 0)")
+        for name in ("line_same_node_ns", "line_remote_ns"):
             check_number(name, getattr(self, name), lo=0.0, lo_open=True)
-        if self.remote_latency_ns < self.local_latency_ns:
+        low = np.flatnonzero(self.per_node("remote_latency_ns") < self.per_node("local_latency_ns"))
+        if low.size:
             raise NumalabValueError(
-                f"remote_latency_ns={self.remote_latency_ns} must be >= local_latency_ns={self.local_latency_ns}"
+                f"remote_latency_ns={_text(self.remote_latency_ns)} must be >= local_latency_ns="
+                f"{_text(self.local_latency_ns)} (node {int(low[0])})"
             )
-        dist = self.distance
-        if dist is None:
-            dist = np.full((self.nodes, self.nodes), 20, dtype=int)
-            np.fill_diagonal(dist, 10)
-        try:
-            dist = np.asarray(dist, dtype=float)
-        except (TypeError, ValueError):
-            raise NumalabValueError(f"distance must be a {self.nodes}x{self.nodes} matrix of numbers") from None
-        if dist.shape != (self.nodes, self.nodes):
-            raise NumalabValueError(
-                f"distance has shape {dist.shape}; allowed: ({self.nodes}, {self.nodes}) for nodes={self.nodes}"
-            )
-        if not np.all(np.isfinite(dist)):
-            raise NumalabValueError("distance must hold finite SLIT values (integers 10..254)")
-        frac = np.argwhere(dist != np.round(dist))
-        if frac.size:
-            i, j = (int(v) for v in frac[0])
-            raise NumalabValueError(
-                f"distance[{i}][{j}]={float(dist[i, j])!r} is not an integer; allowed: SLIT distances are "
-                f"integers 10..254 (ACPI SLIT entries are bytes), e.g. {int(np.floor(dist[i, j]))} or "
-                f"{int(np.ceil(dist[i, j]))}"
-            )
-        if np.any(dist < 10) or np.any(dist > 254) or np.any(np.diag(dist) != 10):
-            raise NumalabValueError("distance must hold SLIT values 10..254 with 10 on the diagonal")
-        object.__setattr__(self, "distance", tuple(tuple(int(x) for x in row) for row in dist))
+        object.__setattr__(self, "distance", _check_distance(self.distance, self.nodes))
+        object.__setattr__(self, "warnings", tuple(str(w) for w in self.warnings))
+        if self.sources is not None:
+            object.__setattr__(self, "sources", _check_sources(self.sources, "sources"))
+
+    # ----------------------------------------------------------------- per-node values
+    def per_node(self, name: str) -> np.ndarray:
+        """The ``(nodes,)`` array of a per-node field (:data:`PER_NODE`): int64 for CPUs and
+        SMT, float64 otherwise; read-only."""
+        check_choice("field", name, list(PER_NODE))
+        return self._arrays[name]
+
+    @cached_property
+    def _arrays(self) -> dict:
+        out = {}
+        for name, (integer, _, _) in PER_NODE.items():
+            v = np.broadcast_to(np.asarray(getattr(self, name), dtype=np.int64 if integer else float),
+                                (self.nodes,)).copy()
+            v.flags.writeable = False
+            out[name] = v
+        return out
+
+    @property
+    def node_cpus(self) -> np.ndarray:
+        """Logical CPUs per node, ``(nodes,)`` int64 (0 on a memory-only node)."""
+        return self.per_node("cpus_per_node")
+
+    @cached_property
+    def node_cores(self) -> np.ndarray:
+        """Cores per node, ``(nodes,)`` int64."""
+        return _frozen(self.node_cpus // self.per_node("smt"))
+
+    @cached_property
+    def has_cpu(self) -> np.ndarray:
+        """Nodes with CPUs (sysfs ``has_cpu``, the kernel's ``N_CPU``), ``(nodes,)`` bool."""
+        return _frozen(self.node_cpus > 0)
+
+    @cached_property
+    def has_memory(self) -> np.ndarray:
+        """Nodes with memory (sysfs ``has_memory``, ``N_MEMORY``), ``(nodes,)`` bool."""
+        return _frozen(self.per_node("mem_per_node_GiB") > 0)
+
+    @cached_property
+    def cpu_nodes(self) -> np.ndarray:
+        """The nodes with CPUs, in node order (every node on a machine without memory-only ones)."""
+        return _frozen(np.flatnonzero(self.has_cpu).astype(np.int64))
+
+    @cached_property
+    def nearest_cpu_node(self) -> np.ndarray:
+        """For every node, the nearest node with CPUs (itself if it has CPUs; ties: the lowest
+        id), ``(nodes,)`` int64: the kernel's ``numa_nearest_node(nid, N_CPU)``, which
+        ``task_numa_placement`` applies to its choice (5c7b1aaf139d, v5.18)."""
+        return _frozen(_nearest(self.distance_matrix, self.has_cpu))
+
+    @cached_property
+    def local_memory_node(self) -> np.ndarray:
+        """For every node, the nearest node with memory (itself if it has memory; ties: the
+        lowest id), ``(nodes,)`` int64: where a first touch of a thread on that node lands under
+        the default policy (the kernel's ``numa_mem_id`` / ``local_memory_node``)."""
+        return _frozen(_nearest(self.distance_matrix, self.has_memory))
+
+    def uniform(self, name: str):
+        """The one value a per-node field has on every node (int or float); a NumalabValueError
+        naming the field when the nodes differ (for models that describe one kind of node)."""
+        check_choice("field", name, list(PER_NODE))
+        value = getattr(self, name)
+        if isinstance(value, tuple):
+            raise NumalabValueError(f"topology {self.name!r} has {name}={_text(value)}, not one value for every "
+                                    "node; this model needs the same on every node (read per_node() instead)")
+        return value
 
     # ----------------------------------------------------------------- derived values
     @property
     def ncpus(self) -> int:
         """Logical CPUs (``num_possible_cpus``)."""
-        return self.nodes * self.cpus_per_node
+        return int(self.node_cpus.sum())
 
     @property
     def cores_per_node(self) -> int:
-        return self.cpus_per_node // self.smt
+        """Cores of every node (one value for all nodes; see :attr:`node_cores`)."""
+        return self.uniform("cpus_per_node") // self.uniform("smt")
 
-    @property
+    @cached_property
     def distance_matrix(self) -> np.ndarray:
         """SLIT distances as an ``(nodes, nodes)`` int array."""
-        return np.array(self.distance, dtype=np.int64)
+        return _frozen(np.array(self.distance, dtype=np.int64))
 
-    @property
+    @cached_property
     def cpu_node(self) -> np.ndarray:
         """Node of every logical CPU, CPUs numbered node by node (``cpu_to_node``)."""
-        return np.repeat(np.arange(self.nodes, dtype=np.int64), self.cpus_per_node)
+        return _frozen(np.repeat(np.arange(self.nodes, dtype=np.int64), self.node_cpus))
 
-    @property
+    @cached_property
     def latency_ns(self) -> np.ndarray:
-        """Memory latency from a CPU on node i to memory on node j, ``(nodes, nodes)`` ns."""
+        """Memory latency from a CPU on node i to memory on node j, ``(nodes, nodes)`` ns: node
+        j's ``local_latency_ns`` at SLIT 10, its ``remote_latency_ns`` at the largest distance,
+        linear in between."""
         d = self.distance_matrix.astype(float)
+        local, remote = self.per_node("local_latency_ns"), self.per_node("remote_latency_ns")
         dmax = d.max()
         if dmax <= 10:
-            return np.full_like(d, self.local_latency_ns)
-        return self.local_latency_ns + (d - 10.0) / (dmax - 10.0) * (self.remote_latency_ns - self.local_latency_ns)
+            return _frozen(np.broadcast_to(local, d.shape).copy())
+        return _frozen(local + (d - 10.0) / (dmax - 10.0) * (remote - local))
 
     @property
     def mem_total_GiB(self) -> float:
-        return self.nodes * self.mem_per_node_GiB
+        return float(self.per_node("mem_per_node_GiB").sum())
 
     def to_attrs(self) -> dict:
-        """Flat attrs for an xarray Dataset (netCDF-safe: numbers and strings only)."""
+        """Flat attrs for an xarray Dataset (netCDF-safe: numbers and strings only; a per-node
+        field that differs between nodes as its values joined by commas)."""
         out = {}
-        for key, value in asdict(self).items():
+        for key in (*FIELDS, "name", "source"):
+            value = getattr(self, key)
             if key == "distance":
                 out["topology_distance"] = " ".join(",".join(map(str, r)) for r in value)
             else:
-                out[f"topology_{key}"] = value
+                out[f"topology_{key}"] = ",".join(map(str, value)) if isinstance(value, tuple) else value
         return out
+
+    # ----------------------------------------------------------------- provenance
+    def provenance(self) -> dict:
+        """Field name -> :class:`~numalab.provenance.Provenance` for every field of
+        :data:`FIELDS`: a preset's from its file, a probed or host-read machine's from what was
+        read or measured; a field the caller set or left at the class default says so
+        (``assumed``)."""
+        known = self.sources or {}
+        out = {}
+        for name in FIELDS:
+            if name in known:
+                out[name] = known[name]
+            elif self.source == "user-defined":
+                out[name] = Provenance("assumed", f"given by the caller (Topology({name}=...)) or the class default")
+            else:
+                out[name] = Provenance("assumed", f"not stated by {self.name!r}'s source: the class default or "
+                                                  "the caller's value")
+        return out
+
+    # ----------------------------------------------------------------- files
+    def to_dict(self) -> dict:
+        """The topology file's content (:data:`FORMAT`): the fields' values, name, source, the
+        provenance of every field and the warnings."""
+        values = {}
+        for name in FIELDS:
+            v = getattr(self, name)
+            values[name] = [list(r) for r in v] if name == "distance" else (list(v) if isinstance(v, tuple) else v)
+        prov = {k: _prov_dict(p) for k, p in self.provenance().items()}
+        return {"format": FORMAT, "name": self.name, "source": self.source, "topology": values,
+                "provenance": prov, "warnings": list(self.warnings)}
+
+    @classmethod
+    def from_dict(cls, data, where: str = "topology") -> "Topology":
+        """A Topology from :meth:`to_dict`'s layout (a topology file's content); every field
+        checked, errors naming ``where`` and the field."""
+        return _from_dict(cls, data, where)
+
+    def save(self, path, extra: dict | None = None) -> Path:
+        """Write the topology file (JSON, written atomically); ``extra`` adds sections (``numalab
+        probe`` stores its raw measurements under ``"probe"``). Returns the path."""
+        from .errors import check_out_path
+        from .storage import write_text
+
+        path = check_out_path("path", path)
+        data = self.to_dict()
+        for key, value in (extra or {}).items():
+            if key in data:
+                raise NumalabValueError(f"extra section {key!r} would replace a topology file field")
+            data[key] = value
+        return write_text(path, dumps(data))
+
+    @classmethod
+    def load(cls, path) -> "Topology":
+        """Read a topology file (what :meth:`save` and ``numalab probe`` write, and the presets
+        under ``data/topologies/``). A file that is not JSON, is truncated or holds a bad value
+        raises NumalabValueError naming the file and the field."""
+        path = check_in_file("path", path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise NumalabValueError(f"topology file {str(path)!r} cannot be read: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise NumalabValueError(f"topology file {str(path)!r} is not JSON (truncated or not a topology "
+                                    f"file): {exc}") from None
+        return cls.from_dict(data, where=f"topology file {str(path)!r}")
+
+    @classmethod
+    def from_host(cls, root="/", lscpu: bool = True) -> "Topology":
+        """This machine as ``/sys/devices/system/node`` and ``/sys/devices/system/cpu`` describe
+        it (:mod:`numalab.machine`): nodes, online CPUs per node, SMT, memory, the SLIT and,
+        where the firmware's HMAT gives them, each node's read latency and bandwidth; the
+        fields sysfs has no figure for keep the class defaults. ``root`` is the file-system
+        root (a fixture tree in tests). What could not be read is in :attr:`warnings`, each
+        field's source in :meth:`provenance`."""
+        from .machine import read_host
+
+        return cls.from_dict(read_host(root, lscpu=lscpu), where=f"host {str(root)!r}")
+
+    def with_memory_node(self, mem_GiB: float, distance, *, node_bw_GBps: float, link_bw_GBps: float,
+                         local_latency_ns: float, remote_latency_ns: float, name: str | None = None) -> "Topology":
+        """This machine with one more node that has memory and no CPUs (a CXL memory expander,
+        HBM): ``distance`` is its SLIT row to the existing nodes (without its own 10)."""
+        d = np.asarray(self.distance_matrix)
+        try:
+            row = [int(check_int(f"distance[{i}]", v, lo=11, hi=254)) for i, v in enumerate(distance)]
+        except TypeError:
+            raise NumalabValueError(f"distance must be {self.nodes} SLIT values, one per existing node") from None
+        if len(row) != self.nodes:
+            raise NumalabValueError(f"distance has {len(row)} values; allowed: {self.nodes}, one per existing node")
+        dist = np.block([[d, np.array(row)[:, None]], [np.array(row)[None, :], np.array([[10]])]])
+        per = {k: (*np.broadcast_to(np.asarray(getattr(self, k)), (self.nodes,)).tolist(), v) for k, v in (
+            ("cpus_per_node", 0), ("smt", 1), ("mem_per_node_GiB", mem_GiB), ("node_bw_GBps", node_bw_GBps),
+            ("link_bw_GBps", link_bw_GBps), ("local_latency_ns", local_latency_ns),
+            ("remote_latency_ns", remote_latency_ns), ("thread_bw_GBps", self.per_node("thread_bw_GBps").min()))}
+        return Topology(nodes=self.nodes + 1, distance=dist.tolist(), **per,
+                        line_same_node_ns=self.line_same_node_ns, line_remote_ns=self.line_remote_ns,
+                        name=name or f"{self.name}+memory-node", source=f"{self.source}; plus a memory-only node")
 
     # ----------------------------------------------------------------- presets
     @staticmethod
     def presets() -> list[str]:
         """Names of the built-in topologies (aliases such as the kernel test robot's machine
         names are in :data:`PRESET_ALIASES`, accepted by :meth:`preset` too)."""
-        return list(_PRESETS)
+        return list(_presets())
 
     @staticmethod
     def preset(name: str, **overrides) -> "Topology":
-        """A built-in topology, optionally with fields overridden.
-
-        ``2s-128``
-            The kernel test robot's ``lkp-icl-2sp6`` (alias): 2 sockets of Ice Lake-SP (Xeon
-            Gold 6338 class, 32 cores / 64 threads each), 128 logical CPUs, 2 nodes. DRAM: 8
-            channels of DDR4-3200 per socket (204.8 GB/s peak, ~150 GB/s STREAM); UPI 3 links
-            at 11.2 GT/s; idle latency ~90 ns local / ~140 ns remote (Intel MLC figures
-            commonly published for Ice Lake-SP).
-        ``2s-88-csl``
-            The kernel test robot's ``lkp-csl-2sp9`` (alias), described in its reports as "88
-            threads 2 sockets Intel(R) Xeon(R) Gold 6238M CPU @ 2.10GHz (Cascade Lake) with 128G
-            memory": 2 nodes of 22 cores / 44 threads, 64 GiB each. From the ark.intel.com
-            product page "Intel Xeon Gold 6238M Processor (30.25M Cache, 2.10 GHz)": 22 cores,
-            44 threads, 6 memory channels of DDR4-2933 (6 x 2933 MT/s x 8 B = 140.8 GB/s peak
-            per socket), 3 UPI links at 10.4 GT/s (20.8 GB/s per direction each, 62.4 GB/s).
-            Sustained figures are derived from those peaks with the ratios ``2s-128`` uses
-            (STREAM 150 / 204.8 = 0.73 of the DRAM peak -> ~105 GB/s; link 60 / 67.2 = 0.89 of
-            the UPI peak -> ~55 GB/s); idle latency ~85 / ~140 ns (Intel MLC figures commonly
-            published for 2-socket Cascade Lake); per-thread bandwidth and cache-line transfer
-            latencies as ``2s-128`` (no vendor figure; assumed equal).
-        ``2s-224-spr``
-            The kernel test robot's ``lkp-spr-r02`` (alias), described in its reports as "224
-            threads 2 sockets Intel(R) Xeon(R) Platinum 8480CTDX (Sapphire Rapids) with 256G
-            memory": 2 nodes of 56 cores / 112 threads, 128 GiB each. The 8480CTDX is a custom
-            SKU without an ark page; its listed sibling, the ark.intel.com product page "Intel
-            Xeon Platinum 8480+ Processor (105M Cache, 2.00 GHz)", gives 56 cores, 112 threads,
-            8 memory channels of DDR5-4800 (307.2 GB/s peak per socket), 4 UPI links at 16 GT/s.
-            Memory, interconnect, latency and cache-line figures are those of ``2s-240`` (the
-            same Sapphire Rapids platform: same channels, DDR5 speed and UPI links); only the
-            core count differs.
-        ``2s-240``
-            2 sockets of Sapphire Rapids (60 cores / 120 threads each, Xeon Platinum 8490H
-            class), 240 logical CPUs, 2 nodes: 8 × DDR5-4800 per socket (307 GB/s peak),
-            UPI 4 links at 16 GT/s; ~110 / ~190 ns.
-        ``2s-ivb-40``
-            2-node Ivy Bridge-EP (Xeon E5-2680 v2 class: 10 cores / 20 threads per socket),
-            40 logical CPUs: 4 × DDR3-1866 per socket (59.7 GB/s peak, ~40 GB/s STREAM), QPI
-            2 links at 8 GT/s; ~80 / ~130 ns. The machine of the 2023 futex_numa experiment
-            (spec/kernel-futex-hash.md §3.4).
-        ``4s-144``
-            4 sockets of Xeon E7-8890 v3 (Haswell-EX, 18 cores / 36 threads), 144 logical CPUs,
-            4 nodes, all at SLIT 21 (glueless QPI mesh); ~85 GB/s STREAM per socket.
-        ``8n-genoa-nps4``
-            2 × AMD EPYC 9654 (Genoa, 96 cores / 192 threads each) in NPS4 mode: 8 nodes of
-            24 cores / 48 threads, 384 logical CPUs. SLIT 10 local, 11 to the neighbour
-            quadrant, 12 to the far quadrants of the same socket, 32 across sockets (the
-            values Genoa firmware reports in NPS4); 3 × DDR5-4800 channels per node (115 GB/s
-            peak, ~90 GB/s STREAM).
-
-        The bandwidth and latency figures are vendor peak rates and widely published
-        STREAM / Intel MLC measurements of those parts, rounded; they are defaults to
-        override, not measurements of the exact machines.
+        """A built-in topology (a file of ``data/topologies/``), optionally with fields
+        overridden (a per-node field by a scalar or one value per node). The presets:
         """
-        check_choice("topology", name, [*_PRESETS, *PRESET_ALIASES])
+        check_choice("topology", name, [*_presets(), *PRESET_ALIASES])
         name = PRESET_ALIASES.get(name, name)
-        kwargs = dict(_PRESETS[name])
+        base = _presets()[name]
+        if not overrides:
+            return base
+        bad = sorted(set(overrides) - set(FIELDS))
+        if bad:
+            raise NumalabValueError(f"override {bad[0]}= is not a topology field; allowed: {', '.join(FIELDS)}")
+        kwargs = {k: getattr(base, k) for k in FIELDS}
+        if "distance" not in overrides and base.distance == _check_distance(None, base.nodes):
+            kwargs["distance"] = None      # the default SLIT: the default of any node count
         kwargs.update(overrides)
-        return Topology(name=name if not overrides else f"{name}+custom", **kwargs)
+        sources = dict(base.sources or {})
+        for k in overrides:
+            sources[k] = Provenance("assumed", f"set by the caller: Topology.preset({name!r}, {k}=...) "
+                                               f"(the preset's value: {_text(getattr(base, k))})")
+        return Topology(name=f"{name}+custom", source=base.source, sources=sources, **kwargs)
 
     @staticmethod
     def coerce(topology) -> "Topology":
-        """Accept a :class:`Topology` or a preset name."""
+        """Accept a :class:`Topology`, a preset name or alias, or the path of a topology file
+        (what :func:`check_topology` returns for one, ``"<path>#<digest>"``, too)."""
         if isinstance(topology, Topology):
             return topology
-        if isinstance(topology, str):
+        if isinstance(topology, str) and (topology in _presets() or topology in PRESET_ALIASES):
             return Topology.preset(topology)
+        if isinstance(topology, (str, os.PathLike)) and _looks_like_path(topology):
+            return _load_checked(os.fspath(topology))
+        if isinstance(topology, str):
+            check_choice("topology", topology, [*_presets(), *PRESET_ALIASES])
         raise NumalabValueError(
-            f"topology={topology!r} must be a Topology or a preset name; allowed: "
-            f"{', '.join([*_PRESETS, *PRESET_ALIASES])}"
+            f"topology={topology!r} must be a Topology, a preset name or a topology file (.json); allowed "
+            f"presets: {', '.join([*_presets(), *PRESET_ALIASES])}"
         )
 
 
-def _genoa_nps4_distance() -> list[list[int]]:
-    d = np.full((8, 8), 32, dtype=int)
-    for s in (0, 4):
-        for i in range(4):
-            for j in range(4):
-                # quadrants 0-1 and 2-3 are neighbours (11); the others are far (12)
-                d[s + i, s + j] = 10 if i == j else (11 if i // 2 == j // 2 else 12)
-    return d.tolist()
+# --------------------------------------------------------------------------------- helpers
+def _text(value) -> str:
+    return "(" + ", ".join(map(str, value)) + ")" if isinstance(value, tuple) else str(value)
 
 
-#: the 2-socket Sapphire Rapids platform's memory, UPI, latency and cache-line figures, shared by
-#: its two presets (same channels, DDR5 speed and UPI links; they differ in cores and memory size)
-_SAPPHIRE_RAPIDS = dict(
-    nodes=2, smt=2, local_latency_ns=110.0, remote_latency_ns=190.0, node_bw_GBps=230.0, link_bw_GBps=90.0,
-    thread_bw_GBps=14.0, line_same_node_ns=60.0, line_remote_ns=150.0,
-)
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
-_PRESETS: dict[str, dict] = {
-    "2s-128": dict(
-        nodes=2, cpus_per_node=64, smt=2, local_latency_ns=90.0, remote_latency_ns=140.0,
-        node_bw_GBps=150.0, link_bw_GBps=60.0, mem_per_node_GiB=128.0, thread_bw_GBps=12.0,
-        line_same_node_ns=50.0, line_remote_ns=130.0,
-        source="kernel test robot lkp-icl-2sp6 (Ice Lake-SP, 2x32c/64t, 256 GiB)",
-    ),
-    "2s-88-csl": dict(
-        nodes=2, cpus_per_node=44, smt=2, local_latency_ns=85.0, remote_latency_ns=140.0,
-        node_bw_GBps=105.0, link_bw_GBps=55.0, mem_per_node_GiB=64.0, thread_bw_GBps=12.0,
-        line_same_node_ns=50.0, line_remote_ns=130.0,
-        source="kernel test robot lkp-csl-2sp9 (2x Xeon Gold 6238M, Cascade Lake, 2x22c/44t, 128 GB): "
-               "ark.intel.com 'Intel Xeon Gold 6238M Processor (30.25M Cache, 2.10 GHz)' -- 22 cores, "
-               "44 threads, 6 x DDR4-2933 (140.8 GB/s peak), 3 UPI at 10.4 GT/s; sustained = peak x the "
-               "2s-128 ratios (0.73 DRAM, 0.89 UPI); latency ~85/~140 ns (published MLC figures)",
-    ),
-    "2s-224-spr": dict(
-        _SAPPHIRE_RAPIDS, cpus_per_node=112, mem_per_node_GiB=128.0,
-        source="kernel test robot lkp-spr-r02 (2x Xeon Platinum 8480CTDX, Sapphire Rapids, 2x56c/112t, "
-               "256 GB): ark.intel.com 'Intel Xeon Platinum 8480+ Processor (105M Cache, 2.00 GHz)' "
-               "(listed sibling of the custom CTDX SKU) -- 56 cores, 112 threads, 8 x DDR5-4800 "
-               "(307.2 GB/s peak), 4 UPI at 16 GT/s; memory/UPI/latency figures as 2s-240 (same platform)",
-    ),
-    "2s-240": dict(
-        _SAPPHIRE_RAPIDS, cpus_per_node=120, mem_per_node_GiB=256.0,
-        source="2-socket Sapphire Rapids (Xeon Platinum 8490H class, 2x60c/120t)",
-    ),
-    "2s-ivb-40": dict(
-        nodes=2, cpus_per_node=20, smt=2, local_latency_ns=80.0, remote_latency_ns=130.0,
-        node_bw_GBps=40.0, link_bw_GBps=16.0, mem_per_node_GiB=64.0, thread_bw_GBps=8.0,
-        line_same_node_ns=45.0, line_remote_ns=120.0,
-        source="2-socket Ivy Bridge-EP (Xeon E5-2680 v2 class, 2x10c/20t)",
-    ),
-    "4s-144": dict(
-        nodes=4, cpus_per_node=36, smt=2,
-        distance=[[10, 21, 21, 21], [21, 10, 21, 21], [21, 21, 10, 21], [21, 21, 21, 10]],
-        local_latency_ns=100.0, remote_latency_ns=170.0, node_bw_GBps=85.0, link_bw_GBps=25.0,
-        mem_per_node_GiB=128.0, thread_bw_GBps=8.0, line_same_node_ns=60.0, line_remote_ns=170.0,
-        source="4-socket Xeon E7-8890 v3 (Haswell-EX, 4x18c/36t)",
-    ),
-    "8n-genoa-nps4": dict(
-        nodes=8, cpus_per_node=48, smt=2, distance=_genoa_nps4_distance(),
-        local_latency_ns=110.0, remote_latency_ns=200.0, node_bw_GBps=90.0, link_bw_GBps=50.0,
-        mem_per_node_GiB=96.0, thread_bw_GBps=12.0, line_same_node_ns=40.0, line_remote_ns=200.0,
-        source="2x AMD EPYC 9654 (Genoa) in NPS4 mode, 8 nodes of 24c/48t",
-    ),
-}
 
-PRESET_SOURCES = {name: spec["source"] for name, spec in _PRESETS.items()}
+def dumps(data) -> str:
+    """A topology file's text: JSON, one key per line, a list of numbers (a per-node value, a
+    SLIT row) on one line."""
+    return _dumps(data, 0) + "\n"
 
-#: other names :meth:`Topology.preset` accepts: the kernel test robot's machines -> their preset.
-PRESET_ALIASES = {"lkp-icl-2sp6": "2s-128", "lkp-csl-2sp9": "2s-88-csl", "lkp-spr-r02": "2s-224-spr"}
+
+def _dumps(value, indent: int) -> str:
+    pad = " " * indent
+    if isinstance(value, dict) and value:
+        items = [f"{pad} {json.dumps(str(k))}: {_dumps(v, indent + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, list) and any(isinstance(v, (list, dict)) for v in value):
+        items = [pad + " " + _dumps(v, indent + 1) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _per_node_value(name, value, nodes):
+    """A per-node field's value checked and normalised: a scalar, or a tuple of ``nodes``
+    values that are not all equal (equal ones become the scalar)."""
+    integer, lo, lo_open = PER_NODE[name]
+
+    def one(label, v):
+        if integer:
+            return check_int(label, v, lo=lo, hi=_HI[name])
+        return check_number(label, v, lo=lo, lo_open=lo_open)
+
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__"):
+        return one(name, value.item() if isinstance(value, np.generic) else value)
+    values = list(np.asarray(value).tolist()) if isinstance(value, np.ndarray) else list(value)
+    if len(values) != nodes:
+        raise NumalabValueError(f"{name} has {len(values)} values; allowed: one number, or {nodes} (one per node)")
+    values = [one(f"{name}[{i}]", v) for i, v in enumerate(values)]
+    return values[0] if all(v == values[0] for v in values) else tuple(values)
+
+
+def _check_distance(dist, nodes):
+    if dist is None:
+        dist = np.full((nodes, nodes), 20, dtype=int)
+        np.fill_diagonal(dist, 10)
+    try:
+        dist = np.asarray(dist, dtype=float)
+    except (TypeError, ValueError):
+        raise NumalabValueError(f"distance must be a {nodes}x{nodes} matrix of numbers") from None
+    if dist.shape != (nodes, nodes):
+        raise NumalabValueError(f"distance has shape {dist.shape}; allowed: ({nodes}, {nodes}) for nodes={nodes}")
+    if not np.all(np.isfinite(dist)):
+        raise NumalabValueError("distance must hold finite SLIT values (integers 10..254)")
+    frac = np.argwhere(dist != np.round(dist))
+    if frac.size:
+        i, j = (int(v) for v in frac[0])
+        raise NumalabValueError(
+            f"distance[{i}][{j}]={float(dist[i, j])!r} is not an integer; allowed: SLIT distances are "
+            f"integers 10..254 (ACPI SLIT entries are bytes), e.g. {int(np.floor(dist[i, j]))} or "
+            f"{int(np.ceil(dist[i, j]))}"
+        )
+    if np.any(dist < 10) or np.any(dist > 254) or np.any(np.diag(dist) != 10):
+        raise NumalabValueError("distance must hold SLIT values 10..254 with 10 on the diagonal")
+    return tuple(tuple(int(x) for x in row) for row in dist)
+
+
+def _nearest(d: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """For every node, the node among ``ok`` at the smallest distance (the lowest id of equals;
+    a node in ``ok`` is its own nearest, distance 10 being the smallest)."""
+    cand = np.where(ok[None, :], d, np.iinfo(np.int64).max)
+    return cand.argmin(axis=1).astype(np.int64)
+
+
+def _prov_dict(p: Provenance) -> dict:
+    out = {"kind": p.kind, "source": p.source}
+    if p.fitted_to:
+        out["fitted_to"] = list(p.fitted_to)
+    if p.band is not None:
+        out["band"] = list(p.band)
+        out["band_source"] = p.band_source
+    return out
+
+
+def _check_sources(sources, where) -> dict:
+    if not isinstance(sources, dict):
+        raise NumalabValueError(f"{where} must be a mapping of field name -> provenance")
+    out = {}
+    for key, p in sources.items():
+        if key not in FIELDS:
+            raise NumalabValueError(f"{where}: {key!r} is not a topology field; allowed: {', '.join(FIELDS)}")
+        if isinstance(p, dict):
+            unknown = sorted(set(p) - {"kind", "source", "fitted_to", "band", "band_source"})
+            if unknown:
+                raise NumalabValueError(f"{where}[{key!r}]: {unknown[0]!r} is not a provenance key; allowed: "
+                                        "kind, source, fitted_to, band, band_source")
+            try:
+                band = p.get("band")
+                p = Provenance(kind=p.get("kind"), source=p.get("source"), fitted_to=p.get("fitted_to", ()),
+                               band=tuple(band) if band is not None else None, band_source=p.get("band_source", ""))
+            except (TypeError, ValueError) as exc:
+                raise NumalabValueError(f"{where}[{key!r}]: {exc}") from None
+        if not isinstance(p, Provenance):
+            raise NumalabValueError(f"{where}[{key!r}] must be a Provenance or a dict of its fields")
+        out[key] = p
+    return out
+
+
+def _from_dict(cls, data, where):
+    if not isinstance(data, dict):
+        raise NumalabValueError(f"{where}: must be a JSON object with 'format' and 'topology'")
+    if data.get("format") != FORMAT:
+        raise NumalabValueError(f"{where}: format={data.get('format')!r}; allowed: {FORMAT!r}")
+    values = data.get("topology")
+    if not isinstance(values, dict):
+        raise NumalabValueError(f"{where}: 'topology' must be an object of field values")
+    unknown = sorted(set(values) - set(FIELDS))
+    if unknown:
+        raise NumalabValueError(f"{where}: field {unknown[0]!r} is not known; allowed: {', '.join(FIELDS)}")
+    for required in ("nodes", "cpus_per_node"):
+        if required not in values:
+            raise NumalabValueError(f"{where}: field {required!r} is missing")
+    for key in ("name", "source"):
+        if not isinstance(data.get(key, ""), str):
+            raise NumalabValueError(f"{where}: {key} must be a string")
+    warnings = data.get("warnings", [])
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        raise NumalabValueError(f"{where}: warnings must be a list of strings")
+    sources = _check_sources(data.get("provenance", {}), f"{where}: provenance")
+    try:
+        return cls(**values, name=data.get("name") or "custom", source=data.get("source") or "topology file",
+                   sources=sources, warnings=tuple(warnings))
+    except NumalabValueError as exc:
+        raise NumalabValueError(f"{where}: {exc}") from None
+
+
+def _looks_like_path(value) -> bool:
+    text = os.fspath(value)
+    return isinstance(value, os.PathLike) or text.endswith(".json") or "/" in text or "#" in text \
+        or os.path.exists(text)
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+
+
+def _load_checked(text: str) -> Topology:
+    """A topology file by path, or by ``"<path>#<digest>"`` (refused if the file changed)."""
+    path, _, digest = text.partition("#")
+    topo = Topology.load(path)
+    if digest and _file_digest(Path(path)) != digest:
+        raise NumalabValueError(f"topology file {path!r} changed since it was checked (digest {digest}, now "
+                                f"{_file_digest(Path(path))}); run the sweep again")
+    return topo
+
+
+def check_topology(name: str, value) -> str:
+    """The one check of a topology named in a sweep grid or on the command line: a preset name
+    or alias (returned as is), or a topology file's path, returned as ``"<absolute path>#<12 hex
+    of its sha256>"`` so a sweep's cache key changes when the file does (and the workers that
+    load it refuse an edited file)."""
+    if isinstance(value, str) and (value in _presets() or value in PRESET_ALIASES):
+        return value
+    if isinstance(value, (str, os.PathLike)) and _looks_like_path(value):
+        path, _, digest = os.fspath(value).partition("#")
+        p = Path(path).expanduser().resolve()
+        try:
+            Topology.load(p)
+        except NumalabValueError as exc:
+            raise NumalabValueError(f"{name}: {exc}") from None
+        if digest and digest != _file_digest(p):
+            raise NumalabValueError(f"{name}={value!r}: the file changed since its digest was taken")
+        return f"{p}#{_file_digest(p)}"
+    check_choice(name, value if isinstance(value, str) else repr(value), [*_presets(), *PRESET_ALIASES])
+    raise AssertionError("unreachable")  # pragma: no cover - check_choice raised
+
+
+def _preset_dir() -> Path:
+    return shipped_dir(os.path.join("data", "topologies"), os.path.join("published", "topologies"), "*.json")
+
+
+_PRESET_CACHE: dict = {}
+
+
+def _presets() -> dict:
+    """Preset name -> Topology, read once from ``data/topologies/`` (file order: the
+    ``order`` key of each file)."""
+    if not _PRESET_CACHE:
+        loaded = []
+        for path in sorted(_preset_dir().glob("*.json")):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            topo = Topology.from_dict(data, where=f"preset file {path.name}")
+            loaded.append((data.get("order", 0), topo, data))
+        for _, topo, data in sorted(loaded, key=lambda x: x[0]):
+            _PRESET_CACHE[topo.name] = topo
+            for alias in data.get("aliases", []):
+                PRESET_ALIASES[alias] = topo.name
+            _PRESET_DOCS[topo.name] = data.get("doc", topo.source)
+    return _PRESET_CACHE
+
+
+#: other names :meth:`Topology.preset` accepts: the kernel test robot's machines -> their preset
+#: (each preset file's ``aliases``).
+PRESET_ALIASES: dict[str, str] = {}
+_PRESET_DOCS: dict[str, str] = {}
+_presets()
+
+#: preset name -> its one-line source (the file's ``source``)
+PRESET_SOURCES = {name: topo.source for name, topo in _presets().items()}
+
+def _preset_doc() -> str:
+    """The presets' paragraphs of :meth:`Topology.preset`'s docstring, from their files."""
+    paras = [f"        ``{name}``\n" + textwrap.fill(_PRESET_DOCS[name], 96, initial_indent=" " * 12,
+                                                     subsequent_indent=" " * 12) for name in _presets()]
+    return "\n".join(paras) + """
+
+        The bandwidth and latency figures are vendor peak rates and widely published
+        STREAM / Intel MLC measurements of those parts, rounded; they are defaults to
+        override, not measurements of the exact machines. Each field's source and plausible
+        range: ``Topology.preset(name).provenance()``.
+        """
+
+
+if Topology.preset.__doc__:  # None under python -OO
+    Topology.preset.__doc__ += "\n" + _preset_doc()

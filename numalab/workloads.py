@@ -311,13 +311,15 @@ def _numa01(topo, name, *, thread_alloc, bind_mode, threads=None, size_bytes=3 *
     loops = loops if loops is not None else (1000 if thread_alloc else 50)
     b = _Builder()
     th = _threads_table()
-    # NODEMASK1 = the first half of the nodes, NODEMASK2 = the rest (spec §1.1)
-    half = max(1, topo.nodes // 2)
-    mask1, mask2 = list(range(half)), list(range(half, topo.nodes))
-    if bind_mode != "none" and topo.nodes < 2:
+    # NODEMASK1 = the first half of the nodes, NODEMASK2 = the rest (spec §1.1); the halves of the
+    # nodes with CPUs (a process cannot be bound to the CPUs of a memory-only node)
+    cpu_nodes = topo.cpu_nodes.tolist()
+    half = max(1, len(cpu_nodes) // 2)
+    mask1, mask2 = cpu_nodes[:half], cpu_nodes[half:]
+    if bind_mode != "none" and len(cpu_nodes) < 2:
         raise NumalabValueError(
             f"workload {name!r} binds its two processes to the two halves of the nodes; topology "
-            f"{topo.name!r} has {topo.nodes} node; allowed: at least 2 nodes (start_bench.sh refuses fewer)")
+            f"{topo.name!r} has {len(cpu_nodes)} node with CPUs; allowed: at least 2 nodes with CPUs (start_bench.sh refuses fewer)")
     tid = 0
     for p in range(nproc):
         # HARD_BIND: the child (p=1 after fork) gets the first half, the parent the second
@@ -362,7 +364,9 @@ def _numa02(topo, name, *, smt, bind_mode, threads=None, size_bytes=1 * GiB, loo
     b = _Builder()
     th = _threads_table()
     v = _process(b, 0, T, size_bytes)
-    N = topo.nodes
+    # the nodes with CPUs: numa02's bind variants put worker i and chunk i on one of them
+    cpu_nodes = topo.cpu_nodes.tolist()
+    N = len(cpu_nodes)
     if bind_mode == "none":
         # the main thread zero-writes the whole buffer (first touch on its node)
         main = _add_thread(th, 0, 0, True, size_bytes, 0)
@@ -371,14 +375,14 @@ def _numa02(topo, name, *, smt, bind_mode, threads=None, size_bytes=1 * GiB, loo
     else:
         main = _add_thread(th, 0, 0, True, 0, 0, mem_bind=True)
         # chunk n of the buffer lands on node n (main binds itself before zeroing chunk n)
-        b.vmas[v["buffer"]]["init"] = tuple(range(N))
+        b.vmas[v["buffer"]]["init"] = tuple(cpu_nodes)
     _small_touches(b, v, main, True, v["main_stack"])
     for i in range(T):
         node = (i * N) // T
         if bind_mode == "inverse":
             node = ((T - 1 - i) * N) // T
         w = _add_thread(th, 0, 1 + i, False, 0, S * loops, waits=bind_mode == "none",
-                        cpu_bind=-1 if bind_mode == "none" else node,
+                        cpu_bind=-1 if bind_mode == "none" else cpu_nodes[node],
                         mem_bind=bind_mode != "none")
         b.touch(w, PH_LOOP, v["buffer"], i * S, (i + 1) * S, S)
         _small_touches(b, v, w, False, v["stacks"][i])
@@ -478,12 +482,13 @@ def _check_fits(wl: Workload) -> None:
     # numa01 HARD_BIND process on an odd node count, or more processes than halves, do not)
     bound = wl.cpu_bind[~wl.thread_main]
     per_node = np.bincount(bound[bound >= 0], minlength=topo.nodes)
-    over = np.flatnonzero(per_node > topo.cpus_per_node)
+    over = np.flatnonzero(per_node > topo.node_cpus)
     if over.size:
         n = int(over[0])
+        cpus = int(topo.node_cpus[n])
         raise NumalabValueError(
-            f"workload {wl.name!r} binds {int(per_node[n])} workers to node {n}, which has {topo.cpus_per_node} "
-            f"CPUs on topology {topo.name!r} ({topo.nodes} nodes); allowed: at most {topo.cpus_per_node} "
+            f"workload {wl.name!r} binds {int(per_node[n])} workers to node {n}, which has {cpus} "
+            f"CPUs on topology {topo.name!r} ({topo.nodes} nodes); allowed: at most {cpus} "
             f"bound workers per node (an even number of nodes, fewer threads=... or nproc=...)")
     workers = int((~wl.thread_main).sum())
     if workers > topo.ncpus:
@@ -498,6 +503,10 @@ def _check_fits(wl: Workload) -> None:
     bound = wl.region_init[wl.region_init >= 0]
     if bound.size and bound.max() >= topo.nodes:
         raise NumalabValueError(f"workload {wl.name} binds memory to node {bound.max()} of a {topo.nodes}-node topology")
+    if bound.size and not topo.has_memory[bound].all():
+        n = int(bound[~topo.has_memory[bound]][0])
+        raise NumalabValueError(f"workload {wl.name} binds memory to node {n}, which has no memory on topology "
+                                f"{topo.name!r}; allowed: nodes {np.flatnonzero(topo.has_memory).tolist()}")
 
 
 def perf_bench_numa_mem(topology="2s-128", *, processes=1, threads=1, global_mb=0, process_mb=0,

@@ -61,7 +61,12 @@ def cases(draw):
 @settings(max_examples=300, deadline=None)
 @given(cases())
 def test_engine_matches_reference(case):
-    wl, policy, seed, opts = case
+    run_both_and_compare(*case)
+
+
+def run_both_and_compare(wl, policy, seed, opts):
+    """One seed through the engine and the reference; every counter and final state equal.
+    Returns the engine's batch."""
     o = EngineOptions.coerce(opts)
     batch = make_batch(wl, policy, [seed], **opts).run()
     ref = ref_engine.Replica(wl, policy, seed, o.to_dict(), Costs()).run()
@@ -76,6 +81,8 @@ def test_engine_matches_reference(case):
     assert batch.numa.numa_scan_period[0].tolist() == ref.period
     assert batch.mm.numa_scan_seq[0].tolist() == ref.mm_seq
     assert batch.tasks.node[0].tolist() == ref.node
+    assert batch.numa.numa_preferred_nid[0].tolist() == ref.preferred
+    return batch
 
 
 def test_reference_agrees_in_a_batch():

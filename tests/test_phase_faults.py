@@ -55,7 +55,8 @@ def test_first_fault_migrates_to_the_faulting_node_and_records_last_cpupid():
 
 def test_a_full_target_node_fails_the_migration():
     b, wl = tiny_batch()
-    b.lay.node_cap = int(b.regions.node_pages[0, 1])       # node 1 cannot take a page more
+    b.lay.node_cap = b.lay.node_cap.copy()
+    b.lay.node_cap[1] = b.regions.node_pages[0, 1]         # node 1 cannot take a page more
     _fault(b, [BUF[0]])
     assert b.regions.node[0, BUF[0]] == 0 and b.cnt["numa_pages_migrated"][0] == 0
     assert b.cnt["numa_migrate_fail"][0] == 1

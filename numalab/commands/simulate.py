@@ -33,7 +33,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--workload", default="numa01_THREAD_ALLOC",
                    help="workload name (default: %(default)s; numa01, numa01_THREAD_ALLOC, numa02, numa02_SMT, "
                         "their _HARD_BIND/_INVERSE_BIND variants)")
-    p.add_argument("--topology", default="2s-128", help="topology preset (default: %(default)s)")
+    p.add_argument("--topology", default="2s-128",
+                   help="topology preset, or a topology file such as numalab probe writes (default: %(default)s)")
     p.add_argument("--profile", action="append", default=None,
                    help="kernel profile or policy text (e.g. 6.12+N=4); repeat for several "
                         "(default: 6.4, 6.12 and rfc2024-hot-shared)")
@@ -175,7 +176,7 @@ def run(args) -> int:
     from ..workloads import workload
 
     seeds = check_int("--seeds", args.seeds, lo=1, hi=10000)
-    topo = Topology.preset(args.topology)
+    topo = Topology.coerce(args.topology)
     wl = workload(args.workload, topo)
     rules = rules_from_args(args)  # before the policy texts, which may name them
     pols = with_rules(policies_from_args(args.profile, args.history), rules)

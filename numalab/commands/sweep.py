@@ -49,7 +49,7 @@ def add_parser(subparsers) -> None:
     g.add_argument("--profile", help="kernel profiles, e.g. 6.12,rfc2024-hot-shared")
     g.add_argument("--policy", help="policies instead of --profile/--history, any text Policy.parse reads, "
                                     "e.g. 6.12,6.12+N=4,adaptive:span,6.4+rules=own_pid,hot>=1")
-    g.add_argument("--topology", help="topology presets, e.g. 2s-128 (also for futex)")
+    g.add_argument("--topology", help="topology presets or topology files, e.g. 2s-128,host.json (also for futex)")
     f = p.add_argument_group("futex model parameters (comma-separated lists)")
     f.add_argument("--mode", help="futex hash modes: classic, numa, private")
     f.add_argument("--buckets", help="hash bucket counts, e.g. 16,256,4096")

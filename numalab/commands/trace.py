@@ -17,7 +17,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("trace", help=HELP, description=__doc__.split("\n\n")[1].replace("\n", " "))
     p.add_argument("--workload", default="numa02",
                    help="workload name (default: %(default)s)")
-    p.add_argument("--topology", default="2s-128", help="topology preset (default: %(default)s)")
+    p.add_argument("--topology", default="2s-128",
+                   help="topology preset, or a topology file such as numalab probe writes (default: %(default)s)")
     p.add_argument("--profile", default="6.12", help="kernel profile or policy text (default: %(default)s)")
     p.add_argument("--history", type=int, default=None, help="number of PID windows N (default: the profile's)")
     p.add_argument("--seed", type=int, default=0, help="seed (default: %(default)s)")

@@ -10,6 +10,7 @@ module                    models
 ``options``               the sysctls and the engine's switches (:class:`EngineOptions`)
 ``layout``                the static per-workload arrays (VMAs, regions, classes, phases)
 ``state``                 one dataclass per kernel structure (task, mm, VMA, folio, ...)
+``memory``                where folios are: first touch, migration, counts and room per node
 ``progress``              threads running and writing (the workload side)
 ``scan``                  task_tick_numa, task_numa_work (the VMA walk)
 ``faults``                do_numa_page, should_numa_migrate_memory, task_numa_fault

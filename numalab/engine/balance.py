@@ -20,11 +20,14 @@ def lb_moves(b, u_lb):
     """The load balancer's cross-node pulls (option ``lb_migrate_hz``): a running, not
     CPU-bound task ``t`` with ``u_lb[t] < p = lb_migrate_hz * dt`` is pulled to another
     node; ``v = u_lb[t] / p`` (uniform on [0, 1)) picks the node ``k = floor(v (N-1))``
-    among the others and ``w = v (N-1) - k`` the task pulled back when that node has no
-    free CPU (the ``floor(w * n)``-th running unbound task there, in index order). Tasks
-    in increasing index order, per replica. Each move runs ``update_scan_period``."""
+    among the other ``N - 1`` nodes with CPUs (a memory-only node has no runqueue to pull to)
+    and ``w = v (N-1) - k`` the task pulled back when that node has no free CPU (the
+    ``floor(w * n)``-th running unbound task there, in index order). Tasks in increasing index
+    order, per replica. Each move runs ``update_scan_period``."""
     p = b.o.lb_migrate_hz * b.dt
-    if p <= 0 or b.lay.N < 2:
+    cpu_nodes = b.topo.cpu_nodes
+    N = cpu_nodes.size
+    if p <= 0 or N < 2:
         return
     pulled = u_lb < p  # rare (a few steps per run): test it before the masks
     if not np.count_nonzero(pulled):
@@ -34,17 +37,17 @@ def lb_moves(b, u_lb):
     ev = running & pulled & free[None, :]
     if not np.count_nonzero(ev):
         return
-    N, cap = b.lay.N, b.topo.cpus_per_node
+    cap = b.lay.node_cpus
     for r in np.flatnonzero(ev.any(axis=1)).tolist():
-        load = np.bincount(b.tasks.node[r][running[r]], minlength=N)
+        load = np.bincount(b.tasks.node[r][running[r]], minlength=b.lay.N)
         for t in np.flatnonzero(ev[r]).tolist():
             v = float(u_lb[r, t]) / p
             a = int(b.tasks.node[r, t])
             x = v * (N - 1)
             k = min(int(x), N - 2)
             w = x - k
-            dst = k if k < a else k + 1
-            if load[dst] < cap:
+            dst = int(cpu_nodes[k if cpu_nodes[k] < a else k + 1])
+            if load[dst] < cap[dst]:
                 move_task(b, r, t, dst, lb=True)
                 load[a] -= 1
                 load[dst] += 1

@@ -25,9 +25,9 @@ import numpy as np
 
 from .. import history as hist
 from ..adaptive import hooks_for
-from ..errors import check_int
-from ..workloads import INIT_B, INIT_MAIN, INIT_OWNER, PH_DONE, PH_INIT, PH_LOOP, PH_WAIT
-from . import balance, faults, observe, placement, progress, scan
+from ..errors import NumalabValueError, check_int
+from ..workloads import PH_DONE, PH_INIT, PH_LOOP, PH_WAIT
+from . import balance, faults, memory, observe, placement, progress, scan
 from .layout import Layout
 from .state import (PID_UNSET, Counters, Draws, MmNuma, NumaGroups, Observations, Outcome, Protected,
                     Rates, Regions, StepContext, TaskNuma, Tasks, VmaNumab)
@@ -67,17 +67,24 @@ class Batch:
 
     # ------------------------------------------------------------------ initial state
     def _seed_draws(self):
-        """Per-seed draws, fixed order: init node, pid base, CPU permutation."""
+        """Per-seed draws, fixed order: init node (node B: one of the nodes with CPUs), pid base,
+        CPU permutation. The option ``init_node`` may name any node with memory, a memory-only
+        one included (numa01's init bound there); the main threads then run on its nearest
+        node with CPUs."""
         R, N, o, ncpus = self.R, self.lay.N, self.o, self.topo.ncpus
+        cpu_nodes = self.topo.cpu_nodes
         init_node = np.zeros(R, dtype=np.int64)
         pid_base = np.zeros(R, dtype=np.int64)
         perm = np.zeros((R, ncpus), dtype=np.int64)
         for i, g in enumerate(self.rng):
-            init_node[i] = g.integers(N)
+            init_node[i] = cpu_nodes[g.integers(cpu_nodes.size)]
             pid_base[i] = g.integers(o.pid_lo, o.pid_hi)
             perm[i] = g.permutation(ncpus)
         if o.init_node is not None:
             init_node[:] = check_int("init_node", o.init_node, lo=0, hi=N - 1)
+            if not self.topo.has_memory[o.init_node]:
+                raise NumalabValueError(f"init_node={o.init_node} has no memory on topology {self.topo.name!r}; "
+                                        f"allowed: a node with memory, {np.flatnonzero(self.topo.has_memory).tolist()}")
         if o.pid_base is not None:
             pid_base[:] = o.pid_base
         return init_node.astype(np.int64), pid_base, perm
@@ -89,8 +96,9 @@ class Batch:
         tid_word, tid_mask = hist.bit_masks(tid.astype(np.uint32), self.pol.width)
         node = np.zeros((R, T), dtype=np.int64)
         node[:, lay.workers] = lay.cpu_node[perm[:, np.arange(lay.workers.size) % self.topo.ncpus]]
-        # the main threads run on node B (numa02's first touch lands there)
-        node[:, lay.mains] = init_node[:, None]
+        # the main threads run on node B (numa02's first touch lands there), or on the nearest
+        # node with CPUs to a memory-only init_node
+        node[:, lay.mains] = self.topo.nearest_cpu_node.take(init_node)[:, None]
         bound = wl.cpu_bind >= 0
         node[:, bound] = wl.cpu_bind[bound]
         phase = np.where(wl.phase_bytes[:, 0] > 0, PH_INIT, np.where(wl.phase_bytes[:, 1] > 0, PH_LOOP, PH_DONE))
@@ -118,29 +126,16 @@ class Batch:
                              adapt=self.rule.init_state(R, M, V))
 
     def _init_memory(self, init_node):
-        """First touch: each region starts on node B, the main thread's node or its owner's."""
-        wl, lay, R, NR, N, C = self.wl, self.lay, self.R, self.lay.NR, self.lay.N, self.lay.C
-        node = self.tasks.node
-        present = lay.region_present
-        init = np.broadcast_to(wl.region_init, (R, NR)).copy()
-        init = np.where(init == INIT_B, init_node[:, None], init)
-        main_node = node[:, lay.mains[0]] if lay.mains.size else np.zeros(R, dtype=np.int64)
-        init = np.where(init == INIT_MAIN, main_node[:, None], init)
-        # owner: the first thread writing the region's class, else the mm's main thread
-        init = np.where(init == INIT_OWNER, node[:, lay.region_owner], init)
-        r_node = init.astype(np.int64)
-        # regions per (class, node) -- the node split of each access class
-        cls_node = np.zeros((R, C, N), dtype=np.int64)
-        for n in range(N):
-            cls_node[:, :, n] = np.stack([np.bincount(wl.region_class, weights=(init[i] == n), minlength=C)
-                                          for i in range(R)]).astype(np.int64)
+        """First touch: each region starts where :func:`.memory.first_touch` puts it (node B, a
+        binding, or where the main thread's or its owner's first touch lands); the counts per
+        class and node follow (:func:`.memory.counts`)."""
+        R, NR = self.R, self.lay.NR
+        r_node = memory.first_touch(self, init_node)
         z = lambda dtype=float: np.zeros((R, NR), dtype=dtype)   # noqa: E731
         self.regions = Regions(
             node=r_node, prot_none=z(bool), thresh=z(), hazard=z(), selector=z(),
             last_pid8=np.full((R, NR), PID_UNSET, dtype=np.int64), last_set=z(bool), last_node=z(np.int64),
-            last_task=np.full((R, NR), -1, dtype=np.int64), cls_node=cls_node,
-            node_pages=np.stack([((r_node == n) * present[None, :]).sum(axis=1) for n in range(N)], axis=1),
-            total_pages=(present[None, :] * np.ones((R, 1), dtype=np.int64)).sum(axis=1))
+            last_task=np.full((R, NR), -1, dtype=np.int64), **memory.counts(self.lay, r_node))
         self.prot = Protected.empty()
 
     def _init_rest(self):

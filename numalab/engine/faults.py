@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..workloads import PH_INIT
+from . import memory
 from .groups import active_nodes, group_node_sums, group_stats, join_groups
 from .placement import task_numa_placement
 from .state import NO_NODE, PID_UNSET
@@ -213,8 +214,7 @@ def migrate_balanced(b, f, want_mig):
         before = csum - pg - np.where(start > 0, csum[np.maximum(start - 1, 0)], 0)
         cum_incl = np.empty_like(csum)
         cum_incl[order] = before + pg
-        used = b.regions.node_pages[fr, cn]
-        fits = used + cum_incl <= b.lay.node_cap
+        fits = cum_incl <= memory.node_free(b)[fr, cn]
         migrate = want_mig & fits
         failed = want_mig & ~fits
     return migrate, failed
@@ -225,15 +225,9 @@ def migrate_folios(b, f, migrate, kt):
     task's node; returns the kernel time per fault with the copy added (s)."""
     if np.count_nonzero(migrate):
         pages = f.pages
-        mr, mreg, mdst, msrc = f.fr[migrate], f.freg[migrate], f.cn[migrate], f.fn[migrate]
-        b.regions.node[mr, mreg] = mdst
-        b.rates.dirty[mr] = True
-        cls = b.lay.region_class[mreg]
-        np.add.at(b.regions.cls_node, (mr, cls, msrc), -1)
-        np.add.at(b.regions.cls_node, (mr, cls, mdst), 1)
+        mr = f.fr[migrate]
+        memory.migrate(b, mr, f.freg[migrate], f.cn[migrate])
         np.add.at(b.counters.events["numa_pages_migrated"], mr, pages[migrate])
-        np.add.at(b.regions.node_pages, (mr, msrc), -pages[migrate])
-        np.add.at(b.regions.node_pages, (mr, mdst), pages[migrate])
         kt = kt + np.where(migrate, b.costs.migrate_time_s(pages, 1), 0.0)
     return kt
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..reasons import REASONS
 from ..workloads import INACCESSIBLE, PH_INIT, PH_LOOP, REGION_PAGES, SHARED_RO, UNSUITABLE
+from .memory import capacity_pages
 
 __all__ = ["Layout"]
 
@@ -44,8 +45,10 @@ class Layout:
         # one (partial) region per VMA, and the forced retry's VMA
         self.K = int(sum(self.scan_size_pages // REGION_PAGES + 2 + len(v) for v in self.mm_vmas))
         self._threads(wl)
-        # what a node's memory can take (migrate_balanced_pgdat), base pages
-        self.node_cap = int(topo.mem_per_node_GiB * (1 << 30) // 4096)
+        # per node: what its memory can take (migrate_balanced_pgdat), base pages, and how many
+        # threads it can run (its CPUs; 0 on a memory-only node)
+        self.node_cap = capacity_pages(topo)
+        self.node_cpus = topo.node_cpus
 
     def _regions(self, wl, opts):
         self.region_vma = wl.region_vma

@@ -60,7 +60,7 @@ def check_invariants(b):
             raise EngineInvariantError("protected-region rate/threshold index out of sync")
     running = running_mask(b)
     load = np.stack([((b.tasks.node == n) & running).sum(axis=1) for n in range(b.lay.N)], axis=1)
-    if (load > b.topo.cpus_per_node).any():
+    if (load > b.lay.node_cpus).any():
         raise EngineInvariantError(f"a node runs more threads than it has CPUs at t={b.now:.3f}s")
 
 

@@ -57,6 +57,8 @@ def task_numa_placement(b, ctx, r, t, now, gm, gc, gsize):
         best = score.argmax(axis=1)                                        # lowest nid wins ties
         bscore = score[np.arange(r2.size), best]
         setp = bscore > 0
+        # a CPU-less choice becomes its nearest node with CPUs (5c7b1aaf139d, v5.18)
+        best = b.topo.nearest_cpu_node.take(best)
         b.numa.numa_preferred_nid[r2[setp], t2[setp]] = best[setp]
         update_task_scan_period(b, r2, t2, ftypes[:, 0], ftypes[:, 1], gm, gsize)
     # numa_migrate_preferred
@@ -79,7 +81,7 @@ def numa_migrate_preferred(b, ctx):
     ctx.want = None
     R, T, N = b.R, b.lay.T, b.lay.N
     u_task = ctx.u_task
-    cap = b.topo.cpus_per_node
+    cap = b.lay.node_cpus
     running = running_mask(b)
     gm, gc, gsize = group_stats(b)
     # per-task node score: group fault share if grouped, else own
@@ -96,7 +98,7 @@ def numa_migrate_preferred(b, ctx):
             if moved[r, t]:
                 continue
             a, dst = int(b.tasks.node[r, t]), int(b.numa.numa_preferred_nid[r, t])
-            if load[r, dst] < cap:                       # an idle CPU on the preferred node
+            if load[r, dst] < cap[dst]:                  # an idle CPU on the preferred node
                 move_task(b, r, t, dst)
                 load[r, a] -= 1
                 load[r, dst] += 1

@@ -29,7 +29,7 @@ from numalab.policy import Policy
 from numalab.rule_transport import check_travels, restore, transports
 from numalab.rules import Rule
 from numalab.sweeps.registry import Param, Runner, names_or_str, register_runner
-from numalab.topology import Topology
+from numalab.topology import check_topology
 from numalab.workloads import workload, workloads
 
 from .api import simulate
@@ -48,10 +48,6 @@ _WORKLOAD_OVERRIDES = {
     "workload_size_bytes": "size_bytes",
     "workload_nproc": "nproc",
 }
-
-
-def _topology_names():
-    return Topology.presets()
 
 
 def _workload_names():
@@ -136,8 +132,8 @@ def _numa_params() -> list[Param]:
     params = [
         Param("workload", names_or_str("workloads", _workload_names), default="numa01",
               long_name="autonuma-benchmark workload"),
-        Param("topology", names_or_str("topologies", _topology_names), default="2s-128",
-              long_name="machine topology preset"),
+        Param("topology", check_topology, default="2s-128",
+              long_name="machine topology: a preset, or a topology file as '<path>#<digest>'"),
         Param("profile", names_or_str("policy profiles", _profile_names), default="6.12",
               long_name="kernel scan-filter profile"),
         Param("history", _check_history, default="profile", units="windows",

@@ -16,13 +16,9 @@ from collections.abc import Mapping
 from numalab import futex
 from numalab.errors import check_int
 from numalab.sweeps.registry import Param, Runner, names_or_str, register_runner
-from numalab.topology import Topology
+from numalab.topology import check_topology
 
 __all__ = ["run_futex", "RUNNER"]
-
-
-def _topology_names():
-    return Topology.presets()
 
 
 def _futex_choices(attr: str):
@@ -55,8 +51,8 @@ def _futex_params() -> list[Param]:
               kernel_name="futex_hash_mask + 1"),
         Param("threads", _check_threads, default=0, units="threads",
               long_name="perf bench -t / futex_numa -c (0 = the program's default)"),
-        Param("topology", names_or_str("topologies", _topology_names), default="2s-128",
-              long_name="machine topology preset"),
+        Param("topology", check_topology, default="2s-128",
+              long_name="machine topology: a preset, or a topology file as '<path>#<digest>'"),
         Param("program", names_or_str("futex programs", _futex_choices("PROGRAMS")),
               default="perf-bench-futex-hash", long_name="benchmark program"),
         Param("futexes", _check_pos_int, default=1024, units="futexes",

@@ -112,6 +112,8 @@ class FutexWorkload:
 def _common(topology, mode, refcount, squash, hash, base_small, classic_home, runtime_s, hashsize,
             runtime_name="runtime"):
     topology = Topology.coerce(topology)
+    # the futex model describes one kind of node: the same CPUs and SMT on every node
+    topology.uniform("cpus_per_node"), topology.uniform("smt")
     check_choice("mode", mode, MODES)
     check_choice("refcount", refcount, REFCOUNTS)
     check_choice("hash", hash, HASHES)

@@ -33,6 +33,16 @@ COUNTERS = ("numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "nu
             "numa_migrate_fail", "group_joins", "lb_migrations", "scan_period_resets")
 
 
+def nearest_node(topo, nid, ok):
+    """The node ``m`` with ``ok(m)`` nearest to ``nid`` by SLIT distance, the first of equals
+    (the kernel's ``numa_nearest_node``: a loop over the nodes keeping the smallest distance)."""
+    best, best_d = nid, None
+    for m in range(topo.nodes):
+        if ok(m) and (best_d is None or topo.distance[nid][m] < best_d):
+            best, best_d = m, topo.distance[nid][m]
+    return best
+
+
 class Replica:
     """One seed of one workload under one policy."""
 
@@ -69,8 +79,12 @@ class Replica:
             q = self.rclass.index(ec[e])
             self.writes.add((int(wl.entry_thread[e]), int(wl.entry_phase[e]), self.rvma[q]))
 
-        # initial draws
-        init_node = int(self.rng.integers(N))
+        # per node: its CPUs (0 on a memory-only node) and its memory in base pages
+        self.node_cpus = [int(c) for c in np.broadcast_to(topo.cpus_per_node, (N,))]
+        mem = [float(g) for g in np.broadcast_to(topo.mem_per_node_GiB, (N,))]
+        self.cpu_nodes = [n for n in range(N) if self.node_cpus[n] > 0]
+        # initial draws: node B among the nodes with CPUs
+        init_node = self.cpu_nodes[int(self.rng.integers(len(self.cpu_nodes)))]
         pid_base = int(self.rng.integers(o["pid_lo"], o["pid_hi"]))
         perm = self.rng.permutation(topo.ncpus)
         if o["init_node"] is not None:
@@ -86,8 +100,8 @@ class Replica:
             if not main[t]:
                 node[t] = int(cpu_node[perm[k % topo.ncpus]])
                 k += 1
-            else:
-                node[t] = init_node
+            else:   # on node B, or the nearest node with CPUs to a memory-only init_node
+                node[t] = nearest_node(topo, init_node, lambda m: self.node_cpus[m] > 0)
             if wl.cpu_bind[t] >= 0:
                 node[t] = int(wl.cpu_bind[t])
         self.node = node
@@ -140,6 +154,8 @@ class Replica:
             elif i == INIT_OWNER:
                 ow = owner[self.rclass[q]]
                 i = node[ow if ow >= 0 else mm_main[rmm[q]]]
+            if int(wl.region_init[q]) < 0:   # a first touch lands on the nearest node with memory
+                i = nearest_node(topo, i, lambda m: mem[m] > 0)
             self.r_node.append(i)
         self.prot = [False] * NR
         self.last8 = [PID_UNSET] * NR
@@ -150,7 +166,7 @@ class Replica:
         self.hazard = [0.0] * NR
         self.sel = [0.0] * NR
         self.node_pages = [sum(self.present[q] for q in range(NR) if self.r_node[q] == n) for n in range(N)]
-        self.node_cap = int(topo.mem_per_node_GiB * (1 << 30) // 4096)
+        self.node_cap = [int(g * (1 << 30) // 4096) for g in mem]
         self.cls_node = [[0] * N for _ in range(self.C)]
         for q in range(NR):
             self.cls_node[self.rclass[q]][self.r_node[q]] += 1
@@ -568,7 +584,7 @@ class Replica:
             migrate = failed = False
             if want:   # migrate_balanced_pgdat against the batch's starting residency
                 claimed[cn] = claimed.get(cn, 0) + pages
-                migrate = start_pages[cn] + claimed[cn] <= self.node_cap
+                migrate = start_pages[cn] + claimed[cn] <= self.node_cap[cn]
                 failed = not migrate
             if check:
                 self.last8[q], self.last_set[q], self.last_node[q], self.last_task[q] = my8, True, cn, t
@@ -668,8 +684,8 @@ class Replica:
                 src = gm2[g] if g >= 0 else self.f_mem[t]
                 score = [float(np.sum(np.array(src[n]))) for n in range(self.N)]
                 best = int(np.argmax(score))
-                if score[best] > 0:
-                    self.preferred[t] = best
+                if score[best] > 0:   # never a CPU-less node: its nearest node with CPUs instead
+                    self.preferred[t] = nearest_node(self.topo, best, lambda m: self.node_cpus[m] > 0)
             for t in go:
                 self.update_scan_period(t, int(ftypes[t][0]), int(ftypes[t][1]))
         for t in due:
@@ -706,7 +722,7 @@ class Replica:
             return
         want, self.want = self.want, set()
         N, T = self.N, self.T
-        cap = self.topo.cpus_per_node
+        cap = self.node_cpus
         running = [self.running(t) for t in range(T)]
         gm, gc, gsize = self.gstats()
 
@@ -727,7 +743,7 @@ class Replica:
             if moved[t]:
                 continue
             a, b = self.node[t], self.preferred[t]
-            if load[b] < cap:
+            if load[b] < cap[b]:
                 self.move(t, b)
                 load[a] -= 1
                 load[b] += 1
@@ -750,23 +766,23 @@ class Replica:
     def lb_moves(self):
         """The load balancer's cross-node pulls (docs/engine.md step 5b), task by task."""
         p = self.o["lb_migrate_hz"] * self.dt
-        if p <= 0 or self.N < 2:
+        if p <= 0 or len(self.cpu_nodes) < 2:
             return
-        T, N, cap = self.T, self.N, self.topo.cpus_per_node
+        T, N, cap = self.T, len(self.cpu_nodes), self.node_cpus
         running = [self.running(t) and not self.done for t in range(T)]
         free = [int(self.wl.cpu_bind[t]) < 0 for t in range(T)]
         ev = [t for t in range(T) if running[t] and free[t] and float(self.u_lb[t]) < p]
         if not ev:
             return
-        load = [sum(1 for t in range(T) if running[t] and self.node[t] == n) for n in range(N)]
+        load = [sum(1 for t in range(T) if running[t] and self.node[t] == n) for n in range(self.N)]
         for t in ev:
             v = float(self.u_lb[t]) / p
             a = self.node[t]
             x = v * (N - 1)
             k = min(int(x), N - 2)
             w = x - k
-            dst = k if k < a else k + 1
-            if load[dst] < cap:
+            dst = [n for n in self.cpu_nodes if n != a][k]   # the k-th other node with CPUs
+            if load[dst] < cap[dst]:
                 self.move(t, dst, lb=True)
                 load[a] -= 1
                 load[dst] += 1

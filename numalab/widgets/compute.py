@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -217,7 +218,12 @@ def futex_run(mode: str, buckets, threads: int, nodes: int, *, topology: str = "
     from ..topology import Topology
 
     check_choice("mode", mode, futex.MODES)
-    topo = Topology.preset(topology, nodes=check_int("nodes", nodes, lo=1, hi=64))
+    nodes = check_int("nodes", nodes, lo=1, hi=64)
+    if isinstance(topology, str) and topology in Topology.presets():
+        topo = Topology.preset(topology, nodes=nodes)
+    else:   # a topology file: the what-if machine has its nodes, with the default SLIT for another count
+        base = Topology.coerce(topology)
+        topo = base if nodes == base.nodes else dataclasses.replace(base, nodes=nodes, distance=None)
     buckets = [check_int("buckets", b, lo=2) for b in np.atleast_1d(buckets).tolist()]
     ds = futex.sweep(buckets=buckets, mode=mode, threads=check_int("threads", threads, lo=1, hi=topo.ncpus),
                      seeds=list(seeds), topology=topo)

@@ -545,7 +545,8 @@ class FutexExplorer(Explorer):
         from ..topology import Topology
 
         self.topology = topology
-        self._preset = Topology.preset(topology)
+        self._preset = Topology.coerce(topology)      # a preset or a topology file
+        self._preset.uniform("cpus_per_node")          # the futex model: one kind of node
         nodes = self._preset.nodes if nodes is None else nodes
         node_options = sorted({1, 2, 4, 8, self._preset.nodes})
         super().__init__({
@@ -679,7 +680,7 @@ class HistoryExplorer(Explorer):
         import ipywidgets as w
 
         from ..policy import Policy
-        from ..topology import Topology
+        from ..topology import Topology, check_topology
         from ..workloads import workloads
 
         # full size by default; pass workload_options=HISTORY_WORKLOAD_OPTIONS (512 MiB) for quick views
@@ -687,13 +688,18 @@ class HistoryExplorer(Explorer):
         self.engine_options = engine_options
         options = ["profile", 1, 2, 3, 4, 6, 8, 12, 16] + [f"adaptive:{r}" for r in adaptive_rules()]
         names = [n for n in workloads() if n.startswith("numa0") and "BIND" not in n] or workloads()
+        # a topology file joins the presets (checked, named by its path and digest: a changed file
+        # is a new machine); it is labelled by the topology's name
+        topology = check_topology("topology", topology)
+        self._topologies = [*Topology.presets(), *([topology] if topology not in Topology.presets() else [])]
+        labels = [(t if t in Topology.presets() else Topology.coerce(t).name, t) for t in self._topologies]
         live_now = _in_kernel() if live is None else bool(live)
         size = pool_size(workers) if (workers is not None or live_now) else 0
         self.pool = SeedPool(self._store, size).start() if size else None
         super().__init__({
             "history": w.Dropdown(options=options, value=history, description="history N"),
             "workload": w.Dropdown(options=names, value=workload, description="workload"),
-            "topology": w.Dropdown(options=Topology.presets(), value=topology, description="topology"),
+            "topology": w.Dropdown(options=labels, value=topology, description="topology"),
             "profile": w.Dropdown(options=Policy.profiles(), value=profile, description="profile"),
             "threads": w.Dropdown(options=["default", 2, 4, 8, 16, 32, 64], value=threads, description="threads"),
             "seeds": w.IntSlider(value=seeds, min=1, max=8, description="seeds", continuous_update=False),
@@ -704,7 +710,7 @@ class HistoryExplorer(Explorer):
 
         t = params["threads"]
         if t not in (None, "default"):
-            topo = Topology.preset(params["topology"])
+            topo = Topology.coerce(params["topology"])
             if int(t) > topo.ncpus:
                 return (f"{t} threads per process is more than {params['topology']}'s {topo.ncpus} CPUs; "
                         f"choose at most {topo.ncpus} or 'default'.")
@@ -833,7 +839,7 @@ class HistoryExplorer(Explorer):
         if params["threads"] not in (None, "default"):
             over["threads"] = int(params["threads"])
         over = tuple(sorted(over.items()))
-        near = [(params["workload"], t, over) for t in self.controls["topology"].options if t != params["topology"]]
+        near = [(params["workload"], t, over) for t in self._topologies if t != params["topology"]]
         return near + [(w, params["topology"], over) for w in self.controls["workload"].options
                        if w != params["workload"]]
 

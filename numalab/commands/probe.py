@@ -1,0 +1,189 @@
+"""``numalab probe``: describe this machine as a topology file, with measured bandwidths.
+
+Reads the nodes, CPUs, SMT, memory and SLIT from /sys (Topology.from_host), then measures with
+numpy threads pinned to each node's CPUs: every node's fill (memset-like) and read bandwidth
+with all its CPUs and with one thread, and the read bandwidth of every node's memory from every
+other node's CPUs. Writes a topology file that --topology, nl.Topology.load, sweeps and the
+explorers accept; every measured field's provenance says how, when and where it was measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "measure this machine's memory bandwidths per node and write a topology file (--topology PATH)"
+
+#: the fields a probe sets, with what it measured for them
+MEASURED = {
+    "node_bw_GBps": "read bandwidth of all the node's CPUs on its memory (int64 add.reduce)",
+    "thread_bw_GBps": "one thread's fill bandwidth on its node's memory (ndarray.fill)",
+    "link_bw_GBps": "the slowest read of the node's memory by all CPUs of another node",
+    "remote_latency_ns": "the local latency x one thread's local/remote read ratio at the largest distance",
+}
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("probe", help=HELP, description=" ".join(__doc__.split("\n\n")[1].split()))
+    p.add_argument("--out", default="topology-host.json",
+                   help="topology file to write (JSON; default: %(default)s)")
+    p.add_argument("--buffer-mb", type=int, default=None,
+                   help="MiB of buffers per node, shared by its CPUs (default: 1024, at most a quarter of "
+                        "the node's free memory)")
+    p.add_argument("--thread-mb", type=int, default=None, help="MiB of the one-thread buffer (default: 512)")
+    p.add_argument("--repeats", type=int, default=None, help="repeats of each measurement, best kept (default: 5)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(command="probe")
+    return p
+
+
+def run(args) -> int:
+    from .. import machine
+    from ..errors import check_int
+    from ..topology import Topology
+
+    total = check_int("--buffer-mb", args.buffer_mb if args.buffer_mb is not None else machine.PROBE_DEFAULT_MB,
+                      lo=16, hi=1 << 20)
+    single = check_int("--thread-mb", args.thread_mb if args.thread_mb is not None else machine.PROBE_SINGLE_MB,
+                       lo=16, hi=1 << 20)
+    repeats = check_int("--repeats", args.repeats if args.repeats is not None else machine.PROBE_REPEATS, lo=1, hi=100)
+    data = probe_host("/", total_mb=total, single_mb=single, repeats=repeats, progress=not args.no_progress)
+    topo = Topology.from_dict(data, where="the probed machine")
+    topo.save(args.out, extra={"probe": data["probe"], "host": data["host"]})
+    print(summary(topo, data["probe"]))
+    print(f"wrote {args.out}")
+    return 0
+
+
+def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progress=False, measure=None) -> dict:
+    """This machine's topology file content with measured bandwidths: :func:`numalab.machine.
+    read_host`, then :func:`numalab.machine.probe_bandwidth` (``measure``) on its nodes, which
+    sets per node (:data:`MEASURED`)
+
+    * ``node_bw_GBps``: the read bandwidth of all its CPUs on its own memory (a node without
+      CPUs: the best read of its memory by another node's CPUs);
+    * ``thread_bw_GBps``: one thread's fill bandwidth on its own memory (the model's threads
+      write);
+    * ``link_bw_GBps``: the slowest read of its memory by all CPUs of another node (on a
+      multi-socket machine, the interconnect most remote traffic crosses);
+    * ``remote_latency_ns``: its local latency times one thread's local/remote read ratio at
+      the largest distance (``costs.progress_rates`` scales one thread's bandwidth by the
+      latency ratio, so this is the latency that ratio implies).
+
+    A figure that could not be measured (one node: no remote pair) keeps the host's value, with
+    a warning. The measurements are the ``"probe"`` section, with the date and the host."""
+    import datetime
+    import socket
+
+    from .. import machine
+    from ..topology import Topology
+
+    data = machine.read_host(root)
+    base = Topology.from_dict(data, where="the host")
+    host = data["host"]
+    ids = host["node_ids"]
+    cpus = {n: host["node_cpus"][str(n)] for n in ids}
+    cpu_nodes = [n for n in ids if cpus[n]]
+    # the steps of probe_bandwidth: per node its placing, its 4 local measurements if it has CPUs,
+    # and one read of its memory from every other node with CPUs
+    bar = _bar(progress, sum(1 + 4 * bool(cpus[n]) + len([m for m in cpu_nodes if m != n]) for n in ids))
+    kw = {k: v for k, v in (("total_mb", total_mb), ("single_mb", single_mb), ("repeats", repeats)) if v is not None}
+    try:
+        res = (measure or machine.probe_bandwidth)(cpus, mem_free_GiB=machine.mem_free_gib(root, ids),
+                                                   progress=bar.step if bar else None, **kw)
+    finally:
+        if bar:
+            bar.close()
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    res.update(date=when, host=socket.gethostname(), model_name=host["model_name"])
+    where = f"numalab probe on {res['host']} ({host['model_name'] or 'unknown CPU'}), {when}"
+    warnings = [w for w in data["warnings"] if "numalab probe measures" not in w] + res["warnings"]
+    data["warnings"] = warnings + apply_probe(data, base, res, ids, where)
+    data["probe"] = res
+    data["source"] = f"{data['source']}; bandwidths measured by numalab probe, {when}"
+    return data
+
+
+class _bar:
+    """A tqdm bar of the measurements done, its text the one running."""
+
+    def __init__(self, enabled, total):
+        from tqdm.auto import tqdm
+
+        self.t = tqdm(total=total, desc="numalab probe", unit="step", disable=not enabled)
+        self.running = False
+
+    def step(self, text):
+        if self.running:
+            self.t.update(1)
+        self.running = True
+        self.t.set_postfix_str(text)
+
+    def close(self):
+        if self.running:
+            self.t.update(1)
+        self.t.close()
+
+
+def apply_probe(data: dict, base, res: dict, ids: list, where: str) -> list[str]:
+    """Set the measured fields of ``data`` (a read_host result, ``base`` its Topology) from
+    ``res`` (a probe_bandwidth result); returns the warnings for the fields it could not set."""
+    per = {f: base.per_node(f).tolist() for f in (*MEASURED, "local_latency_ns")}
+    bands = {f: [] for f in MEASURED}
+    for i, n in enumerate(ids):
+        rec = res["nodes"].get(str(n), {})
+        into = [r for r in res["remote"] if r["mem_node"] == n]
+        if "read_GBps" in rec:
+            per["node_bw_GBps"][i] = rec["read_GBps"]
+            bands["node_bw_GBps"].append(rec["read_band"])
+            per["thread_bw_GBps"][i] = rec["thread_fill_GBps"]
+            bands["thread_bw_GBps"].append(rec["thread_fill_band"])
+        elif into:
+            best = max(into, key=lambda r: r["read_GBps"])
+            per["node_bw_GBps"][i] = best["read_GBps"]
+            bands["node_bw_GBps"].append(best["read_band"])
+        if not into:
+            continue
+        worst = min(into, key=lambda r: r["read_GBps"])
+        per["link_bw_GBps"][i] = worst["read_GBps"]
+        bands["link_bw_GBps"].append(worst["read_band"])
+        far = max(into, key=lambda r: base.distance[ids.index(r["cpu_node"])][i])
+        local = res["nodes"].get(str(far["cpu_node"]), {}).get("thread_read_GBps")
+        if local:
+            # remote >= local latency: a remote read measured faster (noise) is the local latency
+            per["remote_latency_ns"][i] = round(per["local_latency_ns"][i] * max(1.0, local / far["thread_read_GBps"]), 1)
+            bands["remote_latency_ns"].append([per["remote_latency_ns"][i]] * 2)
+    warnings = []
+    for f, text in MEASURED.items():
+        if not bands[f]:
+            why = "one node: no remote pair" if len(ids) == 1 else "no measurement"
+            warnings.append(f"{f}: not measured ({why}); kept from the host description")
+            continue
+        data["topology"][f] = per[f]
+        data["provenance"][f] = {
+            "kind": "derived" if f == "remote_latency_ns" else "measurement",
+            "source": f"{where}: {text}, best of {res['repeats']} repeats",
+            "band": [min(b[0] for b in bands[f]), max(b[1] for b in bands[f])],
+            "band_source": f"the range of the repeats over all nodes ({where})"}
+    return warnings
+
+
+def summary(topo, probe: dict) -> str:
+    """The measured bandwidths, one line per node and per remote pair, and the warnings."""
+    lines = [f"{topo.name}: {topo.nodes} node(s), {topo.ncpus} CPUs ({topo.source.split(';')[0]})",
+             f"{'node':>4} {'cpus':>5} {'mem GiB':>8} {'fill':>7} {'read':>7} {'1-thread fill':>14} "
+             f"{'1-thread read':>14}   GB/s, best of {probe['repeats']}"]
+    for n, rec in probe["nodes"].items():
+        i = int(n) if int(n) < topo.nodes else 0
+        lines.append(f"{n:>4} {len(rec['cpus']):>5} {topo.per_node('mem_per_node_GiB')[i]:>8.1f} "
+                     + " ".join(f"{rec.get(k, float('nan')):>{w}.2f}" for k, w in
+                                (("fill_GBps", 7), ("read_GBps", 7), ("thread_fill_GBps", 14), ("thread_read_GBps", 14))))
+    for r in probe["remote"]:
+        lines.append(f"node {r['cpu_node']} CPUs reading node {r['mem_node']}: {r['read_GBps']:.2f} GB/s "
+                     f"(one thread {r['thread_read_GBps']:.2f})")
+    fills = [(rec["fill_GBps"], rec["read_GBps"]) for rec in probe["nodes"].values() if "fill_GBps" in rec]
+    if fills:
+        lines.append("fill / read bandwidth: " + ", ".join(f"{f / r:.2f}" for f, r in fills)
+                     + " (numalab.costs.Costs.write_efficiency reads bzero's share of node_bw_GBps)")
+    lines.append(f"measured in {probe['seconds']:.1f} s")
+    lines += [f"warning: {w}" for w in topo.warnings]
+    return "\n".join(lines)

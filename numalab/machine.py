@@ -1,0 +1,560 @@
+"""Reading the machine numalab runs on from ``/sys``: its nodes, CPUs, SMT, memory and SLIT.
+
+:func:`read_host` returns the content of a topology file (:data:`numalab.topology.FORMAT`) that
+:meth:`numalab.topology.Topology.from_dict` turns into a Topology; ``Topology.from_host()`` is the
+usual way in. It reads
+
+* ``/sys/devices/system/node``: the online nodes (``online``), each node's ``cpulist``,
+  ``distance`` (its SLIT row) and ``meminfo`` (``MemTotal``), the ``has_cpu`` / ``has_memory``
+  masks, and where the firmware's HMAT gives them each node's ``access0/initiators/
+  read_latency`` (ns) and ``read_bandwidth`` (MB/s);
+* ``/sys/devices/system/cpu``: the ``online`` and ``offline`` CPUs and every online CPU's
+  ``topology/thread_siblings_list`` (SMT);
+* the CPU's model name from ``lscpu`` (on the live machine) or ``/proc/cpuinfo``.
+
+Nothing is silently guessed: whatever cannot be read, or does not add up (an offline CPU, a
+node whose ``has_cpu`` bit disagrees with its ``cpulist``, a sparse node numbering), is a
+sentence in the result's ``warnings``; a field sysfs has no figure for (the bandwidths without
+HMAT, the cache-line latencies) keeps the Topology class default with an ``assumed``
+provenance naming ``numalab probe``. ``root`` is the file-system root, so tests read fixture
+trees (``tests/fixtures/sysfs/``).
+
+No numpy: plain parsing of small text files.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from .errors import NumalabValueError
+
+__all__ = ["read_host", "parse_cpulist", "node_cpus", "probe_bandwidth"]
+
+NODE_DIR = ("sys", "devices", "system", "node")
+CPU_DIR = ("sys", "devices", "system", "cpu")
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """``"0-3,8,10-11"`` -> ``[0, 1, 2, 3, 8, 10, 11]`` (the kernel's cpulist / nodelist
+    format); an empty string is no CPU. ValueError on anything else."""
+    out: list[int] = []
+    for part in text.strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(f"{text.strip()!r} is not a cpulist (e.g. 0-3,8)")
+        out.extend(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+    return sorted(set(out))
+
+
+def _cpus_text(ids) -> str:
+    """``[7]`` -> ``"CPU 7 is"``, ``[5, 6, 7]`` -> ``"CPUs 5-7 are"``."""
+    return f"CPU {ids[0]} is" if len(ids) == 1 else f"CPUs {_list_text(ids)} are"
+
+
+def _list_text(ids) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2,5"``."""
+    ids = sorted(ids)
+    parts, i = [], 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+class _Reader:
+    """Files under ``root``, each read at most once; a missing or unreadable file is None and a
+    warning."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.warnings: list[str] = []
+
+    def path(self, *parts) -> Path:
+        return self.root.joinpath(*parts)
+
+    def text(self, *parts, quiet=False) -> str | None:
+        p = self.path(*parts)
+        try:
+            return p.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            if not quiet:
+                self.warnings.append(f"cannot read /{'/'.join(parts)}: {exc.strerror or exc}")
+            return None
+
+    def cpulist(self, *parts, quiet=False) -> list[int] | None:
+        text = self.text(*parts, quiet=quiet)
+        if text is None:
+            return None
+        try:
+            return parse_cpulist(text)
+        except ValueError as exc:
+            self.warnings.append(f"/{'/'.join(parts)}: {exc}")
+            return None
+
+
+def node_cpus(root="/") -> dict[int, list[int]]:
+    """Node id -> its online CPU ids, as :func:`read_host` counts them (what ``numalab probe``
+    pins its threads to)."""
+    return {int(k): v for k, v in read_host(root, lscpu=False)["host"]["node_cpus"].items()}
+
+
+def _nodes(rd: _Reader) -> list[int]:
+    online = rd.cpulist(*NODE_DIR, "online", quiet=True)
+    dirs = sorted(int(m.group(1)) for p in (rd.path(*NODE_DIR).iterdir() if rd.path(*NODE_DIR).is_dir() else [])
+                  if (m := re.fullmatch(r"node(\d+)", p.name)))
+    if online is None:
+        if dirs:
+            rd.warnings.append("no /sys/devices/system/node/online: every node<N> directory taken as online")
+        online = dirs
+    missing = [n for n in online if n not in dirs]
+    if missing:
+        rd.warnings.append(f"online nodes {_list_text(missing)} have no node<N> directory; left out")
+    nodes = [n for n in online if n in dirs]
+    if nodes != list(range(len(nodes))):
+        rd.warnings.append(f"node ids {_list_text(nodes)} are not 0..{len(nodes) - 1}: numalab numbers them "
+                           f"{', '.join(f'{n} as {i}' for i, n in enumerate(nodes))}")
+    return nodes
+
+
+def _cpus(rd: _Reader, nodes: list[int]):
+    """Per node its online CPUs; warnings for offline CPUs and CPUs on no node."""
+    online = rd.cpulist(*CPU_DIR, "online")
+    offline = rd.cpulist(*CPU_DIR, "offline", quiet=True) or []
+    per_node = {}
+    for n in nodes:
+        cpus = rd.cpulist(*NODE_DIR, f"node{n}", "cpulist")
+        if cpus is None:
+            cpus = []
+        if online is not None:
+            off = [c for c in cpus if c not in online]
+            if off:
+                rd.warnings.append(f"node {n}: {_cpus_text(off)} offline; not counted")
+            cpus = [c for c in cpus if c in online]
+        per_node[n] = cpus
+    if offline:
+        rd.warnings.append(f"{_cpus_text(offline)} offline (/sys/devices/system/cpu/offline); "
+                           "the topology has the online ones")
+    if online is not None:
+        placed = {c for cs in per_node.values() for c in cs}
+        stray = [c for c in online if c not in placed]
+        if stray:
+            rd.warnings.append(f"online CPUs {_list_text(stray)} are on no online node; left out")
+    return per_node
+
+
+def _smt(rd: _Reader, n: int, cpus: list[int]) -> int:
+    """Hardware threads per core of a node: its online CPUs over its cores (thread sibling
+    sets); 1, with a warning, when a core has fewer online siblings than the others."""
+    if not cpus:
+        return 1
+    cores = set()
+    for c in cpus:
+        sib = rd.cpulist(*CPU_DIR, f"cpu{c}", "topology", "thread_siblings_list")
+        cores.add(tuple(s for s in (sib or [c]) if s in cpus))
+    sizes = {len(core) for core in cores}
+    if len(sizes) == 1:
+        return sizes.pop()
+    rd.warnings.append(f"node {n}: {len(cpus)} online CPUs on {len(cores)} cores with {sorted(sizes)} online "
+                       "threads each (an SMT sibling is offline); smt taken as 1")
+    return 1
+
+
+def _mem_gib(rd: _Reader, n: int) -> float | None:
+    text = rd.text(*NODE_DIR, f"node{n}", "meminfo")
+    if text is None:
+        return None
+    m = re.search(r"MemTotal:\s+(\d+)\s*kB", text)
+    if not m:
+        rd.warnings.append(f"node {n}: no MemTotal line in meminfo")
+        return None
+    return round(int(m.group(1)) / (1 << 20), 3)
+
+
+def _distance(rd: _Reader, nodes: list[int]):
+    rows = []
+    for n in nodes:
+        text = rd.text(*NODE_DIR, f"node{n}", "distance")
+        try:
+            row = [int(x) for x in (text or "").split()]
+        except ValueError:
+            row = []
+        if len(row) != len(nodes):
+            rd.warnings.append(f"node {n}: distance row {text.strip() if text else None!r} does not have "
+                               f"{len(nodes)} values; the SLIT left at 10 local / 20 remote")
+            return None
+        rows.append(row)
+    return rows
+
+
+def _hmat(rd: _Reader, nodes: list[int]):
+    """Per node (read_latency ns, read_bandwidth MB/s) from HMAT's access0 class, or None."""
+    out = []
+    for n in nodes:
+        lat = rd.text(*NODE_DIR, f"node{n}", "access0", "initiators", "read_latency", quiet=True)
+        bw = rd.text(*NODE_DIR, f"node{n}", "access0", "initiators", "read_bandwidth", quiet=True)
+        try:
+            out.append((float(lat), float(bw)) if lat and bw and float(lat) > 0 and float(bw) > 0 else None)
+        except ValueError:
+            out.append(None)
+    return out
+
+
+def _model_name(rd: _Reader, lscpu: bool) -> str | None:
+    if lscpu and rd.root == Path("/") and shutil.which("lscpu"):
+        try:
+            res = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10, env={"LC_ALL": "C"})
+            m = re.search(r"^Model name:\s*(.+)$", res.stdout, re.M)
+            if m:
+                return m.group(1).strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+        rd.warnings.append("lscpu gave no model name; trying /proc/cpuinfo")
+    text = rd.text("proc", "cpuinfo", quiet=True)
+    m = re.search(r"^model name\s*:\s*(.+)$", text or "", re.M)
+    if m:
+        return m.group(1).strip()
+    rd.warnings.append("no CPU model name (lscpu, /proc/cpuinfo)")
+    return None
+
+
+def _masks(rd: _Reader, nodes, cpus, mem):
+    for mask, have, what in (("has_cpu", [n for n in nodes if cpus[n]], "CPUs"),
+                             ("has_memory", [n for n in nodes if (mem[n] or 0) > 0], "memory")):
+        listed = rd.cpulist(*NODE_DIR, mask, quiet=True)
+        if listed is None:
+            rd.warnings.append(f"no /sys/devices/system/node/{mask}; which nodes have {what} taken from the nodes")
+        elif sorted(set(listed) & set(nodes)) != have:
+            rd.warnings.append(f"{mask} lists nodes {_list_text(listed) or 'none'} but nodes {_list_text(have) or 'none'} "
+                               f"have {what}; numalab follows the per-node files")
+
+
+def read_host(root="/", lscpu: bool = True) -> dict:
+    """The machine under ``root`` as a topology file's content (module docstring), with a
+    ``"host"`` section: node ids, each node's online CPU ids, the model name and the raw HMAT
+    figures."""
+    rd = _Reader(Path(root))
+    nodes = _nodes(rd)
+    if not nodes:
+        _raise_no_nodes(root, rd.warnings)
+    cpus = _cpus(rd, nodes)
+    mem = {n: _mem_gib(rd, n) for n in nodes}
+    _masks(rd, nodes, cpus, mem)
+    smt = [_smt(rd, n, cpus[n]) for n in nodes]
+    dist = _distance(rd, nodes)
+    hmat = _hmat(rd, nodes)
+    model = _model_name(rd, lscpu)
+    top = str(root).rstrip("/")
+    here = f"read from {top}/sys/devices/system"
+    where = f"{model or 'unknown CPU'}, {here}"
+    values = {"nodes": len(nodes), "cpus_per_node": [len(cpus[n]) for n in nodes], "smt": smt}
+    prov = {
+        "nodes": _p("measurement", f"the online nodes ({here}/node/online)"),
+        "cpus_per_node": _p("measurement", f"online CPUs of each node (node<N>/cpulist and cpu/online), {here}"),
+        "smt": _p("measurement", f"online CPUs over cores (cpu<N>/topology/thread_siblings_list), {here}"),
+    }
+    missing_mem = [n for n in nodes if mem[n] is None]
+    if missing_mem:
+        rd.warnings.append(f"nodes {_list_text(missing_mem)}: no MemTotal; memory taken as 128 GiB (the class default)")
+    values["mem_per_node_GiB"] = [128.0 if mem[n] is None else mem[n] for n in nodes]
+    prov["mem_per_node_GiB"] = _p("measurement" if not missing_mem else "assumed",
+                                  f"MemTotal of node<N>/meminfo, {here}")
+    if dist is not None:
+        values["distance"] = dist
+        prov["distance"] = _p("measurement", f"the firmware's SLIT as node<N>/distance, {here}")
+    if all(h is not None for h in hmat):
+        lat = [h[0] for h in hmat]
+        values["local_latency_ns"] = lat
+        # HMAT gives one (best-initiator) latency; the remote one keeps the class default's ratio
+        values["remote_latency_ns"] = [round(x * 140.0 / 90.0, 1) for x in lat]
+        values["node_bw_GBps"] = [h[1] / 1000.0 for h in hmat]
+        src = f"the firmware's HMAT, node<N>/access0/initiators/read_latency and read_bandwidth, {here}"
+        prov["local_latency_ns"] = _p("datasheet", f"{src} (from the node's nearest CPUs)")
+        prov["remote_latency_ns"] = _p("derived", f"the HMAT read latency x 140/90 (the class default's remote/local "
+                                                  f"ratio; HMAT gives only the nearest initiator's), {here}")
+        prov["node_bw_GBps"] = _p("datasheet", f"{src}: a firmware figure, usually the peak; numalab probe measures "
+                                               "the sustained one")
+    elif any(h is not None for h in hmat):
+        rd.warnings.append("HMAT access0 figures exist for some nodes only; latencies and bandwidths left at the "
+                           "class defaults")
+    unset = [f for f in ("local_latency_ns", "remote_latency_ns", "node_bw_GBps", "link_bw_GBps", "thread_bw_GBps")
+             if f not in values]
+    if unset:
+        rd.warnings.append(f"{', '.join(unset)}: sysfs has no figure; the class defaults (numalab probe measures "
+                           "the bandwidths)")
+    for f in unset + ["line_same_node_ns", "line_remote_ns"]:
+        prov[f] = _p("assumed", "the Topology class default: sysfs has no figure" +
+                     ("; numalab probe measures it" if f.endswith("GBps") else ""))
+    host = (rd.text("proc", "sys", "kernel", "hostname", quiet=True) or "").strip()
+    return {
+        "format": "numalab-topology/1",
+        "name": f"host-{host}" if host else "host",
+        "source": where,
+        "topology": values,
+        "provenance": prov,
+        "warnings": list(rd.warnings),
+        "host": {"node_ids": nodes, "node_cpus": {str(n): cpus[n] for n in nodes}, "model_name": model,
+                 "hmat": [None if h is None else {"read_latency_ns": h[0], "read_bandwidth_MBps": h[1]} for h in hmat]},
+    }
+
+
+def _p(kind: str, source: str) -> dict:
+    return {"kind": kind, "source": source}
+
+
+def _raise_no_nodes(root, warnings):
+    raise NumalabValueError(f"root={str(root)!r}: no NUMA node under sys/devices/system/node (a kernel without "
+                            f"CONFIG_NUMA, or not a Linux sysfs tree)" + (f"; {'; '.join(warnings)}" if warnings else ""))
+
+
+# --------------------------------------------------------------------------------- numalab probe
+#: bytes a pinned reader or filler streams per numpy call are whole buffers: one call releases the
+#: GIL for the whole stream (ndarray.fill and an int64 add.reduce), so threads run in parallel
+PROBE_DEFAULT_MB = 1024         # per node: the buffers of all its CPUs together
+PROBE_SINGLE_MB = 512           # one thread's buffer
+PROBE_REPEATS = 5
+_MIN_THREAD_MB = 16
+
+
+def _now() -> float:
+    import time
+
+    return time.perf_counter()
+
+
+class _Pinned:
+    """A thread pinned to one CPU (``os.sched_setaffinity(0, ...)`` pins the calling thread on
+    Linux) that runs the calls it is given, one at a time, and hands back their results."""
+
+    def __init__(self, cpu: int):
+        import queue
+        import threading
+
+        self.cpu = cpu
+        self._todo, self._done = queue.Queue(), queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name=f"numalab-probe-cpu{cpu}", daemon=True)
+        self._thread.start()
+
+    def _loop(self):
+        import os
+
+        try:
+            os.sched_setaffinity(0, {self.cpu})
+        except OSError as exc:
+            self._done.put((False, exc))
+            return
+        while True:
+            fn = self._todo.get()
+            if fn is None:
+                return
+            try:
+                self._done.put((True, fn()))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                self._done.put((False, exc))
+
+    def submit(self, fn):
+        self._todo.put(fn)
+
+    def result(self):
+        ok, value = self._done.get()
+        if not ok:
+            raise value
+        return value
+
+    def stop(self):
+        self._todo.put(None)
+
+
+def _fill(buf):
+    buf.fill(1)
+
+
+def _read(buf):
+    import numpy as np
+
+    np.add.reduce(buf.view(np.int64))
+
+
+def _alloc(nbytes: int, node: int | None = None):
+    """A buffer first-touched by the calling (pinned) thread: on its node, or on ``node`` under a
+    thread-local MPOL_BIND (for a node without CPUs)."""
+    import numpy as np
+
+    if node is not None:
+        _set_mempolicy_bind(node)
+    try:
+        buf = np.empty(nbytes, dtype=np.uint8)
+        buf.fill(0)
+    finally:
+        if node is not None:
+            _set_mempolicy_bind(None)
+    return buf
+
+
+#: set_mempolicy's system call number per machine (asm/unistd_64.h; the generic table for arm64)
+_SYS_SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237, "ppc64le": 261, "s390x": 270}
+
+
+def _set_mempolicy_bind(node: int | None) -> None:
+    """The calling thread's policy: MPOL_BIND to ``node``, or MPOL_DEFAULT for None (through
+    ctypes: no compiler, no libnuma)."""
+    import ctypes
+    import os
+
+    nr = _SYS_SET_MEMPOLICY.get(os.uname().machine)
+    if nr is None:
+        raise OSError(f"set_mempolicy: unknown system call number on {os.uname().machine}")
+    libc = ctypes.CDLL(None, use_errno=True)
+    if node is None:
+        res = libc.syscall(nr, 0, None, ctypes.c_ulong(0))
+    else:
+        words = node // 64 + 1
+        mask = (ctypes.c_ulong * words)()
+        mask[node // 64] = 1 << (node % 64)
+        res = libc.syscall(nr, 2, mask, ctypes.c_ulong(words * 64 + 1))   # MPOL_BIND
+    if res != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"set_mempolicy: {os.strerror(err)}")
+
+
+def _timed(workers, bufs, op, repeats: int):
+    """``op`` on every (worker, buffer) pair at once, ``repeats`` times: aggregate GB/s of each
+    repeat (the bytes of all buffers over the time from the common start to the last finish)."""
+    import threading
+
+    total = sum(b.nbytes for b in bufs)
+    rates = []
+    for _ in range(repeats):
+        start = threading.Barrier(len(workers) + 1)
+
+        def job(buf, start=start):
+            start.wait()
+            t0 = _now()
+            op(buf)
+            return t0, _now()
+
+        for w, b in zip(workers, bufs):
+            w.submit(lambda b=b: job(b))
+        start.wait()
+        times = [w.result() for w in workers]
+        rates.append(total / (max(t1 for _, t1 in times) - min(t0 for t0, _ in times)) / 1e9)
+    return rates
+
+
+def probe_bandwidth(node_cpus: dict, *, mem_free_GiB: dict | None = None, total_mb: int = PROBE_DEFAULT_MB,
+                    single_mb: int = PROBE_SINGLE_MB, repeats: int = PROBE_REPEATS, progress=None) -> dict:
+    """Measure each node's memory bandwidth with numpy threads pinned to its CPUs (what ``numalab
+    probe`` runs): per node with CPUs, the fill (``ndarray.fill``, memset-like) and read (an
+    int64 ``add.reduce``) bandwidth of all its CPUs at once on buffers each thread first-touched,
+    and of one thread; per pair of nodes, the read bandwidth of all CPUs of one node (and of one
+    of its threads) on memory first-touched on the other (a node without CPUs: placed by a
+    thread-local MPOL_BIND). Every figure is the best of ``repeats`` (GB/s = 1e9 B/s) with the
+    range of the repeats. ``node_cpus``: node id -> its CPU ids; ``progress(step_text)`` is
+    called once per measurement. Returns the ``"probe"`` section of the topology file."""
+    import os
+
+    out = {"repeats": repeats, "nodes": {}, "remote": [], "warnings": []}
+    # a cpuset (a container, taskset) may withhold online CPUs: pin only to the allowed ones
+    allowed = os.sched_getaffinity(0)
+    held = sorted(c for cs in node_cpus.values() for c in cs if c not in allowed)
+    if held:
+        out["warnings"].append(f"{_cpus_text(held)} not allowed to this process (its CPU affinity or "
+                               "cpuset); measured without them")
+    node_cpus = {n: [c for c in cs if c in allowed] for n, cs in node_cpus.items()}
+    nodes = sorted(node_cpus)
+    cpu_nodes = [n for n in nodes if node_cpus[n]]
+    if not cpu_nodes:
+        raise NumalabValueError("no CPU of any node is allowed to this process; nothing can be measured")
+    workers = {c: _Pinned(c) for n in cpu_nodes for c in node_cpus[n]}
+    step = progress or (lambda text: None)
+    t_start = _now()
+    try:
+        for n in nodes:
+            _probe_node(n, nodes, node_cpus, workers, out, mem_free_GiB, total_mb, single_mb, repeats, step)
+    finally:
+        for w in workers.values():
+            w.stop()
+    out["seconds"] = round(_now() - t_start, 2)
+    return out
+
+
+def _budget_bytes(n, mem_free_GiB, mb) -> int:
+    free = (mem_free_GiB or {}).get(n)
+    cap = mb << 20
+    if free is not None:
+        cap = min(cap, int(free * (1 << 30) / 4))     # never more than a quarter of the free memory
+    return max(cap, _MIN_THREAD_MB << 20)
+
+
+def _probe_node(n, nodes, node_cpus, workers, out, mem_free_GiB, total_mb, single_mb, repeats, step):
+    """The local measurements of node ``n`` (if it has CPUs) and the reads of its memory from the
+    other nodes' CPUs."""
+    cpu_nodes = [m for m in nodes if node_cpus[m]]
+    mine = [workers[c] for c in node_cpus[n]]
+    budget = _budget_bytes(n, mem_free_GiB, total_mb)
+    # who places the buffers: the node's own CPUs, or (no CPUs) the first CPU of the first node
+    # with CPUs under MPOL_BIND to n (where it runs does not matter to a bound allocation)
+    placers = mine or [workers[node_cpus[cpu_nodes[0]][0]]]
+    count = len(mine) or len(node_cpus[cpu_nodes[0]])          # one buffer per placing (or reading) CPU
+    per = max(_MIN_THREAD_MB << 20, budget // count) // 4096 * 4096
+    single = min(single_mb << 20, budget) // 4096 * 4096
+    step(f"node {n}: placing {count} x {per >> 20} MiB + {single >> 20} MiB")
+    bind = None if mine else n
+    # every placer first-touches its buffers at once; each thread's results in submission order
+    order = [placers[i % len(placers)] for i in range(count)] + [placers[0]]
+    for w, size in zip(order, [per] * count + [single]):
+        w.submit(lambda size=size: _alloc(size, bind))
+    results = []
+    for w in order:                       # all collected, so no result is left for a later call
+        try:
+            results.append(w.result())
+        except OSError as exc:
+            results.append(exc)
+    failed = [r for r in results if isinstance(r, OSError)]
+    if failed:
+        out["warnings"].append(f"node {n}: its memory cannot be placed ({failed[0]}); not measured")
+        return
+    bufs, one = results[:-1], results[-1]
+    rec = {"cpus": list(node_cpus[n]), "buffer_MiB_per_thread": per >> 20, "single_MiB": single >> 20}
+    if mine:
+        for key, ws, bs, op in (("fill", mine, bufs, _fill), ("read", mine, bufs, _read),
+                                ("thread_fill", mine[:1], [one], _fill), ("thread_read", mine[:1], [one], _read)):
+            step(f"node {n}: {key.replace('_', ' ')}")
+            rates = _timed(ws, bs, op, repeats)
+            rec[f"{key}_GBps"], rec[f"{key}_band"] = round(max(rates), 2), [round(min(rates), 2), round(max(rates), 2)]
+    out["nodes"][str(n)] = rec
+    for m in cpu_nodes:
+        if m == n:
+            continue
+        theirs = [workers[c] for c in node_cpus[m]]
+        step(f"node {m} CPUs reading node {n} memory")
+        rates = _timed(theirs, [bufs[i % len(bufs)] for i in range(len(theirs))], _read, repeats)
+        one_rates = _timed(theirs[:1], [one], _read, repeats)
+        out["remote"].append({"cpu_node": m, "mem_node": n, "read_GBps": round(max(rates), 2),
+                              "read_band": [round(min(rates), 2), round(max(rates), 2)],
+                              "thread_read_GBps": round(max(one_rates), 2),
+                              "thread_read_band": [round(min(one_rates), 2), round(max(one_rates), 2)]})
+
+
+
+
+def mem_free_gib(root, node_ids) -> dict:
+    """Node id -> its MemFree in GiB (None where meminfo has none): the probe's buffers stay
+    within a quarter of it."""
+    out = {}
+    for n in node_ids:
+        try:
+            text = Path(root).joinpath(*NODE_DIR, f"node{n}", "meminfo").read_text()
+        except OSError:
+            text = ""
+        m = re.search(r"MemFree:\s+(\d+)\s*kB", text)
+        out[n] = int(m.group(1)) / (1 << 20) if m else None
+    return out
