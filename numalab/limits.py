@@ -17,7 +17,10 @@ a safety factor of :data:`SAFETY` for temporaries); ``docs/robustness.md`` lists
 * :func:`futex_point_bytes` / :func:`check_futex` -- the futex model: per (workload, seed)
   point, the bucket stations (dense over the class x station keys), the thread x key arrays
   and, for the simulation, the pre-drawn event streams;
-* :func:`futex_workload_bytes` -- building a futex workload (threads x futexes per thread).
+* :func:`futex_workload_bytes` -- building a futex workload (threads x futexes per thread);
+* :func:`check_report_text` / :func:`check_report_stats` / :func:`check_report_cells` -- the
+  report readers (:mod:`numalab.report`): the size of the text, the statistics it names (each a
+  Dataset variable) and the cells of the Dataset it reads into.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from .errors import check_memory, check_steps, memory_limit as _limit
+from .errors import NumalabValueError, check_memory, check_steps, env_int, format_bytes, memory_limit as _limit
 
 __all__ = [
     "SAFETY",
@@ -38,6 +41,11 @@ __all__ = [
     "futex_workload_bytes",
     "check_futex",
     "check_futex_workload",
+    "MAX_REPORT_BYTES",
+    "MAX_REPORT_STATS",
+    "check_report_text",
+    "check_report_stats",
+    "check_report_cells",
 ]
 
 #: factor on the counted arrays for numpy temporaries and the Dataset built at the end: the
@@ -186,4 +194,55 @@ def check_futex_workload(threads: int, futexes: int, memory_limit=None) -> float
     """Refuse building a futex workload of ``threads`` x ``futexes`` keys over the limit."""
     need = futex_workload_bytes(threads, futexes)
     check_memory("threads x futexes", f"{threads} x {futexes}", need, memory_limit)
+    return need
+
+
+# --------------------------------------------------------------------------------------------
+# report readers
+
+#: largest report text a reader takes (``$NUMALAB_MAX_REPORT_BYTES``): the robot's mails and
+#: mmtests reports posted to the lists are well under 1 MiB (the largest fixture of
+#: tests/data is 9 KiB); 16 MiB is read in a few seconds (benchmarks/bench_readers.py)
+MAX_REPORT_BYTES = 16 << 20
+#: most distinct statistics one text may name (stat keys, ops, vmstat counters): each becomes
+#: a Dataset variable (~30 us and a few KiB each); /proc/vmstat has ~250 counters, a robot
+#: block 50-500 stats
+MAX_REPORT_STATS = 20_000
+
+
+def check_report_text(name: str, text) -> str:
+    """The text a reader is given: a ``str`` of at most :data:`MAX_REPORT_BYTES` characters
+    (or ``$NUMALAB_MAX_REPORT_BYTES``), refused before any line is read."""
+    if not isinstance(text, str):
+        raise NumalabValueError(f"{name} must be a str holding the report; got {type(text).__name__}")
+    cap = env_int("NUMALAB_MAX_REPORT_BYTES", MAX_REPORT_BYTES, lo=1)
+    size = len(text) if len(text) * 4 <= cap or text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    if size > cap:
+        raise NumalabValueError(
+            f"{name} holds {format_bytes(size)}, more than a report reader takes ({format_bytes(cap)}; "
+            f"reports posted to the lists are under 1 MiB); pass the part holding the table, or raise "
+            f"NUMALAB_MAX_REPORT_BYTES"
+        )
+    return text
+
+
+def check_report_stats(what: str, n: int, where: str = "") -> int:
+    """Refuse a text naming more than :data:`MAX_REPORT_STATS` distinct statistics."""
+    if n > MAX_REPORT_STATS:
+        raise NumalabValueError(
+            f"{where}{what}: {n} distinct names, more than a report holds; allowed: at most "
+            f"{MAX_REPORT_STATS:,} (is this a report?)"
+        )
+    return n
+
+
+def check_report_cells(what: str, cells: float, hint: str = "", memory_limit=None) -> float:
+    """Refuse a Dataset of ``cells`` float64 values (its data variables, dense over its dims)
+    that would not fit the memory budget (:func:`numalab.errors.memory_limit`)."""
+    need, budget = 8.0 * 2 * float(cells), _limit(memory_limit)
+    if need > budget:
+        raise NumalabValueError(
+            f"{what} make {int(cells):,} cells, about {format_bytes(need)} as one Dataset, more than the memory "
+            f"limit of {format_bytes(budget)} (NUMALAB_MEMORY_LIMIT){'; ' + hint if hint else ''}"
+        )
     return need
