@@ -18,6 +18,7 @@ import numpy as np
 __all__ = [
     "NumalabError",
     "NumalabValueError",
+    "NumalabEnvironmentError",
     "EngineInvariantError",
     "check_choice",
     "check_int",
@@ -41,6 +42,12 @@ class NumalabError(Exception):
 
 class NumalabValueError(NumalabError, ValueError):
     """A parameter had a value numalab does not allow."""
+
+
+class NumalabEnvironmentError(NumalabError, OSError):
+    """Something numalab depends on failed, not the user's input nor numalab: a dask scheduler
+    that stopped answering or has no workers, a server that did not start. The ``numalab``
+    command prints it as one line (exit status 1), like a full disk."""
 
 
 class EngineInvariantError(NumalabError, RuntimeError):
