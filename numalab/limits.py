@@ -54,11 +54,6 @@ __all__ = [
 SAFETY = 2.0
 SAFETY_SIMULATE = 1.25
 
-#: engine random-number block: steps drawn per Generator call (numalab.engine.DRAW_BLOCK)
-_DRAW_BLOCK = 32
-#: regions of one 256 MB scan budget (2 MiB regions)
-_BUDGET_REGIONS = 128
-
 
 def simulate_sizes(workload) -> dict:
     """The sizes :func:`simulate_bytes` needs, read from a :class:`numalab.workloads.Workload`
@@ -81,21 +76,37 @@ def simulate_steps(dt: float, max_time: float) -> float:
     return float(max_time) / float(dt)
 
 
+def _engine_sizes(processes: int, vmas: int, scan_size_mb) -> tuple[int, int]:
+    """(the engine's random-number block in steps, K: the most regions one step's scans can
+    protect), read from the engine itself (``engine.batch.DRAW_BLOCK``,
+    ``engine.layout.protect_bound``) so the estimate follows any change there."""
+    from .engine.batch import DRAW_BLOCK
+    from .engine.layout import protect_bound
+    from .engine.options import EngineOptions
+
+    if scan_size_mb is None:
+        scan_size_mb = EngineOptions.describe()["scan_size_mb"]["default"]
+    return int(DRAW_BLOCK), int(protect_bound(processes, vmas, int(scan_size_mb)))
+
+
 def simulate_bytes(sizes: Mapping[str, int], seeds: int, policies: int, *, dt: float = 0.05,
-                   max_time: float = 2000.0, time_resolution: float = 1.0, windows: int = 8) -> float:
+                   max_time: float = 2000.0, time_resolution: float = 1.0, windows: int = 8,
+                   scan_size_mb: int | None = None) -> float:
     """Bytes ``nl.simulate`` may hold at its peak for a workload of ``sizes`` (see
     :func:`simulate_sizes`), ``seeds`` replicas, ``policies`` policies (run one after the other,
-    each one's results kept), ``windows`` PID windows of the widest policy.
+    each one's results kept), ``windows`` PID windows of the widest policy, ``scan_size_mb``
+    the scan budget (default: the engine's).
 
     Per replica: regions x ~12 arrays, threads x nodes x 9 arrays, threads x ~30 arrays, VMAs x
     (10 + windows) arrays, classes x nodes x 2, entries x 3, the random-number block
-    (32 steps x 2 (K + T) with K the regions one step can protect), and the time series (nodes
-    + 6 values per sample, ``max_time / time_resolution`` samples) of every policy."""
+    (``DRAW_BLOCK`` steps x 2 (K + T), K the regions one step can protect: the engine's own
+    ``protect_bound``, 410 for numa01 at 256 MB, 65,690 at 65536 MB), and the time series
+    (nodes + 6 values per sample, ``max_time / time_resolution`` samples) of every policy."""
     T, V, NR = int(sizes["threads"]), int(sizes["vmas"]), int(sizes["regions"])
     N, M = int(sizes["nodes"]), int(sizes.get("processes", 1))
     C, E = int(sizes.get("classes", NR)), int(sizes.get("entries", T))
     R, P = int(seeds), max(1, int(policies))
-    K = M * (_BUDGET_REGIONS + 1) + V + 1
+    block, K = _engine_sizes(M, V, scan_size_mb)
     per_replica = (
         NR * 12 * 8
         + T * N * 9 * 8
@@ -103,7 +114,7 @@ def simulate_bytes(sizes: Mapping[str, int], seeds: int, policies: int, *, dt: f
         + V * (10 + max(1, int(windows))) * 8
         + C * N * 2 * 8
         + E * 3 * 8
-        + _DRAW_BLOCK * 2 * (K + T) * 8
+        + block * 2 * (K + T) * 8
     )
     static = T * 4 * V + (NR + V + E) * 8 * 8
     samples = math.ceil(float(max_time) / float(time_resolution)) + 2
@@ -112,11 +123,13 @@ def simulate_bytes(sizes: Mapping[str, int], seeds: int, policies: int, *, dt: f
 
 
 def check_simulate(workload, policies, seeds, *, dt: float = 0.05, max_time: float = 2000.0,
-                   time_resolution: float = 1.0, memory_limit=None, steps_limit=None) -> float:
+                   time_resolution: float = 1.0, scan_size_mb: int | None = None, memory_limit=None,
+                   steps_limit=None) -> float:
     """Refuse an ``nl.simulate`` call whose step count or memory is over the limits; returns
     the memory estimate in bytes. ``workload``: a Workload; ``policies``: a list of Policy (or
-    a count); ``seeds``: the checked list of seeds (or a count). Call it at simulate's
-    boundary, after the arguments are coerced and before any batch is built."""
+    a count); ``seeds``: the checked list of seeds (or a count); ``scan_size_mb``: the engine
+    option (default: the engine's). Call it at simulate's boundary, after the arguments are
+    coerced and before any batch is built."""
     steps = simulate_steps(dt, max_time)
     check_steps("dt", dt, steps, steps_limit) if dt < 0.001 else check_steps("max_time", max_time, steps, steps_limit)
     n_seeds = seeds if isinstance(seeds, int) else len(seeds)
@@ -124,7 +137,7 @@ def check_simulate(workload, policies, seeds, *, dt: float = 0.05, max_time: flo
     n_pol = policies if isinstance(policies, int) else len(pols)
     windows = max([int(getattr(p, "windows", 8) or 8) for p in pols] or [8])
     need = simulate_bytes(simulate_sizes(workload), n_seeds, n_pol, dt=dt, max_time=max_time,
-                          time_resolution=time_resolution, windows=windows)
+                          time_resolution=time_resolution, windows=windows, scan_size_mb=scan_size_mb)
     per_seed = need / max(1, n_seeds)
     # name the knob that drives the cost: the seeds when one replica fits, else the workload
     if per_seed * 1 <= _limit(memory_limit):
