@@ -24,7 +24,9 @@ _LAZY = {
     "policy": ("numalab.policy", None),
     "decision_matrix": ("numalab.policy", "decision_matrix"),
     "workload": ("numalab.workloads", "workload"),
-    "workloads": ("numalab.workloads", "workloads"),
+    # the module, which is callable: nl.workloads() lists the names and nl.workloads.<name> is
+    # the module's, whichever of the two was touched first (importing the submodule rebinds it)
+    "workloads": ("numalab.workloads", None),
     "simulate": ("numalab.engine", "simulate"),
     "scan_trace": ("numalab.engine.tracing", "scan_trace"),
     "sweep": ("numalab.sweeps", "sweep"),

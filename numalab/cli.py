@@ -4,7 +4,7 @@ Each subcommand lives in ``numalab/commands/<name>.py`` with two functions,
 ``add_parser(subparsers)`` and ``run(args) -> int``; heavy imports happen inside ``run`` so
 ``numalab --help`` stays fast. Library errors (``ValueError`` naming the bad parameter) are
 printed as one line on stderr with exit status 2, never as a traceback; output paths are
-checked before any work starts (:data:`OUTPUTS`); an environment failure (disk full, out of
+checked before any work starts (:func:`numalab.commands.add_output`, :func:`check_outputs`); an environment failure (disk full, out of
 memory) is one line with status 1; only a bug in numalab prints a traceback, with a line
 asking to report it (status 1). SIGTERM unwinds like Ctrl-C, so worker pools are stopped.
 """
@@ -51,19 +51,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: output paths of each subcommand, checked (numalab.errors.check_out_path) before any work
-#: starts: (command, sub-program or None, argument attribute, kind, create)
-OUTPUTS = [
-    ("simulate", None, "out", "file", False),
-    ("trace", None, "out", "file", False),
-    ("sweep", None, "out", "file", False),
-    ("sweep", None, "cache", "dir", True),
-    ("futex", "sweep", "out", "file", False),
-    ("futex", "sweep", "plot", "file", False),
-    ("reproduce", None, "out", "dir", True),
-    ("probe", None, "out", "file", False),
-]
-
 #: exit status of a user error (a bad argument or value), as argparse uses
 EXIT_USAGE = 2
 #: exit status of an environment failure (disk full, out of memory) and of an internal error
@@ -74,16 +61,40 @@ from .signals import Terminated  # noqa: E402  (re-exported: numalab.cli.Termina
 
 
 def check_outputs(args) -> None:
-    """Every output path of ``args`` checked before the command does any work."""
-    from .errors import check_out_path
+    """Every output path of ``args`` (declared with :func:`numalab.commands.add_output`) checked before the
+    command does any work (:func:`numalab.errors.check_out_path`): a figure's format too, and
+    no two outputs may name the same file (``--out x.png --plot x.png`` wrote the figure over
+    the Dataset)."""
+    import os
 
-    for command, program, attr, kind, create in OUTPUTS:
-        if args.command != command or (program is not None and getattr(args, "futex_command", None) != program):
-            continue
-        value = getattr(args, attr, None)
+    from .errors import NumalabValueError, check_out_path
+
+    seen: dict[str, str] = {}
+    for dest, flag, kind, create, figure in getattr(args, "_outputs", None) or []:
+        value = getattr(args, dest, None)
         if value is None:
             continue
-        check_out_path(f"--{attr}", value, kind=kind, create=create)
+        path = check_out_path(flag, value, kind=kind, create=create)
+        if figure:
+            check_figure_path(flag, path)
+        key = os.path.realpath(path)
+        if key in seen:
+            raise NumalabValueError(f"{flag}={str(value)!r} names the same file as {seen[key]}; each output needs a "
+                                    "path of its own")
+        seen[key] = flag
+
+
+def check_figure_path(name: str, path) -> None:
+    """A figure's file name ends in a format matplotlib writes (``.png``, ``.pdf``, ``.svg``, ...)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from .errors import NumalabValueError
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = str(path).rsplit(".", 1)[-1].lower() if "." in str(path).rsplit("/", 1)[-1] else ""
+    if suffix not in formats:
+        raise NumalabValueError(f"{name}={str(path)!r}: a figure is written as one of {', '.join(sorted(formats))}; "
+                                f"give the file name one of these suffixes (e.g. {str(path).rsplit('.', 1)[0]}.png)")
 
 
 def preflight(args) -> None:
@@ -93,18 +104,17 @@ def preflight(args) -> None:
     command refuse at once, before building anything large."""
     if args.command not in ("simulate", "trace"):
         return
+    from .commands.simulate import options_from_args
+    from .engine import DEFAULTS
     from .errors import check_int, check_number, check_seed
     from .limits import check_simulate
     from .topology import Topology
     from .workloads import workload
 
-    try:
-        from .engine import DEFAULTS
-    except ImportError:  # pragma: no cover - the engine package being restructured
-        DEFAULTS = {"dt": 0.05, "max_time": 2000.0, "time_resolution": 1.0}
     dt = DEFAULTS["dt"] if getattr(args, "dt", None) is None else check_number("--dt", args.dt, lo=0.0, lo_open=True)
     max_time = (DEFAULTS["max_time"] if args.max_time is None
                 else check_number("--max-time", args.max_time, lo=0.0, lo_open=True))
+    opts = options_from_args(args)  # every --option / --no-<mechanism> checked here, before any work
     if args.command == "simulate":
         seeds = check_int("--seeds", args.seeds, lo=1, hi=10000)
         n_pol = max(1, len(args.profile or [0, 0, 0])) * max(1, len(args.history or [0]))
@@ -112,8 +122,9 @@ def preflight(args) -> None:
         check_seed("--seed", args.seed)
         seeds, n_pol = 1, 1
     wl = workload(args.workload, Topology.coerce(args.topology))
-    check_simulate(wl, n_pol, seeds, dt=dt, max_time=max_time,
-                   time_resolution=DEFAULTS.get("time_resolution", 1.0))
+    check_simulate(wl, n_pol, seeds, dt=opts.get("dt", dt), max_time=opts.get("max_time", max_time),
+                   time_resolution=opts.get("time_resolution", DEFAULTS["time_resolution"]),
+                   scan_size_mb=opts.get("scan_size_mb"))
 
 
 def _is_user_error(exc: BaseException) -> bool:

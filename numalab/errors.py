@@ -18,6 +18,7 @@ import numpy as np
 __all__ = [
     "NumalabError",
     "NumalabValueError",
+    "NumalabEnvironmentError",
     "EngineInvariantError",
     "check_choice",
     "check_int",
@@ -41,6 +42,12 @@ class NumalabError(Exception):
 
 class NumalabValueError(NumalabError, ValueError):
     """A parameter had a value numalab does not allow."""
+
+
+class NumalabEnvironmentError(NumalabError, OSError):
+    """Something numalab depends on failed, not the user's input nor numalab: a dask scheduler
+    that stopped answering or has no workers, a server that did not start. The ``numalab``
+    command prints it as one line (exit status 1), like a full disk."""
 
 
 class EngineInvariantError(NumalabError, RuntimeError):
@@ -289,18 +296,29 @@ def check_memory(name: str, value, bytes_needed: float, limit=None) -> float:
     return bytes_needed
 
 
+def env_int(name: str, default: int, *, lo: int = 1, hi: int | None = None) -> int:
+    """The one reader of an integer environment variable (``$NUMALAB_MAX_STEPS``, ...): unset or
+    empty gives ``default``; a value must be a whole number in ``[lo, hi]`` (``2e6`` is read as
+    2000000; ``inf``, ``nan``, ``1.5`` and text are refused naming the variable)."""
+    text = _os.environ.get(name, "").strip()
+    if not text:
+        return default
+    allowed = f"allowed: a whole number{_range(lo, hi)}"
+    try:
+        value = float(text)
+    except ValueError:
+        raise NumalabValueError(f"{name}={text!r} is not a number; {allowed}") from None
+    if not math.isfinite(value) or value != int(value):
+        raise NumalabValueError(f"{name}={text!r} is not a whole number; {allowed}")
+    value = int(value)
+    if value < lo or (hi is not None and value > hi):
+        raise NumalabValueError(f"{name}={text!r} is out of range; {allowed}")
+    return value
+
+
 def max_steps() -> int:
     """:data:`MAX_STEPS`, or ``$NUMALAB_MAX_STEPS``."""
-    env = _os.environ.get("NUMALAB_MAX_STEPS")
-    if env:
-        try:
-            v = int(float(env))
-        except ValueError:
-            raise NumalabValueError(f"NUMALAB_MAX_STEPS={env!r} must be a positive integer") from None
-        if v < 1:
-            raise NumalabValueError(f"NUMALAB_MAX_STEPS={env!r} must be a positive integer")
-        return v
-    return MAX_STEPS
+    return env_int("NUMALAB_MAX_STEPS", MAX_STEPS, lo=1)
 
 
 def check_steps(name: str, value, steps: float, limit: int | None = None) -> float:
@@ -429,5 +447,30 @@ def check_distinct(name: str, values) -> list:
     return values
 
 
+def check_list(name: str, text, item=None, *, distinct: bool = True) -> list:
+    """The one reader of a comma-separated list given on the command line (``--threads 4,16``,
+    ``--profiles 6.4,6.12``, ``--metric elsp,syst``): the items stripped of spaces, each passed
+    through ``item`` (a callable that checks and converts one item, raising
+    :class:`NumalabValueError`) when given. An empty list, an empty item (``","``, ``"a,,b"``,
+    ``"a,"``) and, with ``distinct``, a repeated item are refused naming the option."""
+    if isinstance(text, (list, tuple)):
+        pieces = [str(t) for t in text]
+    elif isinstance(text, str):
+        pieces = text.split(",")
+    else:
+        raise NumalabValueError(f"{name}={_fmt(text)} must be a comma-separated list")
+    pieces = [p.strip() for p in pieces]
+    if not any(pieces):
+        raise NumalabValueError(f"{name}={_fmt(text)} is an empty list; allowed: one or more comma-separated values")
+    if not all(pieces):
+        raise NumalabValueError(f"{name}={_fmt(text)} has an empty item; allowed: comma-separated values "
+                                "without empty ones (a,b,c)")
+    values = [item(p) if item is not None else p for p in pieces]
+    if distinct:
+        check_distinct(name, values)
+    return values
+
+
+__all__ += ["check_list"]
 __all__ += ["MEMORY_FRACTION", "MAX_STEPS", "available_memory", "memory_limit", "format_bytes", "check_memory",
-            "max_steps", "check_steps", "check_out_path", "check_in_file", "check_seed", "check_distinct"]
+            "env_int", "max_steps", "check_steps", "check_out_path", "check_in_file", "check_seed", "check_distinct"]

@@ -87,11 +87,12 @@ def fidelity_rows_figure(rows: list[dict], machines: dict, title=None):
     return plots.fidelity_machines(pub, sim, error=[r["simulated_std"] for r in changes], title=title)
 
 
-def write_reproduction(out, published: dict, sims) -> dict:
+def write_reproduction(out, published: dict, sims, *, shown=None) -> dict:
     """Write every output of ``numalab reproduce`` into ``out``; return their paths, the rows
     and a printable ``summary``. ``sims``: ``{preset: Dataset}`` as
     :func:`numalab.fidelity.simulate_fidelity` returns it (a single Dataset is taken as the
-    simulation of every table)."""
+    simulation of every table). ``shown``: the folder the summary names (default ``out``;
+    ``numalab reproduce`` writes into a staging folder first, see numalab.storage.staged_dir)."""
     from . import plots
 
     if isinstance(sims, xr.Dataset):
@@ -139,5 +140,5 @@ def write_reproduction(out, published: dict, sims) -> dict:
     summary = "\n".join(parts) + (
         f"\n{'table':<40} {'metric':<48} {'quantity':<36} {'published':>11} {'simulated':>11}\n{verdicts}\n\n"
         f"per table:\n{per_table}\n\n"
-        f"{ok} of {len(judged)} published numbers reproduced; files in {out}/")
+        f"{ok} of {len(judged)} published numbers reproduced; files in {shown if shown is not None else out}/")
     return {"paths": paths, "rows": rows, "summary": summary}

@@ -13,11 +13,14 @@ writes its output after all.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
+import time
 
-__all__ = ["Terminated", "install", "restore", "check", "pending", "clear", "deferred"]
+__all__ = ["Terminated", "install", "restore", "check", "pending", "clear", "deferred", "process_start",
+           "parent_alive", "set_pdeathsig", "watch_parent", "WATCH_INTERVAL_S"]
 
 _pending: list[int] = []
 
@@ -114,3 +117,73 @@ def check() -> None:
     """Raise the exception of a signal that arrived (even one Python dropped)."""
     if _pending:
         raise _exception(_pending[0])
+
+
+# --------------------------------------------------------------------------------------------
+# processes that never outlive the one that started them (sweep workers, the explorers' pool,
+# the Voila server of `numalab explore`)
+
+#: seconds between a child's checks that the process that started it is still alive
+WATCH_INTERVAL_S = 0.25
+
+
+def process_start(pid: int):
+    """(state, start time) of ``pid`` (fields 3 and 22 of /proc/PID/stat; the start time in
+    clock ticks since boot), or None: with the pid it names one process even after the pid
+    is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return (fields[0], int(fields[19])) if len(fields) > 19 else None
+
+
+def parent_alive(pid: int, start) -> bool:
+    """Whether the process ``pid`` that started at ``start`` (:func:`process_start`) still runs
+    (not gone, not a zombie, not a new process with a reused pid)."""
+    if start is None:  # no /proc: signal 0 tells whether the pid exists
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # pragma: no cover
+            return True
+        return True
+    now = process_start(pid)
+    return now is not None and now[0] != b"Z" and now[1] == start[1]
+
+
+def set_pdeathsig(signum: int = signal.SIGKILL) -> None:
+    """Linux: send this process ``signum`` when the thread that forked it exits
+    (``prctl(PR_SET_PDEATHSIG)``); elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+        pass
+
+
+def watch_parent(pid: int, start, on_death=None, interval: float | None = None) -> threading.Thread:
+    """A daemon thread that checks every :data:`WATCH_INTERVAL_S` seconds that ``pid`` (which
+    started at ``start``) is alive, and when it is not calls ``on_death()`` (default: exit this
+    process at once, status 1). PR_SET_PDEATHSIG alone is not enough: it watches the process
+    that forked this one, which is not the one to outlive (a forkserver), and not every parent
+    death (SIGKILL of a grandparent)."""
+    def watch():
+        while True:
+            time.sleep(WATCH_INTERVAL_S if interval is None else interval)
+            if not parent_alive(pid, start):
+                if on_death is not None:
+                    on_death()
+                os._exit(1)
+
+    t = threading.Thread(target=watch, name="numalab-parent-watch", daemon=True)
+    t.start()
+    return t

@@ -1,14 +1,17 @@
 """Files that are never left half-written: write to a temporary name in the same folder, then
-``os.replace`` (atomic on POSIX), removing the temporary file if anything fails."""
+``os.replace`` (atomic on POSIX), removing the temporary file if anything fails; and folders of
+several files (``numalab reproduce --out DIR``) that never mix two runs (:func:`staged_dir`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["atomic_write", "write_text", "write_netcdf", "read_netcdf", "WriteError", "tmp_name"]
+__all__ = ["atomic_write", "write_text", "write_bytes", "write_netcdf", "read_netcdf", "WriteError", "tmp_name", "staged_dir",
+           "StagedDir", "MANIFEST", "INCOMPLETE"]
 
 
 class WriteError(OSError):
@@ -77,6 +80,11 @@ def write_text(path, text: str) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
+def write_bytes(path, data: bytes) -> Path:
+    """Write ``data`` atomically, with plain ``write()`` calls (a full disk is an OSError)."""
+    return atomic_write(path, lambda tmp: _write_bytes(tmp, data))
+
+
 def write_netcdf(ds, path, **to_netcdf_kwargs) -> Path:
     """Write an xarray Dataset as NetCDF-4 with the h5netcdf engine (which, unlike scipy's,
     holds uint64), atomically; extra keywords (e.g. ``encoding``) go to ``Dataset.to_netcdf``.
@@ -88,7 +96,7 @@ def write_netcdf(ds, path, **to_netcdf_kwargs) -> Path:
 
     with signals.deferred():  # never interrupt HDF5 in the middle of building the file
         data = ds.to_netcdf(engine="h5netcdf", **to_netcdf_kwargs)
-    return atomic_write(path, lambda tmp: _write_bytes(tmp, data))
+    return write_bytes(path, data)
 
 
 def _write_bytes(tmp: Path, data) -> None:
@@ -140,3 +148,118 @@ def read_netcdf(path, name: str = "FILE"):
         f"{name}={str(path)!r} is not a NetCDF Dataset readable with h5netcdf (truncated or "
         f"damaged?): {reason[:200]}"
     )
+
+
+# --------------------------------------------------------------------------------------------
+# a folder of outputs, one run at a time
+
+#: the file that lists the files of the run a folder holds (JSON), written last
+MANIFEST = "numalab-run.json"
+#: present in a folder while a run's files are being moved in (left only by SIGKILL or a power
+#: cut in that window of milliseconds: the folder then mixes two runs, and says so)
+INCOMPLETE = ".numalab-incomplete"
+
+
+class StagedDir:
+    """The outputs of one run of a command into the folder ``out``, never mixed with another
+    run's: files are written into :attr:`path`, a hidden staging folder inside ``out`` (the
+    same file system), and :meth:`commit` moves them in (each ``os.replace`` atomic) in a section
+    no signal interrupts, then rewrites :data:`MANIFEST` (the run's files, whether it is
+    complete). At the first commit the files an earlier run listed in its manifest and this
+    run has not written are removed; files numalab did not write are never touched. Files
+    still in the staging folder when the run fails or is interrupted are discarded: the
+    folder keeps what was committed, and its manifest says the run is incomplete."""
+
+    def __init__(self, out, command: str | None = None):
+        import sys
+        import time
+
+        self.out = Path(os.path.expanduser(out))
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WriteError(exc.errno, f"cannot write {str(self.out)!r}: {_reason(exc)}") from None
+        _remove_stale_stages(self.out)
+        self.run = uuid.uuid4().hex
+        self.path = self.out / f".numalab-stage.{os.getpid()}.{self.run[:8]}"
+        self.path.mkdir()
+        self.files: list[str] = []
+        self.commits = 0
+        self.meta = {"run": self.run, "command": command if command is not None else " ".join(sys.argv),
+                     "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        self.previous = _manifest_files(self.out) if (self.out / MANIFEST).exists() else None
+        self.interrupted_before = (self.out / INCOMPLETE).exists()
+
+    def commit(self, complete: bool = False) -> list[Path]:
+        """Move the files written so far into the folder; returns their new paths."""
+        import time
+
+        from . import signals
+
+        with signals.deferred():
+            self.out.mkdir(parents=True, exist_ok=True)
+            write_text(self.out / INCOMPLETE, self.run + "\n")
+            moved = sorted(p.name for p in self.path.iterdir() if p.is_file() and not p.name.startswith("."))
+            for name in moved:
+                os.replace(self.path / name, self.out / name)
+            self.files = sorted(set(self.files) | set(moved))
+            if self.commits == 0 and self.previous:
+                for name in set(self.previous) - set(self.files):
+                    try:
+                        (self.out / name).unlink()
+                    except OSError:
+                        pass
+            self.commits += 1
+            import json
+
+            manifest = {**self.meta, "complete": bool(complete), "files": self.files,
+                        "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            write_text(self.out / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+            (self.out / INCOMPLETE).unlink()
+        return [self.out / n for n in moved]
+
+    def discard(self) -> None:
+        """Remove the staging folder and what is still in it."""
+        import shutil
+
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _manifest_files(out: Path) -> list[str]:
+    import json
+
+    try:
+        files = json.loads((out / MANIFEST).read_text()).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    # only plain names of this folder: a damaged manifest never removes anything elsewhere
+    return [f for f in files if isinstance(f, str) and f and "/" not in f and f not in (".", "..")]
+
+
+def _remove_stale_stages(out: Path) -> None:
+    """Staging folders in ``out`` left by runs that were killed (their process is gone)."""
+    import shutil
+
+    from .signals import parent_alive
+
+    for d in out.glob(".numalab-stage.*"):
+        try:
+            pid = int(d.name.split(".")[2])
+        except (ValueError, IndexError):
+            continue
+        if d.is_dir() and not parent_alive(pid, None):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def staged_dir(out, command: str | None = None):
+    """``with staged_dir(out) as run:`` write the files into ``run.path`` (``run.commit()``
+    puts those written so far in place); leaving the block normally commits the rest and marks
+    the run complete in :data:`MANIFEST`, an error or a signal discards what was not committed
+    (see :class:`StagedDir`)."""
+    run = StagedDir(out, command)
+    try:
+        yield run
+        run.commit(complete=True)
+    finally:
+        run.discard()

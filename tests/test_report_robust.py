@@ -5,6 +5,7 @@ tests/data/, sources in tests/data/README.md)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -419,3 +420,284 @@ def test_real_mmtests_run_together_header_names_and_rows_left_out():
     table = _paragraphs(text)[-3]
     with pytest.raises(ValueError, match="truncated table"):
         report.read_mmtests(table)
+
+
+# ================================================================ issue 27: the readers' rules
+# Class 1: a reader knows every label it reads or refuses the line, naming it.
+# Class 2: linear time and bounded memory, with a size limit and a clear error above it.
+# Class 9: hand-edited mmtests headers read, and print back in the writer's own layout.
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from numalab.report.vmstat_format import _VMSTAT_SOURCE  # noqa: E402
+
+_ROUND_TRIP_MM = ["mmtests_6kernels.txt", "mmtests_5kernels_2026.txt"]
+_ROUND_TRIP_LKP = ["lkp_email_icl.txt", "lkp_5commits.txt", "lkp_4commits_spr_2023.txt"]
+_PROP = dict(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+#: replacement characters of the mutations: letters, digits, the punctuation of names, and the
+#: control / invisible characters a damaged mail holds
+_CHARS = list("aAzZ09_-.%:+") + ["\x00", "\x01", "\x0b", "\x0c", "\x1b", "\x1c", "\x7f", "\x85", "\u200b",
+                                 "\u2028", "\ufeff"]
+
+
+def _tokens(text):
+    return [line.split() for line in text.split("\n") if line.strip()]
+
+
+def _refused_or_read_as_written(read, write, text):
+    """The reader refuses ``text`` naming a line, or reads it so that printing it back gives
+    the same words on the same lines (nothing dropped, renamed, or turned into another row)."""
+    try:
+        ds = read(text)
+    except ValueError as exc:
+        assert str(exc).startswith("line ") or " line " in str(exc), exc
+        return None
+    assert _tokens(write(ds)) == _tokens(text)
+    return ds
+
+
+@settings(max_examples=120, **_PROP)
+@given(name=st.sampled_from(_ROUND_TRIP_MM), data=st.data())
+def test_mmtests_mutated_label_or_op_is_refused_or_read_as_written(name, data):
+    text = _text(name)
+    lines = text.split("\n")
+    rows = [i for i, ln in enumerate(lines) if ln[:1].isalpha() and "(" in ln]
+    i = data.draw(st.sampled_from(rows))
+    label, op = lines[i].split()[:2]
+    field = data.draw(st.sampled_from(["label", "op"]))
+    start = 0 if field == "label" else lines[i].index(op, len(label))
+    word = label if field == "label" else op
+    pos = start + data.draw(st.integers(0, len(word) - 1))
+    ch = data.draw(st.sampled_from(_CHARS))
+    how = data.draw(st.sampled_from(["replace", "insert"]))
+    line = lines[i][:pos] + ch + lines[i][pos + (how == "replace"):]
+    if line == lines[i]:
+        return
+    mutated = "\n".join(lines[:i] + [line] + lines[i + 1:])
+    ds = _refused_or_read_as_written(report.read_mmtests, report.mmtests, mutated)
+    if not ch.isprintable():
+        assert ds is None, repr(line)  # a control character in a table line is always refused
+
+
+@settings(max_examples=120, **_PROP)
+@given(name=st.sampled_from(_ROUND_TRIP_LKP), data=st.data())
+def test_lkp_mutated_stat_name_is_refused_or_read_as_written(name, data):
+    from numalab.report.lkp_format import _lkp_var
+
+    text = _text(name)
+    lines = text.split("\n")
+    rows = [i for i, ln in enumerate(lines) if ln.startswith(" ") and ln.split() and ln.split()[-1][:1].isalpha()
+            and "%" not in ln.split()[-1][:1]]
+    rows = [i for i in rows if "." in lines[i].split()[-1]]
+    i = data.draw(st.sampled_from(rows))
+    key = lines[i].split()[-1]
+    start = lines[i].rindex(key)
+    pos = start + data.draw(st.integers(0, len(key) - 1))
+    ch = data.draw(st.sampled_from(_CHARS))
+    line = lines[i][:pos] + ch + lines[i][pos + 1:]
+    if line == lines[i]:
+        return
+    mutated = "\n".join(lines[:i] + [line] + lines[i + 1:])
+    ds = _refused_or_read_as_written(report.read_lkp, report.lkp, mutated)
+    if ds is None:
+        return
+    assert ch.isprintable(), repr(line)
+    interpreted = {"elsp", "syst", "user", *_VMSTAT_SOURCE}
+    new_key = line.split()[-1]
+    if _lkp_var(key)[0] in interpreted:  # a row numalab reads never silently becomes another stat
+        assert _lkp_var(new_key)[0] in interpreted, (key, new_key)
+
+
+@pytest.mark.parametrize("bad, why", [
+    ("autonuma-benchmark.numa0l.seconds", "did you mean 'numa01'"),
+    ("autonuma-benchmark.NUMA01.seconds", "did you mean 'numa01'"),
+    ("autonuma-benchmark.time.elapsed_tme", "did you mean 'elapsed_time'"),
+    ("autonuma-benchmrk.numa01.seconds", "mistyping of 'autonuma-benchmark'"),
+    ("proc-vmstta.numa_hint_faults", "mistyping of 'proc-vmstat'"),
+    ("proc-vmstat.numa_hint_faultz", "mistyping of 'numa_hint_faults'"),
+])
+def test_lkp_mistyped_key_is_refused_naming_line_and_key(bad, why):
+    text = _text("lkp_email_icl.txt").replace("autonuma-benchmark.numa01.seconds", bad)
+    with pytest.raises(ValueError, match=rf"line 14: stat '{re.escape(bad)}'.*{re.escape(why)}"):
+        report.read_lkp(text)
+
+
+def test_lkp_reader_refuses_repeated_ids_and_values_that_are_no_finite_number():
+    text = _text("lkp_email_icl.txt")
+    dup = text.replace("af46f3c9ca2d16485912f8b9c89", "167773d1ddb5ffdd           ")
+    with pytest.raises(ValueError, match=r"line 9: commit id '167773d1ddb5ffdd' heads columns 1 and 2"):
+        report.read_lkp(dup)
+    for bad in ("1e999", "inf", "-inf"):
+        with pytest.raises(ValueError, match=rf"line 14: .* is '{bad}', not a finite number"):
+            report.read_lkp(text.replace("341.49", bad.rjust(6)))
+    assert np.isnan(report.read_lkp(text.replace("341.49", "   nan")).elsp.sel(workload="numa01")[0])
+
+
+def test_lkp_writer_gives_every_column_its_own_id_and_lists_the_full_names():
+    long = ["6.12+N=4+rules=own_pid,hot>=1,shared>=3", "6.12+N=4+rules=own_pid,hot>=1,shared>=4"]
+    ds = runs([[[200.0, 210.0]], [[180.0, 190.0]], [[170.0, 175.0]]], names=["6.4", *long])
+    text = report.lkp(ds)
+    ids = text.split("\n")[text.split("\n").index("----------------" + " ---------------------------" * 2 + " ") - 1]
+    assert ids.split() == ["6.4", "6.12+N=4+rules=own_pid,ho~2", "6.12+N=4+rules=own_pid,ho~3"]
+    assert f"  {long[0]}\n  {long[1]}\n" in text  # the commit: list holds them whole
+    back = report.read_lkp(text)
+    assert list(back.kernel.values) == ids.split() and report.lkp(back) == text
+    assert json.loads(back.attrs["lkp_group_header"])["commits"][1:] == long
+    # names that fit print as before, without a group header
+    assert report.lkp(runs([[[1.0, 2.0]], [[3.0, 4.0]]])).startswith("   6.1.0-vanilla")
+
+
+@settings(max_examples=60, **_PROP)
+@given(names=st.lists(st.text(alphabet="ab-+=,.0123456789", min_size=1, max_size=40), min_size=2, max_size=4,
+                      unique=True))
+def test_lkp_writer_ids_are_unique_for_any_names(names):
+    from numalab.report.lkp_format import _lkp_ids
+
+    ids, cut = _lkp_ids(names)
+    assert len(set(ids)) == len(ids)
+    assert len(ids[0]) <= 16 and all(len(i) <= 27 for i in ids[1:])
+    assert cut == (len(names[0]) > 16 or any(len(n) > 27 for n in names[1:]))
+    assert [i for i, n in zip(ids, names) if len(n) <= (16 if n is names[0] else 27)] == \
+        [n for n in names if len(n) <= (16 if n is names[0] else 27)]  # names that fit are kept
+
+
+@pytest.mark.parametrize("edit, expect", [
+    (lambda t: t.replace("Amean     syst-NUMA01 ", "Amaen     syst-NUMA01 ", 1), r"line 8: stat label 'Amaen'.*'Amean'"),
+    (lambda t: t.replace("Amean     syst-NUMA01 ", "Hmean     syst-NUMA01 ", 1),
+     r"line 8: stat label 'Hmean' has exactly the rows 'Amean' lacks"),
+    (lambda t: t.replace("Amean     syst-NUMA01 ", "Amean     syst-NUMA0l ", 1), r"line 8: op 'syst-NUMA0l'.*syst-NUMA01"),
+    (lambda t: t.replace("Amean     syst-NUMA01 ", "Amean     syts-NUMA01 ", 1), r"line 8: op 'syts-NUMA01'.*syst-NUMA01"),
+    (lambda t: t.replace("Amean     syst-NUMA01 ", "Amean     syst-FOOBAR ", 1),
+     r"line 8: op 'syst-FOOBAR' in an autonumabench table"),
+    (lambda t: t.replace("Amean     syst-NUMA01 ", "Amean\x1c    syst-NUMA01 ", 1), r"line 8: .*U\+001C"),
+    (lambda t: t.replace("504.13", "   inf", 1), r"line 8: .*'inf', not a finite number"),
+    (lambda t: t.replace("Duration Elapsed", "Duration Elapsd  "), r"Duration row 'Elapsd'.*'Elapsed'"),
+    (lambda t: t.replace("Ops NUMA hint faults ", "Ops NUMA hint faultz "), r"'NUMA hint faultz' is a mistyping"),
+])
+def test_mmtests_damaged_labels_are_refused_naming_the_line(edit, expect):
+    text = _text("mmtests_6kernels.txt")
+    assert "Duration Elapsed" in text and "Ops NUMA hint faults " in text
+    with pytest.raises(ValueError, match=expect):
+        report.read_mmtests(edit(text))
+
+
+def test_mmtests_mistyped_op_of_another_test_taking_the_others_gap_is_refused():
+    # a table of another benchmark: an op that has exactly the row its neighbour lacks
+    text = _text("mmtests_3kernels_runtogether_2021.txt")
+    kb = text.split("\n\n")[2].strip("\n")  # the kernbench table: user-80 / syst-80 / elsp-80
+    assert kb.startswith("multi subtest kernbench")
+    bad = kb.replace("Stddev    syst-80 ", "Stddev    syst-8O ")
+    with pytest.raises(ValueError, match=r"op 'syst-8O' has exactly the rows 'syst-80' lacks"):
+        report.read_mmtests(bad + "\n\nmore text\n")
+
+
+def test_mmtests_monitor_header_must_name_the_compare_tables_kernels():
+    text = _text("mmtests_6kernels.txt")
+    lines = text.split("\n")
+    i = next(j for j, ln in enumerate(lines) if ln.startswith("Duration")) - 1
+    lines[i] = lines[i].replace("p5", "p9")
+    with pytest.raises(ValueError, match=rf"line {i}: the monitor table's header .* does not name"):
+        report.read_mmtests("\n".join(lines))
+
+
+# ------------------------------------------------------------------- class 2: size and time
+def test_report_text_over_the_size_limit_is_refused_at_once(monkeypatch):
+    text = _text("lkp_email_icl.txt")
+    monkeypatch.setenv("NUMALAB_MAX_REPORT_BYTES", "500")
+    for read in (report.read_lkp, report.read_mmtests):
+        with pytest.raises(ValueError, match=r"text holds 1009 B, more than a report reader takes \(500 B"):
+            read(text)
+    with pytest.raises(ValueError, match="before holds"):
+        report.read_vmstat("numa_hint_faults 1\n" * 40, "numa_hint_faults 2\n")
+    monkeypatch.setenv("NUMALAB_MAX_REPORT_BYTES", "inf")
+    with pytest.raises(ValueError, match="NUMALAB_MAX_REPORT_BYTES='inf' is not a whole number"):
+        report.read_lkp(text)
+
+
+def test_mail_of_thousands_of_blocks_reads_in_one_pass():
+    # issue: each block cost ~65 ms (a Dataset built and concatenated per block): a 2 MB mail
+    # took 134 s. The blocks are now parsed to plain records and stacked once.
+    block = _text("lkp_mail_3blocks_2023.txt")
+    mail = block * 700  # 2100 blocks, 1.9 MB
+    ds = report.read_lkp(mail)
+    assert ds.sizes["block"] == 2100 and ds.sizes["kernel"] == 2
+    one = report.read_lkp(block)
+    np.testing.assert_array_equal(ds.elsp.isel(block=slice(3, 6)).values, one.elsp.values)
+    assert report.lkp(report.read_lkp(mail, block=1000)) == report.lkp(report.lkp_blocks(one)[1])  # 1000 = 3 x 333 + 1
+    with pytest.raises(ValueError, match=r"block=2100: the text has 2100 block\(s\)"):
+        report.read_lkp(mail, block=2100)
+
+
+def test_mail_whose_blocks_would_not_fit_in_memory_is_refused(monkeypatch):
+    # every block comparing two other commits: the dense (block, commit) arrays grow as blocks^2
+    block = _text("lkp_email_icl.txt")
+    mail = "\n".join(block.replace("167773d1ddb5ffdd", f"{i:016x}").replace("af46f3c9ca2d16485912f8b9c89", f"{i:027x}")
+                   for i in range(1, 400))
+    monkeypatch.setenv("NUMALAB_MEMORY_LIMIT", "16M")
+    with pytest.raises(ValueError, match=r"the 399 blocks x 798 commits x 4 stats of the mail make 4,776,030 cells, "
+                       r"about 72.9 MiB .* limit of 16.0 MiB .*read one block at a time: read_lkp\(text, block=i\)"):
+        report.read_lkp(mail)
+    assert float(report.read_lkp(mail, block=5).elsp.sel(workload="numa01")[0]) == 341.49
+
+
+def test_too_many_distinct_stats_are_refused(monkeypatch):
+    from numalab import limits
+
+    monkeypatch.setattr(limits, "MAX_REPORT_STATS", 4)
+    with pytest.raises(ValueError, match=r"stat names: 5 distinct names, more than a report holds; allowed: at most 4"):
+        report.read_lkp(_text("lkp_email_icl.txt"))
+    with pytest.raises(ValueError, match="at most 4"):
+        report.read_vmstat("".join(f"c{i} {i}\n" for i in range(9)), "".join(f"c{i} {i}\n" for i in range(9)))
+
+
+def test_vmstat_values_past_64_bits_are_refused_not_a_traceback():
+    with pytest.raises(ValueError, match=r"before line 1: expected '<counter> <integer>'"):
+        report.read_vmstat("numa_hint_faults " + "9" * 30 + "\n", "numa_hint_faults 1\n")
+    with pytest.raises(ValueError, match="outside a 64-bit counter"):
+        report.read_vmstat(f"numa_hint_faults {2**64}\n", "numa_hint_faults 1\n")
+    with pytest.raises(ValueError, match=r"after line 1: vmstat line .* U\+001C"):
+        report.read_vmstat("numa_hint_faults 1\n", "numa_hint\x1cfaults 2\n")
+
+
+def test_long_pathological_lines_are_refused_with_a_short_message():
+    lines = _text("lkp_email_icl.txt").split("\n")
+    for junk in ("1" * 200_000, "± " * 100_000, "(" * 200_000):
+        with pytest.raises(ValueError) as exc:
+            report.read_lkp("\n".join(lines[:12] + [junk] + lines[12:]))
+        assert len(str(exc.value)) < 500
+
+
+# ---------------------------------------------------------------- class 9: hand-edited headers
+def _header_variants():
+    text = _text("mmtests_6kernels.txt")
+    lines = text.split("\n")
+    names = ["v6.5-vanilla", "6.6.0-rc1-vanilla", "6.6.0-rc1-p1", "6.6.0-rc1-p3", "6.6.0-rc1-p5", "6.6.0-rc1-p6"]
+    top, bottom, rows = lines[1], lines[2], lines[3:]
+    sub = re.sub
+    return text, {
+        "tabs for runs of spaces": [lines[0], sub(r" {2,}", "\t", top), sub(r" {2,}", "\t", bottom)] + rows,
+        "tabs and spaces mixed": [lines[0], "\t" + top.strip().replace("  ", "\t"), "  \t" + sub(" +", " \t", bottom.strip())] + rows,
+        "a blank line above the first row": lines[:3] + [""] + rows,
+        "a whitespace-only line above the first row": lines[:3] + [" \t  "] + rows,
+        "two blank lines above the first row": lines[:3] + ["", "   "] + rows,
+        "one line of names, tabs": [lines[0], "\t\t\t" + "\t".join(names)] + rows,
+        "one line of names, spaces, then a blank line": [lines[0], "      " + "   ".join(names), ""] + rows,
+        "trailing tabs and spaces": [lines[0], top + " \t", bottom + "\t"] + rows,
+        "a blank line inside the table": lines[:8] + [""] + lines[8:],
+    }
+
+
+@pytest.mark.parametrize("variant", list(_header_variants()[1]))
+def test_hand_edited_mmtests_header_reads_and_prints_in_the_writers_layout(variant):
+    text, variants = _header_variants()
+    ds = report.read_mmtests("\n".join(variants[variant]))
+    assert list(ds.kernel.values) == list(report.read_mmtests(text).kernel.values)
+    assert report.mmtests(ds) == text
+
+
+def test_one_line_header_without_a_title_reads_whole_names():
+    lines = _text("mmtests_6kernels.txt").split("\n\n")[0].split("\n")  # the compare table alone
+    names = ["base", "patched-v2", "x", "y", "z", "w"]
+    ds = report.read_mmtests("\n".join(["", "\t\t" + "\t".join(names)] + lines[3:]) + "\n")
+    assert list(ds.kernel.values) == names  # not '-base', '-patched-v2' (an empty first half)

@@ -124,6 +124,8 @@ def test_adding_a_built_in_rule_is_one_row_and_one_function(tmp_path):
     src = Path(nl.__file__).parent
     dst = tmp_path / "numalab"
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+    if (src.parent / "data").is_dir():  # a source checkout keeps the shipped data (topologies) beside it
+        shutil.copytree(src.parent / "data", tmp_path / "data")
     rules_py = dst / "rules.py"
     text = rules_py.read_text()
     assert text.count("_B = dict(builtin=True)") == 1 and text.count("\n)\nBY_NAME = ") == 1

@@ -31,15 +31,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _parse_ints(name: str, text: str) -> list[int]:
-    from ..errors import NumalabValueError, check_int
+    from ..errors import NumalabValueError, check_int, check_list
 
-    try:
-        values = [int(x) for x in str(text).split(",") if x.strip()]
-    except ValueError:
-        raise NumalabValueError(f"--{name}={text!r}; allowed: comma-separated integers") from None
-    if not values:
-        raise NumalabValueError(f"--{name}={text!r}; allowed: at least one integer")
-    return [check_int(f"--{name}", v, lo=1, hi=4096) for v in values]
+    def one(item):
+        try:
+            return check_int(f"--{name}", int(item), lo=1, hi=4096)
+        except ValueError as exc:
+            if isinstance(exc, NumalabValueError):
+                raise
+            raise NumalabValueError(f"--{name}={text!r}: {item!r} is not an integer; allowed: comma-separated "
+                                    "integers in [1, 4096]") from None
+
+    return check_list(f"--{name}", text, one)
 
 
 def fault_history(rng, nthreads: int, nbuffer: int, nwindows: int = 4):
@@ -70,7 +73,7 @@ def run(args) -> int:
     import numpy as np
 
     from .. import history as H
-    from ..errors import check_int, check_seed
+    from ..errors import check_int, check_list, check_seed
     from ..policy import REASONS, SKIP_REASONS, Policy, decide
 
     check_seed("--seed", args.seed)
@@ -78,7 +81,7 @@ def run(args) -> int:
         check_int("--history", args.history, lo=1, hi=64)
     threads = _parse_ints("threads", args.threads)
     nbuffer = check_int("--vmas", args.vmas, lo=1, hi=65536)
-    names = [n.strip() for n in str(args.profiles).split(",") if n.strip()]
+    names = check_list("--profiles", str(args.profiles))
     # pre-6.4 has no PID windows to resize: --history leaves it as it is
     policies = [Policy.parse(n, history=None if n == "pre-6.4" else args.history) for n in names]
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from . import add_output
+
 HELP = "measure this machine's memory bandwidths per node and write a topology file (--topology PATH)"
 
 #: the fields a probe sets, with what it measured for them
@@ -24,7 +26,7 @@ MEASURED = {
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("probe", help=HELP, description=" ".join(__doc__.split("\n\n")[1].split()))
-    p.add_argument("--out", default="topology-host.json",
+    add_output(p, "--out", default="topology-host.json",
                    help="topology file to write (JSON; default: %(default)s)")
     p.add_argument("--buffer-mb", type=int, default=None,
                    help="MiB of buffers per node, shared by its CPUs (default: 1024, at most a quarter of "

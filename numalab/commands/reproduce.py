@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from . import add_output
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -19,7 +21,8 @@ def add_parser(sub) -> None:
             "Exit status 0 even when a row misses: the verdicts say so."
         ),
     )
-    p.add_argument("--out", default="results", metavar="DIR", help="output folder (default: %(default)s)")
+    add_output(p, "--out", kind="dir", create=True, default="results", metavar="DIR",
+               help="output folder (default: %(default)s)")
     p.add_argument("--seeds", type=int, default=8, help="replicas per policy (default: %(default)s)")
     p.add_argument("--topology", default=None,
                    help="run every table on this preset instead of its machine's (default: each table's "
@@ -35,15 +38,19 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import check_int
     from .. import fidelity as fid
     from ..outputs import write_reproduction
+    from ..storage import staged_dir
 
     check_int("--seeds", args.seeds, lo=2, hi=10000)
     published, sims = fid.simulate_fidelity(
         args.tables, seeds=args.seeds, topology=args.topology, progress=not args.no_progress)
-    written = write_reproduction(args.out, published, sims)
-    print(written["summary"])
-    if not args.no_notebooks:
-        from ..notebook_figures import export_figures
+    # the folder never mixes two runs: written beside it, moved in (numalab.storage.staged_dir)
+    with staged_dir(args.out) as out:
+        written = write_reproduction(out.path, published, sims, shown=args.out)
+        out.commit()
+        print(written["summary"])
+        if not args.no_notebooks:
+            from ..notebook_figures import export_figures
 
-        figs = export_figures(args.out, progress=not args.no_progress)
-        print(f"{len(figs)} notebook figures written to {args.out}/ (<notebook>-fig<k>.png)")
+            figs = export_figures(out.path, progress=not args.no_progress)
+            print(f"{len(figs)} notebook figures written to {args.out}/ (<notebook>-fig<k>.png)")
     return 0

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from . import add_output
+
 HELP = "simulate automatic NUMA balancing for a workload under one or more kernel profiles"
 DEFAULT_PROFILES = ["6.4", "6.12", "rfc2024-hot-shared"]
 
@@ -48,7 +50,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="clear numa_faults_locality on the slow-down path too (the e81ee0630837 fix)")
     add_option_arguments(p)
     add_rule_argument(p)
-    p.add_argument("--out", default=None, help="write the Dataset to this NetCDF file (h5netcdf)")
+    add_output(p, "--out", default=None, help="write the Dataset to this NetCDF file (h5netcdf)")
     p.set_defaults(command="simulate")
     return p
 

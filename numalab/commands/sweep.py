@@ -12,9 +12,12 @@ given several values becomes a dim of the written Dataset, followed by ``seed``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import warnings
 from pathlib import Path
+
+from . import add_output
 
 _NUMA_OPTS = ("workload", "history", "profile", "policy")
 _FUTEX_OPTS = ("mode", "buckets", "threads")
@@ -60,19 +63,21 @@ def add_parser(subparsers) -> None:
     p.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
                    help="any other model parameter (engine or futex option); repeatable")
     p.add_argument("--seeds", default="8", help="a count N (seeds 0..N-1) or a list like 0,5,9 (default 8)")
-    p.add_argument("--out", required=True, help="output NetCDF file (h5netcdf)")
+    add_output(p, "--out", required=True, help="output NetCDF file (h5netcdf)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler address, e.g. tcp://host:8786")
     c = p.add_mutually_exclusive_group()
-    c.add_argument("--cache", metavar="DIR", help="cache directory (default: see below)")
+    add_output(c, "--cache", kind="dir", create=True, metavar="DIR", help="cache directory (default: see below)")
     c.add_argument("--no-cache", action="store_true", help="compute every point, store nothing")
     p.add_argument("--workers", type=int, default=None, help="local worker processes (default: all CPUs)")
     p.add_argument("--batch-size", type=int, default=None, help="most points per model call")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _split(text: str) -> list[str]:
-    items = [t.strip() for t in text.split(",")]
-    return [t for t in items if t] if any(items) else []
+def _split(option: str, text: str) -> list[str]:
+    """A comma-separated option value (:func:`numalab.errors.check_list`: no empty item)."""
+    from numalab.errors import check_list
+
+    return check_list(option, text, distinct=False)
 
 
 def _parses(text: str) -> bool:
@@ -99,7 +104,7 @@ def _policy_texts(text: str) -> list[str]:
     from numalab.policy import Policy
 
     out: list[str] = []
-    for piece in _split(text):
+    for piece in _split("--policy", text):
         if (out and out[-1].rsplit("+", 1)[-1].startswith("rules=")
                 and piece.split("+", 1)[0] not in Policy.profiles() and _parses(f"{out[-1]},{piece}")):
             out[-1] = f"{out[-1]},{piece}"
@@ -132,14 +137,14 @@ def _coerce(param, token: str):
         try:
             return param.check(param.name, cand)
         except NumalabValueError as exc:
-            err = exc
+            err = err or exc  # the first reading's refusal: '0' is refused as the integer 0
     raise err
 
 
 def _seeds(text: str):
     from numalab.errors import NumalabValueError
 
-    items = _split(text)
+    items = _split("--seeds", text)
     try:
         nums = [int(t) for t in items]
     except ValueError:
@@ -159,15 +164,20 @@ def build_grid(args) -> tuple[str | None, dict]:
     rules = rules_from_args(args)  # before the policy texts, which may name them
 
     raw: dict[str, str] = {}
+    given: dict[str, str] = {}  # parameter -> the option that gave it
     for name in (*_NUMA_OPTS, "topology", *_FUTEX_OPTS):
         value = getattr(args, name, None)
         if value is not None:
-            raw[name] = value
+            raw[name], given[name] = value, f"--{name}"
     for item in args.set:
         name, sep, value = item.partition("=")
-        if not sep or not name.strip():
+        name = name.strip()
+        if not sep or not name:
             raise NumalabValueError(f"--set {item!r} must look like NAME=V1,V2")
-        raw[name.strip()] = value
+        if name in given:  # one value per parameter: a second one silently replaced the first
+            raise NumalabValueError(f"--set {item!r}: {name} is already given by {given[name]}; give each "
+                                    "parameter once (a list of values: NAME=V1,V2)")
+        raw[name], given[name] = value, f"--set {name}"
     kind = args.kind
     if kind is None and any(n in raw for n in _FUTEX_OPTS):
         kind = "futex"
@@ -179,9 +189,9 @@ def build_grid(args) -> tuple[str | None, dict]:
             raise NumalabValueError(
                 f"unknown {runner.kind} sweep parameter {name!r}; allowed: {', '.join(params)}"
             )
-        tokens = _policy_texts(text) if name == "policy" and runner.kind == "numa" else _split(text)
+        tokens = _policy_texts(text) if name == "policy" and runner.kind == "numa" else _split(given[name], text)
         if not tokens:
-            raise NumalabValueError(f"--{name} {text!r} is an empty list; give at least one value")
+            raise NumalabValueError(f"{given[name]} {text!r} is an empty list; give at least one value")
         if name == "policy" and rules:
             tokens = _with_rule_labels(tokens, rules)
         grid[name] = [_coerce(params[name], t) for t in tokens]
@@ -202,33 +212,96 @@ def _with_rule_labels(texts: list[str], rules: list) -> list[str]:
 
 
 def run(args) -> int:
-    from numalab.errors import NumalabValueError
-    from numalab.storage import write_netcdf
-    from numalab.sweeps import StaleCacheWarning, run_sweep
+    from numalab.storage import WriteError, write_netcdf
+    from numalab.sweeps import CacheWriteWarning, StaleCacheWarning, run_sweep
 
     kind, grid = build_grid(args)
-    out = Path(args.out)
-    if not out.parent.exists():
-        raise NumalabValueError(f"--out {str(out)!r}: directory {str(out.parent)!r} does not exist")
+    out = Path(args.out)  # checked before any work (numalab.cli.add_output)
     cache = False if args.no_cache else (args.cache if args.cache else True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StaleCacheWarning)
+        warnings.simplefilter("always", CacheWriteWarning)
         res = run_sweep(
             grid, seeds=_seeds(args.seeds), cache=cache, client=args.scheduler,
             progress=not args.no_progress, kind=kind, workers=args.workers, batch_size=args.batch_size,
         )
     for w in caught:
-        if issubclass(w.category, StaleCacheWarning):
+        if issubclass(w.category, (StaleCacheWarning, CacheWriteWarning)):
             print(f"numalab sweep: note: {w.message}", file=sys.stderr)
         else:  # pragma: no cover - pass other warnings on unchanged
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     ds = res.dataset
     encoding = {v: {"_FillValue": None} for v in ds.variables if ds[v].dtype.kind in "iufc"}
-    write_netcdf(ds, out, encoding=encoding)
+    try:
+        write_netcdf(ds, out, encoding=encoding)
+    except WriteError as exc:  # the work is not lost when it is cached: say so
+        stored = not any(issubclass(w.category, CacheWriteWarning) for w in caught) and res.cache_dir
+        hint = (f"; the {res.points} points are in the cache {res.cache_dir}: run the same command again once "
+                f"{out} can be written" if stored else "; the points were not cached")
+        raise WriteError(exc.errno, f"{exc}{hint}") from None
     dims = ", ".join(f"{d}: {n}" for d, n in ds.sizes.items())
     print(
         f"wrote {out} ({dims}): {res.points} points, {res.computed} computed "
         f"({res.executor}, {res.tasks} tasks), {res.cached} from cache, {res.seconds:.1f} s"
         + (f"; cache {res.cache_dir}" if res.cache_dir else "")
     )
+    print(summary(ds, str(out)), end="")
     return 0
+
+
+#: most tables (one per value of the swept dims besides the compared one) printed at the end
+MAX_TABLES = 6
+
+
+def summary(ds, path: str) -> str:
+    """What ``numalab sweep`` prints when it finishes: for the NUMA engine, the mmtests compare
+    table along the first swept dim other than the workload (one per value of any further
+    swept dim, up to :data:`MAX_TABLES`); for another model, the mean over seeds of its first
+    variable, the last swept dim across. Then how to print it again (``numalab report``)."""
+    from numalab import report
+    from numalab.errors import NumalabValueError
+    from numalab.report.common import _swept
+
+    swept = [d for d in ds.dims if d != "seed" and d in _swept(ds)]
+    again = f"numalab report {path}"
+    if "elsp" in ds.data_vars:
+        along = next((d for d in swept if d != "workload"), None)
+        if along is None:
+            return f"(nothing to compare: no swept dim but the workload; see {again} --help)\n"
+        others = [d for d in swept if d not in (along, "workload")]
+        combos = list(itertools.product(*(range(ds.sizes[d]) for d in others)))
+        if len(combos) > MAX_TABLES:
+            return (f"({len(combos)} tables along {along}, one per {' x '.join(others)}: print one with "
+                    f"{again} --along {along} " + " ".join(f"--sel {d}={ds[d].values[0]}" for d in others) + ")\n")
+        parts = []
+        for combo in combos:
+            sel = {d: i for d, i in zip(others, combo)}
+            head = ", ".join(f"{d}={ds[d].values[i]}" for d, i in sel.items())
+            try:
+                text = report.mmtests(ds.isel(sel), along=along, monitors=False,
+                                      title=f"autonumabench ({head})" if head else None)
+            except NumalabValueError as exc:  # a grid the table cannot show: say how to print it
+                return f"(no table: {exc}; see {again} --help)\n"
+            parts.append(text)
+        sels = " ".join(f"--sel {d}=VALUE" for d in others)
+        return "\n".join(parts) + f"(again, with the Duration and vmstat tables: {again} --along {along}" + \
+            (f" {sels}" if sels else "") + ")\n"
+    if not swept or not ds.data_vars:
+        return ""
+    var = next(iter(ds.data_vars))
+    mean = ds[var].mean("seed") if "seed" in ds[var].dims else ds[var]
+    cols, rows = swept[-1], swept[:-1]
+    keys = list(itertools.product(*(range(ds.sizes[d]) for d in rows)))
+    if len(keys) > 64:
+        return f"(mean of {var}: {len(keys)} rows; read it with xarray.open_dataset({path!r}))\n"
+    label = " ".join(rows) or var
+    width = max([len(label)] + [len(" ".join(str(ds[d].values[i]) for d, i in zip(rows, k))) for k in keys])
+    lines = [f"# {var} ({ds[var].attrs.get('units', '')}), mean of {ds.sizes.get('seed', 1)} seeds; "
+             f"columns: {cols}",
+             label.ljust(width) + "".join(f"{str(v):>14}" for v in ds[cols].values)]
+    for k in keys:
+        row = mean.isel(dict(zip(rows, k)))
+        lines.append(" ".join(str(ds[d].values[i]) for d, i in zip(rows, k)).ljust(width)
+                     + "".join(f"{float(v):14.6g}" for v in row.values))
+    return "\n".join(lines) + "\n"
+

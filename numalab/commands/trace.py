@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 
+from . import add_output
+
 HELP = "print the scanner's runs and per-VMA decisions for one simulated run (sched_skip_vma_numa)"
 
 
@@ -30,7 +32,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     add_option_arguments(p)
     add_rule_argument(p)
-    p.add_argument("--out", default=None, help="also write the trace Dataset to this NetCDF file (h5netcdf)")
+    add_output(p, "--out", default=None, help="also write the trace Dataset to this NetCDF file (h5netcdf)")
     p.set_defaults(command="trace")
     return p
 

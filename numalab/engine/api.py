@@ -48,7 +48,8 @@ def make_batch(wl: Workload, policy: Policy, seeds, *, layout: Layout | None = N
 def _check_cost(wl, pols, seeds, opts: EngineOptions) -> None:
     """Refuse, before any array is allocated, a run whose step count or memory is over the
     limits (:func:`numalab.limits.check_simulate`; docs/robustness.md)."""
-    check_simulate(wl, pols, seeds, dt=opts.dt, max_time=opts.max_time, time_resolution=opts.time_resolution)
+    check_simulate(wl, pols, seeds, dt=opts.dt, max_time=opts.max_time, time_resolution=opts.time_resolution,
+                   scan_size_mb=opts.scan_size_mb)
 
 
 def run_batch(wl: Workload, policy: Policy, seeds, **options) -> Batch:

@@ -17,7 +17,14 @@ from ..reasons import REASONS
 from ..workloads import INACCESSIBLE, PH_INIT, PH_LOOP, REGION_PAGES, SHARED_RO, UNSUITABLE
 from .memory import capacity_pages
 
-__all__ = ["Layout"]
+__all__ = ["Layout", "protect_bound"]
+
+
+def protect_bound(processes: int, vmas: int, scan_size_mb: int) -> int:
+    """K, the most regions one step's scans can protect: per mm, the scan budget's 2 MiB
+    regions + 1, one (partial) region per VMA, and the forced retry's VMA. The one formula:
+    :class:`Layout` sizes its arrays by it and the memory guard (:mod:`numalab.limits`) reads it."""
+    return int(processes * ((int(scan_size_mb) << 8) // REGION_PAGES + 2) + vmas)
 
 
 class Layout:
@@ -41,9 +48,7 @@ class Layout:
         self.nr_scan_windows = np.array([-(-(int(rss) or self.scan_size_pages) // self.scan_size_pages)
                                          for rss in self.mm_rss], dtype=np.int64)
         self._entries(wl)
-        # most regions one step's scans can protect: per mm, the budget's 2 MiB regions + 1,
-        # one (partial) region per VMA, and the forced retry's VMA
-        self.K = int(sum(self.scan_size_pages // REGION_PAGES + 2 + len(v) for v in self.mm_vmas))
+        self.K = protect_bound(M, sum(len(v) for v in self.mm_vmas), opts.scan_size_mb)
         self._threads(wl)
         # per node: what its memory can take (migrate_balanced_pgdat), base pages, and how many
         # threads it can run (its CPUs; 0 on a memory-only node)

@@ -190,11 +190,12 @@ def _numa_prepare(values: dict) -> None:
             check_simulate(wl, 1, 1, **_timing_kwargs(t))
 
 
-_TIMING = ("dt", "max_time", "time_resolution")
+_TIMING = ("dt", "max_time", "time_resolution", "scan_size_mb")
 
 
 def _timing_kwargs(point: Mapping) -> dict:
-    """dt / max_time / time_resolution of a point (the engine's defaults when not swept)."""
+    """dt / max_time / time_resolution / scan_size_mb of a point (the engine's defaults when not
+    swept): what the cost of a point depends on besides its workload."""
     defaults = EngineOptions.describe()
     out = {}
     for k in _TIMING:

@@ -1,6 +1,6 @@
 """The ``"futex"`` sweep runner: :func:`numalab.futex.simulate` driven by the sweep machinery.
 
-Parameters: ``mode``, ``buckets`` (-1 = kernel size), ``threads`` (0 = the program's default),
+Parameters: ``mode``, ``buckets`` (-1 = kernel size), ``threads`` (default: the program's own),
 ``topology``, ``program``, ``futexes``, ``shared``, ``method``, ``ops``. One call per point (see
 :func:`run_futex`).
 
@@ -34,7 +34,15 @@ def _check_buckets(name, value):
 
 
 def _check_threads(name, value):
-    return check_int(name, value, lo=0, hi=1 << 20)
+    """A thread count >= 1, or None: the program's own (perf bench: one per CPU). 0 is refused:
+    it ran the program's default while the coordinate said 0."""
+    if value is None:
+        return None
+    return check_int(name, value, lo=1, hi=1 << 20)
+
+
+def _check_flag(name, value):
+    return check_int(name, value, lo=0, hi=1)
 
 
 def _check_pos_int(name, value):
@@ -49,15 +57,15 @@ def _futex_params() -> list[Param]:
               long_name="private-hash slots (private) or global table size (classic/numa); "
                         "-1 = the kernel's size, 0 = global hash (private mode)",
               kernel_name="futex_hash_mask + 1"),
-        Param("threads", _check_threads, default=0, units="threads",
-              long_name="perf bench -t / futex_numa -c (0 = the program's default)"),
+        Param("threads", _check_threads, default=None, units="threads",
+              long_name="perf bench -t / futex_numa -c (default: the program's own, perf bench: every CPU)"),
         Param("topology", check_topology, default="2s-128",
               long_name="machine topology: a preset, or a topology file as '<path>#<digest>'"),
         Param("program", names_or_str("futex programs", _futex_choices("PROGRAMS")),
               default="perf-bench-futex-hash", long_name="benchmark program"),
         Param("futexes", _check_pos_int, default=1024, units="futexes",
               long_name="futexes per thread (perf bench -f)"),
-        Param("shared", _check_threads, default=0, units="1",
+        Param("shared", _check_flag, default=0, units="1",
               long_name="1 = process-shared futexes (perf bench -S)"),
         Param("method", names_or_str("futex solvers", _futex_choices("METHODS")), default="mva",
               long_name="solver: mva or simulation"),

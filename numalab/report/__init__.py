@@ -49,7 +49,7 @@ import functools
 
 from . import lkp_format as _lkp_format
 from . import mmtests_format as _mmtests_format
-from .common import _along, _order_kernels, lkp_test_name, mmtests_test_name
+from .common import _columns as _text_columns, lkp_test_name, mmtests_test_name
 from .lkp_format import lkp_blocks, read_lkp
 from .mmtests_format import read_mmtests
 from .rendering import Report, TextTable, trace_table
@@ -58,7 +58,7 @@ from .vmstat_format import read_vmstat
 
 def _columns(ds, along, baseline):
     try:
-        return _order_kernels(ds, _along(ds, along), baseline)
+        return _text_columns(ds, along, baseline)[2]
     except ValueError:  # pragma: no cover - the writer has already accepted these
         return []
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 import re
 
-from ..errors import NumalabValueError, check_choice
+import numpy as np
+
+from ..errors import NumalabValueError, check_choice, check_distinct
+from ..limits import check_report_text
+from .lines import _bad_char, _check_line, _err  # noqa: F401  (the formats import them from here)
 from .vmstat_format import _VMSTAT_SOURCE
 
 
@@ -49,33 +53,83 @@ def _test_sort_key(test: str) -> str:
 # shared Dataset handling
 
 
+def _swept(ds) -> list[str]:
+    """The dims a sweep's Dataset was swept over (``attrs["swept"]``, see numalab.sweeps)."""
+    sw = ds.attrs.get("swept")
+    if sw is None:
+        return []
+    names = [sw] if isinstance(sw, str) else [str(x) for x in sw]
+    return [d for d in names if d in ds.dims]
+
+
 def _along(ds, along):
+    """The dim the compared kernels lie along: ``along``, else ``policy`` or ``kernel``, else
+    (a sweep's Dataset) the first swept dim that is not the workload."""
     if along is None:
-        for cand in ("policy", "kernel"):
+        for cand in ("policy", "kernel", *(d for d in _swept(ds) if d != "workload")):
             if cand in ds.dims:
                 return cand
         raise NumalabValueError(
-            f"along=None: the Dataset has neither a 'policy' nor a 'kernel' dim; dims are {list(ds.dims)}"
+            f"along=None: the Dataset has neither a 'policy' nor a 'kernel' dim; dims are {list(ds.dims)} "
+            "(pass along=<dim>: numalab report --along DIM)"
         )
-    if along not in ds.dims:
+    if not isinstance(along, str) or along not in ds.dims:
         raise NumalabValueError(f"along={along!r} is not a dimension; dims are {list(ds.dims)}")
+    if along == "workload":
+        raise NumalabValueError(
+            "along='workload': the workloads are the table's ops (a row per workload), not its columns; compare "
+            f"along another dim ({', '.join(d for d in ds.dims if d not in ('workload', 'seed')) or 'none'}), or "
+            "select one workload first (ds.sel(workload=...); numalab report --sel workload=NAME)"
+        )
     return along
+
+
+def _columns(ds, along, baseline):
+    """(``ds`` with the ``along`` coordinate as text, ``along``, the column names in print
+    order, baseline first). A sweep over ``history`` has integer coordinates: the columns are
+    named ``"2"``, ``"4"``... and ``baseline`` is matched as text."""
+    along = _along(ds, along)
+    values = ds[along].values
+    if values.dtype.kind != "U" or along not in ds.coords:
+        ds = ds.assign_coords({along: np.array([str(v) for v in values])})
+    return ds, along, _order_kernels(ds, along, baseline)
 
 
 def _order_kernels(ds, along, baseline):
     names = [str(v) for v in ds[along].values]
     if len(set(names)) != len(names):
         raise NumalabValueError(f"{along} names must be unique to head columns; got {names}")
+    for name in names:
+        if not name or any(c.isspace() or not c.isprintable() for c in name):
+            raise NumalabValueError(f"{along} name {name!r} cannot head a report column (it must be non-empty "
+                                    "and hold no spaces or control characters); rename it")
     if baseline is None:
         return names
     base = check_choice("baseline", str(baseline), names)
     return [base] + [n for n in names if n != base]
 
 
+def _metrics(metric):
+    """``metric=`` of the writers as a list of distinct variable names (None: the default)."""
+    if metric is None:
+        return None
+    if isinstance(metric, str):
+        return [metric]
+    try:
+        names = list(metric)
+    except TypeError:
+        names = None
+    if not names or not all(isinstance(m, str) for m in names):
+        raise NumalabValueError(f"metric={metric!r} must be a variable name or a non-empty list of names")
+    return check_distinct("metric", names)
+
+
 def _workloads(ds, workload):
     if "workload" in ds.dims:
         return [str(w) for w in ds["workload"].values]
     w = workload if workload is not None else ds.attrs.get("workload")
+    if workload is None and "workload" in ds.coords and ds["workload"].ndim == 0:
+        w = str(ds["workload"].values)  # a sweep of one workload, or one selected (--sel workload=...)
     if w is None:
         raise NumalabValueError(
             "the Dataset has no 'workload' dim or attr; pass workload='numa01' (or another name)"
@@ -93,7 +147,8 @@ def _check_dims(da, allowed):
     if extra:
         raise NumalabValueError(
             f"variable {da.name!r} has dims {extra} that a report cannot show; select one point "
-            f"first, e.g. ds.sel({extra[0]}=...)"
+            f"first, e.g. ds.sel({extra[0]}=...) (numalab report: --sel {extra[0]}=VALUE), or compare "
+            f"along it (along={extra[0]!r}; numalab report --along {extra[0]})"
         )
 
 
@@ -122,22 +177,25 @@ def _refuse_other_summary(ds, fmt):
 _QUOTE = re.compile(r"^(?:> ?)+")
 
 
-def _unquote(text: str) -> list[str]:
-    """Lines of ``text`` with e-mail quoting (``> ``, nested) and CRs removed."""
-    if not isinstance(text, str):
-        raise NumalabValueError(f"text must be a str holding the report; got {type(text).__name__}")
+def _unquote(text: str, name: str = "text") -> list[str]:
+    """Lines of ``text`` with e-mail quoting (``> ``, nested) and CRs removed, after the size of
+    the text is checked (:func:`numalab.limits.check_report_text`). A no-break space (what some
+    mail clients put for a space) is a space."""
+    check_report_text(name, text)
+    if "\u00a0" in text:
+        text = text.replace("\u00a0", " ")
     return [_QUOTE.sub("", line.rstrip("\r")) if line.startswith(">") else line.rstrip("\r")
             for line in text.split("\n")]
 
 
-def _err(lineno: int, msg: str) -> NumalabValueError:
-    return NumalabValueError(f"line {lineno}: {msg}")
-
-
-def _summary_dataset(kernels, variables, attrs):
+def _summary_dataset(kernels, variables, attrs, coords=None):
+    """The Dataset of a report as read: ``variables`` {name: (dims, numpy array, attrs)} over
+    ``kernel`` (and ``coords``), built as Variables directly (a report may hold thousands)."""
+    import numpy as np
     import xarray as xr
 
-    ds = xr.Dataset(variables, coords={"kernel": kernels})
+    variables = {k: xr.Variable(d, np.asarray(v), a, fastpath=True) for k, (d, v, a) in variables.items()}
+    ds = xr.Dataset(variables, coords=coords if coords is not None else {"kernel": kernels})
     ds.attrs.update(attrs)
     return ds
 

@@ -4,6 +4,8 @@ is described in :mod:`numalab.report`)."""
 
 from __future__ import annotations
 
+import collections
+import functools
 import json
 import math
 import re
@@ -13,20 +15,23 @@ import numpy as np
 from .. import stats
 from ..errors import NumalabValueError
 from .common import (
-    _along,
+    _columns,
     _attrs_for,
     _by_kernel,
     _check_dims,
     _err,
+    _metrics,
     _NUMBER,
-    _order_kernels,
     _refuse_other_summary,
     _summary_dataset,
     _summary_kind,
+    _check_line,
     _unquote,
     _workloads,
     lkp_test_name,
 )
+from ..limits import check_report_cells, check_report_stats
+from . import vocabulary
 from .vmstat_format import _VMSTAT_SOURCE
 
 
@@ -87,10 +92,36 @@ def _lkp_change(c: float, absolute: bool) -> str:
     return text + ("  " if absolute else "% ")
 
 
+#: the widths of the column ids (the robot prints the base commit's id in 16 characters, the
+#: others in 27)
+_ID_WIDTHS = (16, 27)
+
+
+def _lkp_ids(kernels) -> tuple[list[str], bool]:
+    """The column ids of ``kernels`` as the layout prints them, cut to their widths, and whether
+    any was cut. Two names that would print the same id (``6.12+N=4+rules=own_pid,hot>=1`` and
+    ``...,hot>=2`` cut to 27) end in ``~<column>`` instead, so every column keeps an id of its
+    own; the full names are then in the ``commit:`` list (:func:`lkp`)."""
+    widths = [_ID_WIDTHS[0]] + [_ID_WIDTHS[1]] * (len(kernels) - 1)
+    ids = [k[:w] for k, w in zip(kernels, widths)]
+    cut = any(len(k) > w for k, w in zip(kernels, widths))
+    if len(set(ids)) != len(ids):
+        counts = collections.Counter(ids)
+        taken = {i for i, k, w in zip(ids, kernels, widths) if len(k) <= w}  # whole names stay as they are
+        for j, (k, w) in enumerate(zip(kernels, widths)):
+            if len(k) > w and (counts[ids[j]] > 1 or ids[j] in taken):
+                n = j + 1
+                while f"{k[:w - len(str(n)) - 1]}~{n}" in taken:
+                    n += len(kernels)
+                ids[j] = f"{k[:w - len(str(n)) - 1]}~{n}"
+                taken.add(ids[j])
+    return ids, cut
+
+
 def _lkp_header(ids):
     k = len(ids) - 1
     return [
-        ids[0][:16].rjust(16) + " " + "".join(i[:27].rjust(27) + " " for i in ids[1:]),
+        ids[0].rjust(16) + " " + "".join(i.rjust(27) + " " for i in ids[1:]),
         "-" * 16 + " " + ("-" * 27 + " ") * k,
         "         %stddev" + "     %change         %stddev" * k,
         "             \\  " + "        |                \\  " * k,
@@ -171,17 +202,17 @@ def lkp(
     if "block" in ds.dims and _summary_kind(ds) == "lkp":  # a mail's several blocks, as read
         return "\n".join(lkp(b, metric, along, baseline, sample_dim=sample_dim, workload=workload,
                               group_header=group_header) for b in lkp_blocks(ds))
-    along = _along(ds, along)
-    kernels = _order_kernels(ds, along, baseline)
+    ds, along, kernels = _columns(ds, along, baseline)
     if len(kernels) < 2:
         raise NumalabValueError(f"an LKP comparison needs at least 2 {along}s; got {kernels}")
-    metrics = [metric] if isinstance(metric, str) else metric
+    metrics = _metrics(metric)
     rows = _lkp_rows(ds, metrics, along, kernels, sample_dim, workload)
     as_read = _summary_kind(ds) == "lkp"
     lines = []
     stored = ds.attrs.get("lkp_group_header")
-    if group_header is None:
-        group_header = stored is not None
+    ids, cut = _lkp_ids(kernels)
+    if group_header is None:  # a name too long for its column: the commit: list holds it whole
+        group_header = stored is not None or (cut and not as_read)
     if group_header:
         if stored is not None and kernels[0] == ds.attrs.get("lkp_baseline"):
             g = json.loads(stored)
@@ -203,7 +234,7 @@ def lkp(
             space = g.get("compare_space", not trimmed)
             lines += [f"{g['compare']}:" + (" " if space else "")] + [f"  {c}" for c in g["commits"]]
             lines += [""] * g.get("gap", 1)
-    lines += [h.rstrip() for h in _lkp_header(kernels)] if trimmed else _lkp_header(kernels)
+    lines += [h.rstrip() for h in _lkp_header(ids)] if trimmed else _lkp_header(ids)
     notes = []
     for key, mean, pm, change, counts in rows:
         absolute = stats.lkp_is_absolute(key)
@@ -243,14 +274,14 @@ def _unflow(lines):
     for line in lines:
         line = line[1:] if line.startswith(" ") else line
         if cont:
-            out[-1] += line
+            out[-1].append(line)
         else:
-            out.append(line)
+            out.append([line])
         cont = line.endswith(" ") and bool(line.strip())
-    return out
+    return ["".join(parts) for parts in out]
 
 
-def read_lkp(text: str, flowed: bool | None = None):
+def read_lkp(text: str, flowed: bool | None = None, block: int | None = None):
     """Parse every kernel-test-robot ``%stddev %change`` block in ``text`` (§3.2-§3.3).
 
     Accepts e-mail quoting (``> ``), lines wrapped by a mail client between fields, prose
@@ -260,32 +291,42 @@ def read_lkp(text: str, flowed: bool | None = None):
     :mod:`numalab.report`); ``lkp(read_lkp(text))`` prints the block again. A mail with
     several blocks gives one Dataset with a ``block`` dim (the coordinate ``testcase`` holds
     each block's group-header values line); :func:`lkp_blocks` splits it back into one
-    Dataset per block, each of which :func:`lkp` prints as read. Malformed or truncated input
-    raises ``ValueError`` naming the line and what was expected -- never part of a block.
+    Dataset per block, each of which :func:`lkp` prints as read; ``block=i`` reads only the
+    i-th (0 = the first). Malformed or truncated input raises ``ValueError`` naming the line
+    and what was expected -- never part of a block; so do a stat name that is a mistyping of
+    one numalab reads (:mod:`numalab.report.vocabulary`), a repeated commit id and a value
+    that is no finite number (``1e999``; ``nan`` is read, as :func:`lkp` prints it).
 
     ``flowed``: the text is a ``format=flowed`` mail whose client wrapped every long line at
     a space, the column-id, dash and legend lines too (:func:`_unflow` joins them back;
     line numbers in errors then count the joined lines). ``None`` (default): only when no
-    block is found as the text stands."""
+    block is found as the text stands.
+
+    Reading takes time linear in the text, which may be up to
+    :data:`numalab.limits.MAX_REPORT_BYTES` long and name up to
+    :data:`numalab.limits.MAX_REPORT_STATS` stats."""
     lines = _unquote(text)
+    if block is not None and (isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 0):
+        raise NumalabValueError(f"block={block!r} must be a block number (0 = the first) or None (every block)")
     if flowed:
-        return _read_lkp_lines(_unflow(lines), text)
+        return _read_lkp_lines(_unflow(lines), text, block)
     try:
-        return _read_lkp_lines(lines, text)
-    except NumalabValueError:
+        return _read_lkp_lines(lines, text, block)
+    except _HeadError:  # a damaged block (or no block at all) as the text stands: maybe wrapped
         joined = _unflow(lines)
         if flowed is not None or joined == lines:
             raise
         try:
-            return _read_lkp_lines(joined, text)
+            return _read_lkp_lines(joined, text, block)
         except NumalabValueError:
             pass
         raise
 
 
-def _read_lkp_lines(lines, text):
-    blocks = []
+def _read_lkp_lines(lines, text, block=None):
+    blocks = []  # (ids, records, header, notes, trimmed) of each block
     start = 0
+    names: set[str] = set()
     while True:
         found = _lkp_next_block(lines, start)
         if found is None:
@@ -297,47 +338,78 @@ def _read_lkp_lines(lines, text):
             del header["compare_space"]  # as the rest of the head: no need to keep it
         tokens, end = _lkp_tokens(lines, dash + 3)
         notes, end = _lkp_notes(lines, end)
-        ds = _lkp_dataset(ids, _lkp_records(tokens, k, ends_text=end >= len(lines) and not text.endswith("\n")),
-                          header)
-        if notes:
-            ds.attrs["lkp_notes"] = json.dumps(notes)
-        if trimmed:
-            ds.attrs["lkp_trimmed"] = 1
-        blocks.append(ds)
+        records = _lkp_records(tokens, k, ends_text=end >= len(lines) and not text.endswith("\n"))
+        names.update(r[0] for r in records)
+        check_report_stats("stat names", len(names), f"line {dash + 4}: ")
+        blocks.append((ids, records, header, notes, trimmed))
         start = end
     if not blocks:
         _lkp_columns(lines)  # raises, naming what is missing
-    return blocks[0] if len(blocks) == 1 else _lkp_combine(blocks)
+    if block is not None:
+        if block >= len(blocks):
+            raise NumalabValueError(f"block={block}: the text has {len(blocks)} block(s); pick 0..{len(blocks) - 1}")
+        blocks = [blocks[block]]
+    if len(blocks) == 1:
+        return _lkp_dataset(*blocks[0])
+    return _lkp_combine(blocks)
 
 
 _BLOCK_ATTRS = ("lkp_baseline", "lkp_order", "lkp_group_header", "lkp_notes", "lkp_trimmed")
 
 
-def _lkp_combine(blocks):
-    """One Dataset with a ``block`` dim from several blocks' Datasets; each block's layout
-    (commit ids, stat order, header) is kept in ``attrs["lkp_blocks"]``."""
-    import xarray as xr
+def _block_meta(ids, records, header, notes, trimmed) -> dict:
+    """What :func:`lkp_blocks` needs to give a block back: its attrs as :func:`_lkp_dataset`
+    sets them, its commit ids and workloads."""
+    m = {"lkp_baseline": ids[0], "lkp_order": json.dumps([r[0] for r in records])}
+    if header is not None:
+        m["lkp_group_header"] = json.dumps(header)
+    if notes:
+        m["lkp_notes"] = json.dumps(notes)
+    if trimmed:
+        m["lkp_trimmed"] = 1
+    m["kernels"] = list(ids)
+    m["workloads"] = list(dict.fromkeys(w for name, *_ in records for w in [_lkp_var(name)[1]] if w is not None))
+    return m
 
-    meta = []
-    for ds in blocks:
-        m = {k: ds.attrs[k] for k in _BLOCK_ATTRS if k in ds.attrs}
-        m["kernels"] = [str(x) for x in ds.kernel.values]
-        m["workloads"] = [str(x) for x in ds.workload.values] if "workload" in ds.coords else []
-        meta.append(m)
+
+def _lkp_combine(blocks):
+    """One Dataset with a ``block`` dim from several blocks, built in one go (the cells of a
+    commit or stat a block does not have are NaN); each block's layout (commit ids, stat
+    order, header) is kept in ``attrs["lkp_blocks"]``."""
+
+    meta = [_block_meta(*b) for b in blocks]
     testcase = [json.loads(m["lkp_group_header"])["values"] if "lkp_group_header" in m else "" for m in meta]
     kernels = list(dict.fromkeys(k for m in meta for k in m["kernels"]))
     workloads = list(dict.fromkeys(w for m in meta for w in m["workloads"]))
-    aligned = []
-    for ds in blocks:
-        ds = ds.reindex(kernel=kernels)
-        if workloads:
-            ds = ds.reindex(workload=workloads) if "workload" in ds.dims else ds.assign_coords(workload=workloads)
-        aligned.append(ds.drop_attrs() if hasattr(ds, "drop_attrs") else ds.assign_attrs({}))
-    out = xr.concat(aligned, dim="block", join="outer", data_vars="all", coords="minimal", compat="override",
-                    combine_attrs="drop")
-    out = out.assign_coords(block=np.arange(len(blocks)), testcase=("block", testcase))
-    out.attrs.update({"numalab_summary": "lkp", "source": "read_lkp", "lkp_blocks": json.dumps(meta)})
-    return out
+    kpos, wpos = {k: i for i, k in enumerate(kernels)}, {w: i for i, w in enumerate(workloads)}
+    B, K, W = len(blocks), len(kernels), len(workloads)
+    per_var: dict[str, dict] = {}  # var -> {"per_test", "key"}, in first-seen order
+    for ids, records, *_ in blocks:
+        for name, *_r in records:
+            var, w = _lkp_var(name)
+            per_var.setdefault(var, {"per_test": w is not None, "key": name})
+    cells = 3 * B * K * sum(W if e["per_test"] else 1 for e in per_var.values())
+    check_report_cells(f"the {B} blocks x {K} commits x {len(per_var)} stats of the mail", cells,
+                       "read one block at a time: read_lkp(text, block=i)")
+    arrays = {var: np.full((3, B, K, W) if e["per_test"] else (3, B, K), np.nan) for var, e in per_var.items()}
+    for b, (ids, records, *_) in enumerate(blocks):
+        cols = [kpos[i] for i in ids]
+        for name, means, pms, changes, _ln in records:
+            var, w = _lkp_var(name)
+            arr = arrays[var]
+            if w is None:
+                arr[:, b, cols] = (means, pms, changes)
+            else:
+                arr[:, b, cols, wpos[w]] = (means, pms, changes)
+    variables = {}
+    for var, e in per_var.items():
+        dims = ("block", "kernel", "workload") if e["per_test"] else ("block", "kernel")
+        for part, (suffix, attrs) in enumerate(_var_attrs(var, e["key"]).items()):
+            variables[var + suffix] = (dims, arrays[var][part], attrs)
+    coords = {"kernel": kernels, **({"workload": workloads} if workloads else {}),
+              "block": np.arange(B), "testcase": ("block", testcase)}
+    return _summary_dataset(kernels, variables, {"numalab_summary": "lkp", "source": "read_lkp",
+                                                 "lkp_blocks": json.dumps(meta)}, coords=coords)
 
 
 def lkp_blocks(ds) -> list:
@@ -392,27 +464,46 @@ def _lkp_notes(lines, i):
     return (notes, j) if notes else ([], i)
 
 
+class _HeadError(NumalabValueError):
+    """The head of a block (dash line, column ids, legend) is not as the robot prints it: the
+    one refusal after which :func:`read_lkp` tries the text as a ``format=flowed`` mail."""
+
+
+def _head_err(lineno: int, msg: str) -> NumalabValueError:
+    return _HeadError(str(_err(lineno, msg)))
+
+
 def _lkp_columns(lines, dash=None):
     """(index of the dash line, number of commits, commit ids) of the block's head, legend
     lines checked."""
     if dash is None:
         dash = next((i for i, line in enumerate(lines) if _DASH.match(line)), None)
     if dash is None:
-        raise _err(1, "no LKP comparison block: expected a line of 16 dashes followed by groups of 27")
+        raise _head_err(1, "no LKP comparison block: expected a line of 16 dashes followed by groups of 27")
     k = 1 + _DASH.match(lines[dash]).group(1).count(" ")
     if dash == 0 or len(lines[dash - 1].split()) != k:
-        raise _err(dash if dash else 1, f"expected the column-id line with {k} commit ids above the dashes")
+        raise _head_err(dash if dash else 1, f"expected the column-id line with {k} commit ids above the dashes")
+    try:
+        _check_line(dash, lines[dash - 1], "the column-id line")
+    except NumalabValueError as exc:
+        raise _HeadError(str(exc)) from None
     ids = lines[dash - 1].split()
+    seen: dict[str, int] = {}
+    for j, i in enumerate(ids):
+        if i in seen:
+            raise _head_err(dash, f"commit id {i!r} heads columns {seen[i] + 1} and {j + 1}; each column is another "
+                             "commit (an id cut to its column? the robot prints 16 / 27 characters)")
+        seen[i] = j
     for off, pat, what in ((1, _LEGEND1, "the legend '%stddev     %change         %stddev'"),
                            (2, _LEGEND2, "the legend line of '\\' and '|'")):
         got = lines[dash + off] if dash + off < len(lines) else None
         if got is None or not pat.match(got):
             if got is not None and "fail:runs" in got:
-                raise _err(dash + off + 1, "failure-type (fail:runs) blocks are not supported; paste the %stddev block")
-            raise _err(dash + off + 1, f"expected {what}, got {'end of text' if got is None else repr(got)}")
+                raise _head_err(dash + off + 1, "failure-type (fail:runs) blocks are not supported; paste the %stddev block")
+            raise _head_err(dash + off + 1, f"expected {what}, got {'end of text' if got is None else repr(got)}")
         bars = got.count("%change") if off == 1 else got.count("|")
         if bars != k - 1:
-            raise _err(dash + off + 1, f"legend has {bars + 1} columns, expected {k} (one per commit id)")
+            raise _head_err(dash + off + 1, f"legend has {bars + 1} columns, expected {k} (one per commit id)")
     return dash, k, ids
 
 
@@ -432,7 +523,7 @@ def _lkp_tokens(lines, i):
                 i = j
                 continue
             break
-        tokens += [(tok, i + 1) for tok in lines[i].split()]
+        tokens += [(tok, i + 1) for tok in _check_line(i + 1, lines[i], "stat line").split()]
         i += 1
     if not tokens:
         raise _err(i + 1, "expected at least one stat line after the legend")
@@ -452,15 +543,52 @@ def _known_keys():
 
 
 def _check_name(name: str, ln: int, last: bool) -> None:
-    """Refuse a stat name that is a cut-off key (a truncated report), e.g.
-    ``autonuma-benchmark.numa01.second``."""
-    if name.startswith("autonuma-benchmark.") and not (
-            _SECONDS.match(name) or name.startswith("autonuma-benchmark.time.")):
-        raise _err(ln, f"stat {name!r} is not an autonuma-benchmark key (.<test>.seconds or .time.*): "
-                       "truncated report?")
+    """Refuse a stat name numalab would misread: a cut-off key (a truncated report, e.g.
+    ``autonuma-benchmark.numa01.second``), a key of the ``autonuma-benchmark`` namespace that
+    names no test of the benchmark or no ``/usr/bin/time`` stat, or a mistyping of a key numalab
+    reads (``proc-vmstat.numa_hint_faultz``, ``autonuma-benchmrk.numa01.seconds``;
+    :mod:`.vocabulary`)."""
+    group, _, rest = name.partition(".")
+    if group == "autonuma-benchmark":
+        m = _SECONDS.match(name)
+        if m:
+            _known(ln, name, m.group(1), vocabulary.lkp_workloads(), "names no autonuma-benchmark test")
+        elif rest.startswith("time."):
+            _known(ln, name, rest[5:], vocabulary.LKP_TIME_STATS, "names no /usr/bin/time stat")
+        else:
+            raise _err(ln, f"stat {name!r} is not an autonuma-benchmark key (.<test>.seconds or .time.*): "
+                           "truncated report?")
+    else:
+        close = vocabulary.near(group, ("autonuma-benchmark",)) or vocabulary.near(group, ("proc-vmstat",), cap=1)
+        if close:
+            raise _err(ln, f"stat {name!r}: its group {group!r} is a mistyping of {close!r}?")
+    if group == "proc-vmstat":
+        close = vocabulary.near(rest, _VMSTAT_SOURCE)
+        if close:
+            raise _err(ln, f"stat {name!r}: the counter {rest!r} is a mistyping of {close!r}?")
+    elif group != "autonuma-benchmark":
+        close = vocabulary.near(name, _read_keys())
+        if close:
+            raise _err(ln, f"stat {name!r} is a mistyping of {close!r}?")
     if last and name not in _known_keys() and any(k.startswith(name) for k in _known_keys()):
         raise _err(ln, f"stat {name!r} ends the text without a line end and is the start of "
                        f"{next(k for k in sorted(_known_keys()) if k.startswith(name))!r}: truncated report?")
+
+
+@functools.lru_cache(maxsize=None)
+def _read_keys() -> tuple[str, ...]:
+    """Every key :func:`read_lkp` reads into a variable of its own name (elsp, syst, user, the
+    vmstat counters)."""
+    return (*(f"autonuma-benchmark.{w}.seconds" for w in vocabulary.lkp_workloads()),
+            *(f"autonuma-benchmark.time.{t}" for t in vocabulary.LKP_TIME_STATS),
+            *(f"proc-vmstat.{v}" for v in _VMSTAT_SOURCE))
+
+
+def _known(ln, name, part, known, why):
+    if part not in known:
+        close = vocabulary.near(part, known)
+        hint = f" (did you mean {close!r}?)" if close else ""
+        raise _err(ln, f"stat {name!r} {why}{hint}; allowed: {', '.join(known)}")
 
 
 def _lkp_records(tokens, k, ends_text=False):
@@ -468,6 +596,8 @@ def _lkp_records(tokens, k, ends_text=False):
     (a mail client may have wrapped a line anywhere between fields). ``ends_text``: the last
     line is the end of the text with no line end (a cut-off name is then suspect)."""
     records = []
+    seen: dict[str, int] = {}
+    kinds: dict[str, bool] = {}
     pos = 0
     last_line = tokens[-1][1]
 
@@ -483,7 +613,7 @@ def _lkp_records(tokens, k, ends_text=False):
         tok, ln = take(what)
         if not _NUMBER.match(tok):
             raise _err(ln, f"expected {what} (a number), got {tok!r}")
-        return float(tok)
+        return _finite(tok, ln, what)
 
     def plusminus():
         if pos < len(tokens) and tokens[pos][0].startswith("±"):
@@ -506,7 +636,7 @@ def _lkp_records(tokens, k, ends_text=False):
             if not _CHANGE.match(tok):
                 raise _err(ln, f"expected the %change of commit {j + 1} (e.g. '-27.1%'), got {tok!r}")
             pct_flags.append(tok.endswith("%"))
-            changes.append(float(tok.rstrip("%")))
+            changes.append(_finite(tok.rstrip("%"), ln, f"the %change of commit {j + 1}"))
             means.append(value(f"the value of commit {j + 1}"))
             pms.append(plusminus())
         name, ln = take("the stat name")
@@ -516,8 +646,23 @@ def _lkp_records(tokens, k, ends_text=False):
         absolute = stats.lkp_is_absolute(name)
         if any(f == absolute for f in pct_flags):
             raise _err(ln, f"stat {name!r}: its change should be printed {'without' if absolute else 'with'} '%'")
+        if name in seen:
+            raise _err(ln, f"stat {name!r} appears twice (first on line {seen[name]})")
+        seen[name] = ln
+        var, w = _lkp_var(name)
+        if kinds.setdefault(var, w is not None) != (w is not None):
+            raise _err(ln, f"stat {name!r} mixes per-test and job-level rows for variable {var!r}")
         records.append((name, means, pms, changes, start_line))
     return records
+
+
+def _finite(tok: str, ln: int, what: str) -> float:
+    """A printed value as a float: finite, or ``nan`` (what :func:`lkp` prints for a stat with
+    no usable run); ``inf`` and overflowing exponents (``1e999``) are refused."""
+    v = float(tok)
+    if math.isinf(v):
+        raise _err(ln, f"{what} is {tok!r}, not a finite number")
+    return v
 
 
 def _lkp_group_header(lines, id_line, k):
@@ -528,12 +673,14 @@ def _lkp_group_header(lines, id_line, k):
     gap = id_line - 1 - j  # blank lines between the commit list and the column ids
     commits = []
     while j >= 0 and lines[j].startswith("  ") and lines[j].strip():
-        commits.insert(0, lines[j][2:])
+        commits.append(lines[j][2:])
         j -= 1
+    commits.reverse()
     if j < 0 or not re.fullmatch(r"\S+: ?", lines[j]) or not commits:
         return None
     if len(commits) == 1 and j >= 1 and lines[j - 1] == "=" * 89:
         # the axes header with no `commit:` list: "====", "<axes>:", "  <values>", ""
+        _check_head(lines, j - 1, id_line)
         return {"axes": lines[j].rstrip()[:-1], "values": commits[0], "compare": None, "commits": None}
     compare = lines[j].rstrip()[:-1]
     # whether "commit:" ends with a space: the robot prints one, and so may a hand-made
@@ -556,31 +703,44 @@ def _lkp_group_header(lines, id_line, k):
     values, axes = lines[j][2:], lines[j - 1][:-1]
     if j < 2 or lines[j - 2] != "=" * 89:
         return None
+    _check_head(lines, j - 2, id_line)
     out = {"axes": axes, "values": values, "compare": compare, "commits": joined, "compare_space": compare_space}
     if gap != 1:
         out["gap"] = gap
     return out
 
 
-def _lkp_dataset(ids, records, header):
+def _check_head(lines, start, end) -> None:
+    """The group header's lines hold no control character (they are printed back)."""
+    for i in range(start, end):
+        _check_line(i + 1, lines[i], "group header line")
+
+
+def _var_attrs(var: str, key: str) -> dict:
+    """{name suffix: attrs} of the three variables one LKP stat is read into."""
+    pct_units = "1" if stats.lkp_is_absolute(key) else "%"
+    return {
+        "": {**_attrs_for(var), "lkp_stat": "mean over runs"},
+        "_stddev_pct": {"units": "%", "long_name": f"population stddev of {var} over runs, as printed (truncated; "
+                                                   "NaN = not shown, <= 2 % or one run)"},
+        "_change": {"units": pct_units, "long_name": f"change of {var} against the base commit, as printed"},
+    }
+
+
+def _lkp_dataset(ids, records, header, notes=(), trimmed=False):
     k = len(ids)
     per_var: dict[str, dict] = {}
     workloads: list[str] = []
     order = []
-    for name, means, pms, changes, ln in records:
-        if name in order:
-            raise _err(ln, f"stat {name!r} appears twice")
+    for name, means, pms, changes, ln in records:  # names checked by _lkp_records
         order.append(name)
         var, w = _lkp_var(name)
         if w is not None and w not in workloads:
             workloads.append(w)
         entry = per_var.setdefault(var, {"per_test": w is not None, "rows": {}, "line": ln, "key": name})
-        if entry["per_test"] != (w is not None):
-            raise _err(ln, f"stat {name!r} mixes per-test and job-level rows for variable {var!r}")
         entry["rows"][w] = (means, pms, changes)
     variables = {}
     for var, entry in per_var.items():
-        pct_units = "1" if stats.lkp_is_absolute(entry["key"]) else "%"
         if entry["per_test"]:
             arr = np.full((3, k, len(workloads)), np.nan)
             for w, (m, p, c) in entry["rows"].items():
@@ -589,11 +749,8 @@ def _lkp_dataset(ids, records, header):
         else:
             arr = np.array(entry["rows"][None], dtype=float)
             dims = ("kernel",)
-        attrs = _attrs_for(var)
-        variables[var] = (dims, arr[0], {**attrs, "lkp_stat": "mean over runs"})
-        variables[f"{var}_stddev_pct"] = (dims, arr[1], {"units": "%", "long_name": f"population stddev of {var} over runs, "
-                                                         "as printed (truncated; NaN = not shown, <= 2 % or one run)"})
-        variables[f"{var}_change"] = (dims, arr[2], {"units": pct_units, "long_name": f"change of {var} against the base commit, as printed"})
+        for part, (suffix, attrs) in enumerate(_var_attrs(var, entry["key"]).items()):
+            variables[var + suffix] = (dims, arr[part], attrs)
     ds = _summary_dataset(list(ids), variables, {
         "numalab_summary": "lkp",
         "source": "read_lkp",
@@ -604,4 +761,8 @@ def _lkp_dataset(ids, records, header):
         ds = ds.assign_coords(workload=workloads)
     if header is not None:
         ds.attrs["lkp_group_header"] = json.dumps(header)
+    if notes:
+        ds.attrs["lkp_notes"] = json.dumps(notes)
+    if trimmed:
+        ds.attrs["lkp_trimmed"] = 1
     return ds

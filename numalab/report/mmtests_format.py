@@ -13,13 +13,14 @@ import numpy as np
 from .. import stats
 from ..errors import NumalabValueError, check_choice
 from .common import (
-    _along,
+    _columns,
     _attrs_for,
     _by_kernel,
     _check_dims,
+    _check_line,
     _err,
+    _metrics,
     _NUMBER,
-    _order_kernels,
     _refuse_other_summary,
     _summary_dataset,
     _summary_kind,
@@ -29,7 +30,9 @@ from .common import (
     lkp_test_name,
     mmtests_test_name,
 )
-from .vmstat_format import _OPS_VAR, _VMSTAT_SOURCE, _vmstat_ops_rows
+from . import vocabulary
+from .vmstat_format import _OPS_ROWS, _OPS_VAR, _VMSTAT_SOURCE, _vmstat_ops_rows
+from ..limits import check_report_cells, check_report_stats
 
 #: metric variable -> mmtests op prefix, per layout
 _OLD_PREFIX = {"syst": "syst", "elsp": "elsp"}
@@ -243,8 +246,8 @@ def mmtests(
     summary = _summary_kind(ds) == "mmtests"
     if summary:
         era = "2026" if int(ds.attrs.get("mmtests_field_width", 12)) == 18 else "2023"
-    along = _along(ds, along)
-    kernels = _order_kernels(ds, along, baseline)
+    ds, along, kernels = _columns(ds, along, baseline)
+    metric = _metrics(metric)
     if metric is None:
         if summary:
             metric = json.loads(ds.attrs.get("mmtests_vars", "[]"))
@@ -254,8 +257,6 @@ def mmtests(
             metric = [v for v in ("syst", "elsp") if v in ds.data_vars]
         if not metric:
             raise NumalabValueError(f"no elsp/syst variables to report; variables are {sorted(ds.data_vars)}")
-    elif isinstance(metric, str):
-        metric = [metric]
     labels, ops = _main_rows(ds, list(metric), along, kernels, era, direction, sample_dim, workload)
     fl = 18 if era == "2026" else 12
     w1 = max(len(s) for s in labels)
@@ -311,17 +312,23 @@ def _cells(text):
     return out
 
 
+#: most lines a mail client wraps one row onto (a row of 64 kernels at 72 columns)
+_MAX_WRAP = 32
+
+
 def _continued(lines, i, rest):
     """Row ``i``'s cell text with the lines a mail client wrapped it onto (a row starts with its
     label in column 0, so a following non-blank line starting with a space continues it);
-    returns (text, index of the row's last line)."""
-    while i + 1 < len(lines) and lines[i + 1].strip() and (
+    returns (text, index of the row's last line). At most :data:`_MAX_WRAP` lines are joined,
+    so finding the rows stays linear in the text."""
+    parts, last = [rest], min(len(lines) - 1, i + _MAX_WRAP)
+    while i < last and lines[i + 1].strip() and (
             lines[i + 1][:1] == " " or lines[i + 1][:1] in "0123456789(-*"):
         # a wrapped row continues on a line that is no new row: it starts with a space (the
         # break kept it) or with a piece of a cell (the break dropped it)
         i += 1
-        rest += " " + lines[i]
-    return rest, i
+        parts.append(lines[i])
+    return " ".join(parts), i
 
 
 def read_mmtests(text: str, table: int = 0):
@@ -336,9 +343,10 @@ def read_mmtests(text: str, table: int = 0):
     ``ValueError`` naming the line and what was expected."""
     lines = _unquote(text)
     found = [_find_table(lines)]
+    parsed = []
     while True:  # every compare table of the text, in order
-        _rows, after, _k = _table_rows(lines, found[-1][0])
-        nxt = _find_table(lines, after, required=False)
+        parsed.append(_table_rows(lines, found[-1][0]))
+        nxt = _find_table(lines, parsed[-1][1], required=False)
         if nxt is None:
             break
         found.append(nxt)
@@ -347,7 +355,7 @@ def read_mmtests(text: str, table: int = 0):
                                 f"pick 0..{len(found) - 1}")
     first, h1, h2, title, _start = found[table]
     stop = found[table + 1][4] if table + 1 < len(found) else len(lines)
-    rows, i, k = _table_rows(lines, first)
+    rows, i, k = parsed[table]
     # a table followed by more text may have had rows left out by its poster (Mel Gorman's
     # dbench4 table keeps one Stddev row); one that ends the text is refused as truncated
     followed = any(line.strip() for line in lines[i:])
@@ -397,39 +405,51 @@ def _find_table(lines, start=0, required=True):
         return None
     if first is None:
         raise _err(1, "no mmtests table: expected rows like 'Amean     elsp-NUMA01      292.51 (   0.00%) ...'")
+    # blank or whitespace-only lines a poster left between the header and the first row
+    end = first
+    while end > start and not lines[end - 1].strip():
+        end -= 1
     # line 1 of the header is all spaces when no name has a '-' before its last character
-    if first < 2 or not lines[first - 1].strip():
+    if end < 1 or (end < 2 and len(lines[end - 1].split()) != _ncells(lines, first)):
         raise _err(first + 1, "expected two header lines with the kernel names above the first row")
-    j = first - 1
+    j = end - 1
     # the header paragraph: from the blank line above it (its first line is the title when it
     # does not start with a space); a mail client may have wrapped the two header lines
     while j >= 0 and lines[j]:
         j -= 1
-    head = lines[j + 1:first]
+    head = lines[j + 1:end]
     if head and head[0][:1] != " " and len(head) > 2:
         j, head = j + 1, head[1:]
-    m = _ROW.match(lines[first])
-    k = len(_cells(_continued(lines, first, m.group(3))[0]))
+    k = _ncells(lines, first)
+    above = lines[end - 2] if end >= 2 else ""
     if len(head) > 2 and len(" ".join(head).split()) == 2 * k:
         h1, h2 = None, head
         t = j
-    elif len(lines[first - 1].split()) == k and lines[first - 2][:1] not in ("", " ", "\t"):
+    elif len(lines[end - 1].split()) == k and above[:1] not in (" ", "\t"):
         # (compare-kernels indents both of its header lines; a line above at column 0 is a
-        # title, its underline or a note)
+        # title, its underline or a note, and a blank one is no header line)
         # a one-line header of k whole names written by hand (tabs, no name split), under
         # the title and maybe its '====' underline and a note: "\t\t\tbase-numascan\t\tbase"
-        h1, h2 = _ONE_LINE, lines[first - 1]
-        p = first - 1
+        h1, h2 = _ONE_LINE, lines[end - 1]
+        p = end - 1
         while p > 0 and lines[p - 1].strip():
             p -= 1
-        t = p if lines[p][:1] not in (" ", "\t") and p < first - 1 else first - 2
+        t = p if lines[p][:1] not in (" ", "\t") and p < end - 1 else end - 2
     else:
-        h1, h2 = lines[first - 2], lines[first - 1]
-        t = first - 3
+        h1, h2 = lines[end - 2], lines[end - 1]
+        t = end - 3
+    for ln in range(max(t, 0), end):
+        _check_line(ln + 1, lines[ln], "header line")
     title = ""
     if t >= 0 and lines[t].strip():
         title = lines[t]
     return first, h1, h2, title, (t if title else t + 1)
+
+
+def _ncells(lines, first) -> int:
+    """The number of kernel cells of the row at line ``first``."""
+    m = _ROW.match(lines[first])
+    return len(_cells(_continued(lines, first, m.group(3))[0]))
 
 
 def _table_rows(lines, first):
@@ -439,24 +459,109 @@ def _table_rows(lines, first):
     rows = []  # (label, op, cells, lineno, raw)
     i = first
     k = None
-    while i < n and lines[i].strip():
+    while i < n:
+        if not lines[i].strip():
+            # a blank line a mail client or an editor left inside the table does not end it:
+            # the next line is another row of as many cells (a new table starts with a header)
+            j = i
+            while j < n and not lines[j].strip():
+                j += 1
+            m = _ROW.match(lines[j]) if j < n and rows else None
+            more = _cells(_continued(lines, j, m.group(3))[0]) if m else None
+            if more is None or len(more) != k:
+                break
+            i = j
         ln = i + 1
-        m = _ROW.match(lines[i])
+        m = _ROW.match(_check_line(ln, lines[i]))
         if not m:
             raise _err(ln, f"expected a table row '<stat> <op> <value> (<pct>%) ...', got {lines[i]!r}")
         rest, end = _continued(lines, i, m.group(3))
         raw = lines[i] if end == i else None  # the unwrapped text, for the column widths
+        for j in range(i + 1, end + 1):
+            _check_line(j + 1, lines[j])
         i = end
         cells = _cells(rest)
         if cells is None:
             raise _err(ln, f"expected '%12.2f (%7.2f%)' cells after {m.group(1)!r} {m.group(2)!r}, got {rest.strip()!r}")
+        if any(math.isinf(v) or math.isinf(p) for v, p, _s in cells):
+            raise _err(ln, f"a cell of {m.group(1)} {m.group(2)} is 'inf', not a finite number")
         if k is None:
             k = len(cells)
         if len(cells) != k:
             raise _err(ln, f"expected {k} kernel cells (as in the first row), found {len(cells)}")
+        _check_label(ln, m.group(1))
         rows.append((m.group(1), m.group(2), cells, ln, raw))
         i += 1
+    _check_ops(rows)
     return rows, i, k
+
+
+def _check_label(ln: int, label: str) -> None:
+    """A row's stat label is one of mmtests' (:data:`.vocabulary.STAT_LABEL`), or the line is
+    refused: a mistyped label read as data would be a statistic of its own."""
+    if not vocabulary.STAT_LABEL.fullmatch(label):
+        close = vocabulary.near(label, vocabulary.STAT_EXAMPLES, cap=2)
+        hint = f" (did you mean {close!r}?)" if close else ""
+        raise _err(ln, f"stat label {label!r} is not an mmtests statistic{hint}; allowed: "
+                       f"{', '.join(vocabulary.STAT_EXAMPLES[:-2])}, BAmean-P / BHmean-P, quartiles, Max-P")
+
+
+def _check_ops(rows) -> None:
+    """The ops of a compare table, refused when one is a mistyping of another:
+
+    * an autonumabench table (any op ``<prefix>-<TEST>`` of a benchmark test) holds only such
+      ops, and an op within an edit of one (``elsp-NUMA0l``, ``elps-NUMA01``) is refused;
+    * in any table, an op that has exactly the rows another op within an edit lacks is a
+      mistyping of it (``send-6A`` beside ``send-64``), and so is a stat label that has exactly
+      the ops another label lacks (``Hmean`` for one op, ``Amean`` for the rest)."""
+    tests, prefixes = vocabulary.autonuma_tests(), vocabulary.AUTONUMA_PREFIXES
+    first: dict[str, int] = {}
+    labels_of: dict[str, set] = {}
+    ops_of: dict[str, set] = {}
+    for label, op, _cells, ln, _raw in rows:
+        first.setdefault(op, ln)
+        labels_of.setdefault(op, set()).add(label)
+        ops_of.setdefault(label, set()).add(op)
+    bench = []
+    for op, ln in first.items():
+        prefix, _, test = op.partition("-")
+        if prefix in prefixes and test in tests:
+            bench.append(op)
+            continue
+        t = test if test in tests else vocabulary.near(test, tests) if test else None
+        p = prefix if prefix in prefixes else vocabulary.near(prefix, prefixes)
+        if t and p:
+            raise _err(ln, f"op {op!r} is a mistyping of {p}-{t}?; an autonumabench op is <prefix>-<TEST>, prefix "
+                           f"one of {', '.join(prefixes)} and TEST one of {', '.join(tests[:4])}, ...")
+    if bench and len(bench) != len(first):
+        op = next(o for o in first if o not in bench)
+        raise _err(first[op], f"op {op!r} in an autonumabench table (its other ops are {bench[0]}, ...); allowed: "
+                              f"<prefix>-<TEST> of a benchmark test ({', '.join(tests[:4])}, ...)")
+    _check_complements(first, labels_of, "op")
+    label_line: dict[str, int] = {}
+    for r in rows:
+        label_line.setdefault(r[0], r[3])
+    _check_complements(label_line, ops_of, "stat label", near=False)
+
+
+def _check_complements(first, rows_of, what, near=True) -> None:
+    """Refuse a name whose rows are exactly those another name lacks (and, with ``near``, that
+    is within an edit of it): the mistyped row of a table that is otherwise whole. Of the
+    two, the one with fewer rows is blamed (of two as long, the later)."""
+    every = set().union(*rows_of.values()) if rows_of else set()
+    by_set: dict[frozenset, list[str]] = {}
+    for name, got in rows_of.items():
+        if got != every:
+            by_set.setdefault(frozenset(got), []).append(name)
+    for got, names in by_set.items():
+        others = by_set.get(frozenset(every - got), [])[:256]
+        for name in names:
+            for other in others:
+                if near and not vocabulary.near(name, (other,)):
+                    continue
+                if (len(got), -first[name]) < (len(rows_of[other]), -first[other]):
+                    raise _err(first[name], f"{what} {name!r} has exactly the rows {other!r} lacks: a mistyping of "
+                                            f"{other!r}?")
 
 
 def _label_width(rows, labels):
@@ -477,10 +582,11 @@ def _check_complete(rows, gaps_ok=False):
     has no row; every (label, op) at most once, and each once unless ``gaps_ok``."""
     labels = list(dict.fromkeys(r[0] for r in rows))
     ops = list(dict.fromkeys(r[1] for r in rows))
-    seen = {(r[0], r[1]): r[3] for r in rows}
-    if len(seen) != len(rows):
-        dup = next(r for r in rows if sum(1 for s in rows if s[:2] == r[:2]) > 1)
-        raise _err(dup[3], f"row {dup[0]} {dup[1]} appears twice")
+    seen: dict[tuple, int] = {}
+    for r in rows:
+        if (r[0], r[1]) in seen:
+            raise _err(r[3], f"row {r[0]} {r[1]} appears twice (first on line {seen[r[0], r[1]]})")
+        seen[r[0], r[1]] = r[3]
     gaps = False
     for lab in labels:
         for op in ops:
@@ -512,25 +618,29 @@ def _main_variables(rows, labels, k):
     """Variables of the main table: ({name: (dims, values, attrs)}, metric names, workloads)."""
     stat_index = {s: j for j, s in enumerate(labels)}
     per_var: dict[str, dict] = {}
-    workloads: list[str] = []
+    workloads: dict[str, int] = {}  # in first-seen order
     for lab, op, cells, ln, _raw in rows:
         prefix, _, test = op.partition("-")
         var = _PREFIX_VAR.get(prefix, prefix) if test else op
         w = lkp_test_name(test) if test else None
         if w is not None and w not in workloads:
-            workloads.append(w)
+            workloads[w] = len(workloads)
         entry = per_var.setdefault(var, {"per_test": w is not None, "cells": {}})
         if entry["per_test"] != (w is not None):
             raise _err(ln, f"op {op!r} mixes per-test and plain ops for variable {var!r}")
         entry["cells"].setdefault(w, {})[lab] = cells
+    check_report_stats("ops", len(per_var), f"line {rows[0][3]}: ")
+    check_report_cells(f"the {len(per_var)} ops x {k} kernels x {len(labels)} stats of the table",
+                       3 * k * len(labels) * sum(len(workloads) if e["per_test"] else 1 for e in per_var.values()))
     variables = {}
     for var, entry in per_var.items():
-        tests = workloads if entry["per_test"] else [None]
+        tests = workloads if entry["per_test"] else {None: 0}
         val = np.full((k, len(tests), len(labels)), np.nan)
         pct = np.full_like(val, np.nan)
         sig = np.zeros(val.shape, dtype=bool)
-        for ti, w in enumerate(tests):
-            for lab, cells in entry["cells"].get(w, {}).items():
+        for w, cells_of in entry["cells"].items():
+            ti = tests[w]
+            for lab, cells in cells_of.items():
                 for kk, (v, p, s) in enumerate(cells):
                     val[kk, ti, stat_index[lab]] = v
                     pct[kk, ti, stat_index[lab]] = p
@@ -543,7 +653,7 @@ def _main_variables(rows, labels, k):
         variables[f"{var}_pct"] = (dims, pct, {"units": "%", "long_name": f"mmtests percentage of {var} against the baseline "
                                                "(positive = better)"})
         variables[f"{var}_significant"] = (dims, sig, {"long_name": f"{var} cell marked significant (asterisks)"})
-    return variables, list(per_var), workloads
+    return variables, list(per_var), list(workloads)
 
 
 def _monitor_variables(lines, i, k, kernels, variables):
@@ -698,15 +808,18 @@ def _read_monitor_block(lines, i, k, kernels, duration_rows, ops_rows):
         j += 1
     if j == i and not row_start(lines[i]):
         raise _err(i + 1, f"expected a monitor table header (kernel names), got {lines[i]!r}")
+    _check_monitor_header(lines, i, j, kernels)
     # (no header at all: a table pasted without its kernel-name lines, the main table's names)
     if j >= n or not lines[j].strip():
         raise _err(j + 1, "truncated monitor table: expected rows after the header")
     while j < n and lines[j].strip():
-        start, text = j, lines[j]
+        start, text = j, _check_line(j + 1, lines[j])
         old = _old_ops_row(text, k)
-        while not old and j + 1 < n and lines[j + 1].strip() and not row_start(lines[j + 1]):
+        parts = [text]
+        while not old and j + 1 < n and lines[j + 1].strip() and not row_start(lines[j + 1]) and j - start < _MAX_WRAP:
             j += 1
-            text += " " + lines[j]
+            parts.append(_check_line(j + 1, lines[j]))
+        text = " ".join(parts)
         toks = text.split()
         stat = toks[0]
         if old:
@@ -721,11 +834,45 @@ def _read_monitor_block(lines, i, k, kernels, duration_rows, ops_rows):
         if not all(_NUMBER.match(v) for v in vals):
             raise _err(start + 1, f"expected {k} numbers at the end of {text!r}")
         label = " ".join(toks[1:-k])
+        _check_monitor_label(start + 1, stat, label)
         if old:
             label = "\0" + label  # marks an older-layout row (see _monitor_variables)
         target = duration_rows if stat == "Duration" else ops_rows
         if label in target:
             raise _err(start + 1, f"row '{stat} {label.lstrip(chr(0))}' appears twice")
         target[label] = [float(v) for v in vals]
+        if any(math.isinf(v) for v in target[label]):
+            raise _err(start + 1, f"a value of {stat} {label.lstrip(chr(0))} is not a finite number")
+        check_report_stats("monitor rows", len(ops_rows), f"line {start + 1}: ")
         j += 1
     return j
+
+
+#: the Ops labels numalab reads (a label within an edit of one of them is refused)
+_KNOWN_OPS = tuple(dict.fromkeys([label for label, _v in _OPS_ROWS] + list(_OLD_OPS_VAR)))
+
+
+def _check_monitor_label(ln: int, stat: str, label: str) -> None:
+    """A Duration row is User, System or Elapsed; an Ops row of any label but a mistyping of one
+    numalab reads (``NUMA hint faultz``)."""
+    if stat == "Duration" and label not in vocabulary.DURATION_LABELS:
+        close = vocabulary.near(label, vocabulary.DURATION_LABELS, cap=2)
+        raise _err(ln, f"Duration row {label!r} is not known" + (f" (did you mean {close!r}?)" if close else "")
+                   + f"; allowed: {', '.join(vocabulary.DURATION_LABELS)}")
+    if stat == "Ops":
+        close = vocabulary.near(label, _KNOWN_OPS)
+        if close:
+            raise _err(ln, f"Ops row {label!r} is a mistyping of {close!r}?")
+
+
+def _check_monitor_header(lines, i, j, kernels) -> None:
+    """The header lines ``i .. j-1`` of a monitor table name the compare table's kernels: their
+    words, run together, are the kernels' name halves (as the compare table splits them, in
+    its order, first halves then second halves) or the whole names."""
+    if i == j:
+        return  # pasted without its header: the main table's names
+    words = "".join("".join(_check_line(ln + 1, lines[ln], "header line").split()) for ln in range(i, j))
+    halves = [_split_name(name) for name in kernels]
+    if words not in ("".join(t for t, _b in halves) + "".join(b for _t, b in halves), "".join(kernels)):
+        raise _err(i + 1, f"the monitor table's header {' '.join(lines[i].split())!r} does not name the compare "
+                          f"table's kernels ({', '.join(kernels)}), in their order")

@@ -66,25 +66,38 @@ def _vmstat_ops_rows(have):
 
 
 def _parse_vmstat(text, which):
-    if not isinstance(text, str):
-        raise NumalabValueError(f"{which} must be the text of /proc/vmstat; got {type(text).__name__}")
+    from ..limits import check_report_stats, check_report_text
+    from .lines import _check_line
+
+    check_report_text(which, text)
     out = {}
-    for i, line in enumerate(text.splitlines(), 1):
+    for i, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\r")
         if not line.strip():
             continue
+        try:
+            _check_line(i, line, "vmstat line")
+        except NumalabValueError as exc:
+            raise NumalabValueError(f"{which} {exc}") from None
         parts = line.split()
         # LKP's stats name a counter ``proc-vmstat.<counter>`` (``proc-vmstat.numa_hint_faults: 12``)
         if parts and parts[0].startswith("proc-vmstat."):
             parts[0] = parts[0][len("proc-vmstat."):]
         if parts and parts[0].endswith(":") and len(parts) == 2:
             parts[0] = parts[0][:-1]
-        if len(parts) != 2 or not re.fullmatch(r"-?\d+", parts[1]) or not parts[0]:
-            raise NumalabValueError(f"{which} line {i}: expected '<counter> <integer>', got {line!r}")
+        if len(parts) != 2 or not re.fullmatch(r"-?\d{1,20}", parts[1]) or not parts[0]:
+            raise NumalabValueError(f"{which} line {i}: expected '<counter> <integer>', got {line[:80]!r}")
+        value = int(parts[1])
+        if not -(1 << 63) <= value < (1 << 64):
+            raise NumalabValueError(f"{which} line {i}: {parts[0]} = {parts[1]} is outside a 64-bit counter")
         if parts[0] in out:
             raise NumalabValueError(f"{which} line {i}: counter {parts[0]!r} appears twice")
-        out[parts[0]] = int(parts[1])
+        out[parts[0]] = value
+        if len(out) > 256 and len(out) % 1024 == 0:
+            check_report_stats("counters", len(out), f"{which} line {i}: ")
     if not out:
         raise NumalabValueError(f"{which} is empty: expected /proc/vmstat lines '<counter> <integer>'")
+    check_report_stats("counters", len(out), f"{which}: ")
     return out
 
 
@@ -107,6 +120,8 @@ def read_vmstat(before: str, after: str, kernel: str | None = None):
         d = v - b[name]
         if d < 0 and name.startswith(("numa_", "pg", "thp_")):
             raise NumalabValueError(f"counter {name!r} went backwards ({b[name]} -> {v}); are before/after swapped?")
+        if not -(1 << 63) <= d < (1 << 63):
+            raise NumalabValueError(f"counter {name!r} changed by {d}, more than an int64 holds")
         attrs = {"units": "1", "kernel_name": name,
                  "long_name": _VMSTAT_SOURCE.get(name, name) + " (after - before)"}
         variables[name] = (("kernel",), [d], attrs) if kernel is not None else ((), d, attrs)

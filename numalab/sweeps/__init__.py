@@ -68,7 +68,7 @@ Modules
 
 from __future__ import annotations
 
-from .api import SweepResult, run_sweep, sweep
+from .api import CacheWriteWarning, SweepResult, run_sweep, sweep
 from .cache import StaleCacheWarning, default_cache_dir
 from .executors import MAX_BATCH
 from .grid import CACHE_FORMAT, point_key
@@ -86,6 +86,7 @@ __all__ = [
     "default_cache_dir",
     "point_key",
     "StaleCacheWarning",
+    "CacheWriteWarning",
     "CACHE_FORMAT",
     "MAX_BATCH",
 ]

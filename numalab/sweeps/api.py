@@ -18,7 +18,7 @@ from .assembly import assemble
 from .cache import Cache, StaleCacheWarning, open_cache
 from .grid import Grid, expand, point_key
 
-__all__ = ["sweep", "run_sweep", "SweepResult"]
+__all__ = ["sweep", "run_sweep", "SweepResult", "CacheWriteWarning"]
 
 
 @dataclass
@@ -102,7 +102,7 @@ def run_sweep(
     if todo:
         _check_runnable(g)
     executors.check_client(client)
-    executor, calls = _compute(g, todo, points, keys, results, store, client, workers, batch_size, progress)
+    executor, calls = _compute(g, todo, points, keys, results, store, client, workers, batch_size, progress, notes)
     return SweepResult(
         dataset=assemble(g, results),
         points=len(points),
@@ -164,9 +164,16 @@ def _check_runnable(g: Grid) -> None:
         raise NumalabValueError(f"kind={g.kind!r} cannot run here: {why}")
 
 
-def _compute(g: Grid, todo, points, keys, results, store, client, workers, batch_size, progress) -> tuple[str, int]:
+class CacheWriteWarning(UserWarning):
+    """The cache could not be written (a full disk, ...): the sweep goes on without it."""
+
+
+def _compute(g: Grid, todo, points, keys, results, store, client, workers, batch_size, progress,
+             notes) -> tuple[str, int]:
     """Compute the points ``todo`` (filling ``results``, caching each finished batch); returns
-    (executor used, model calls)."""
+    (executor used, model calls). When the cache cannot be written (a full disk), the points
+    computed are kept and the rest computed without it: one fault never loses the sweep
+    (a note and a :class:`CacheWriteWarning` say how many were stored)."""
     if not todo:
         return "cache", 0
     owned = False
@@ -182,11 +189,21 @@ def _compute(g: Grid, todo, points, keys, results, store, client, workers, batch
         batches = executors.plan_batches(g, todo, points, n, batch_size)
         bar = executors.progress_bar(progress, len(points), len(points) - len(todo), g.kind)
 
+        cache = {"store": store, "stored": 0}
+
         def on_done(batch, dsets):
-            if store is not None:
-                store.store([keys[i] for i in batch], [points[i] for i in batch], dsets)
             for i, d in zip(batch, dsets):
                 results[i] = d
+            if cache["store"] is not None:
+                try:
+                    cache["store"].store([keys[i] for i in batch], [points[i] for i in batch], dsets)
+                    cache["stored"] += len(batch)
+                except OSError as exc:
+                    cache["store"] = None
+                    msg = (f"cannot write the cache {store.root} ({exc}); the sweep goes on without it: "
+                           f"{cache['stored']} point(s) of this run were stored, the others are not")
+                    warnings.warn(msg, CacheWriteWarning, stacklevel=2)
+                    notes.append(msg)
             if bar is not None:
                 bar.update(len(batch))
 
@@ -200,5 +217,5 @@ def _compute(g: Grid, todo, points, keys, results, store, client, workers, batch
                 bar.close()
     finally:
         if owned:
-            dask_client.close()
+            executors.close_client(dask_client)
     return executor, len(batches)

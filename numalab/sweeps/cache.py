@@ -13,6 +13,7 @@ edited sources are never reused (:class:`StaleCacheWarning`). Only the process t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from numalab.errors import NumalabValueError
-from numalab.storage import write_netcdf
+from numalab.storage import write_bytes
 
 from . import grid as _grid
 from .assembly import canon_attr, normalise_point_ds
@@ -67,7 +68,10 @@ class Cache:
     """Points of one numalab version under ``root/v<version>/``.
 
     A finished task (a batch of points) is written as one h5netcdf file
-    ``batches/<uuid>.nc`` with a ``point`` dim (temporary name, then :func:`os.replace`); then
+    ``batches/<sha256 of its bytes>.nc`` with a ``point`` dim (temporary name, then
+    :func:`os.replace`), so a file edited or damaged after it was written is known and its
+    points computed again; each point records its variables (the batch's other variables are
+    NaN for it, never read back as its own); then
     each of its points gets ``<key>.nc``, a symlink to that file, made atomically (a temporary
     link renamed over the name). Opening ``<key>.nc`` therefore opens a whole netCDF file that
     holds the point (row ``sweep_key == key``). One file per batch instead of one per point
@@ -101,7 +105,9 @@ class Cache:
         return out
 
     def load_many(self, keys: list[str], points: list[dict]) -> dict[int, object]:
-        """{point index: Dataset} for every point whose link and batch file are readable."""
+        """{point index: Dataset} for every point whose link and batch file are readable, whose
+        file is as it was written (its name is the sha256 of its bytes) and holds the point
+        whole (every variable it was stored with)."""
         by_file: dict[Path, list[int]] = {}
         for i, key in enumerate(keys):
             try:
@@ -115,18 +121,30 @@ class Cache:
         return found
 
     def _load_batch(self, path: Path, idx: list[int], keys: list[str], points: list[dict]) -> dict[int, object]:
-        """The points ``idx`` from one batch file ({} when it is unreadable or not ours)."""
+        """The points ``idx`` from one batch file ({} when it is unreadable, changed since it
+        was written, or not ours)."""
+        import io
+
         import xarray as xr
 
         from numalab import signals
 
         try:
-            with signals.deferred(), xr.open_dataset(path, engine="h5netcdf", cache=False) as f:
-                batch = f.load()
-        except Exception as exc:  # a damaged or vanished file is a miss, never a crash
+            data = path.read_bytes()
+        except OSError as exc:  # a vanished or unreadable file is a miss, never a crash
             log.warning("numalab sweep: ignoring unreadable cache file %s (%s)", path, exc)
             return {}
-        if batch.attrs.get("sweep_version") != self.version or "sweep_key" not in batch:
+        if hashlib.sha256(data).hexdigest() != path.stem:
+            log.warning("numalab sweep: cache file %s was changed after it was written (its checksum differs); "
+                        "recomputing its points", path)
+            return {}
+        try:
+            with signals.deferred(), xr.open_dataset(io.BytesIO(data), engine="h5netcdf", cache=False) as f:
+                batch = f.load()
+        except Exception as exc:  # a damaged file is a miss, never a crash
+            log.warning("numalab sweep: ignoring unreadable cache file %s (%s)", path, exc)
+            return {}
+        if batch.attrs.get("sweep_version") != self.version or not {"sweep_key", "sweep_vars"} <= set(batch):
             return {}
         rows = {str(k): j for j, k in enumerate(batch["sweep_key"].values)}
         found = {}
@@ -135,13 +153,18 @@ class Cache:
             if j is None or str(batch["sweep_point"].values[j]) != _grid.canon(dict(points[i])):
                 log.warning("numalab sweep: %s does not hold point %s; recomputing", path, keys[i])
                 continue
-            one = batch.isel(point=j).drop_vars(["sweep_key", "sweep_point", "sweep_attrs"])
+            names = json.loads(str(batch["sweep_vars"].values[j]))
+            if not set(names) <= set(batch.data_vars):
+                log.warning("numalab sweep: %s lacks variables of point %s; recomputing", path, keys[i])
+                continue
+            one = batch.isel(point=j)[names]  # only its own variables: the others are the batch's NaN fill
             one.attrs = json.loads(str(batch["sweep_attrs"].values[j]))
             found[i] = normalise_point_ds(one)
         return found
 
     def store(self, keys: list[str], points: list[dict], dsets: list) -> None:
-        """Write one finished batch, then link each point's key to it."""
+        """Write one finished batch, named by the sha256 of its bytes, then link each point's key
+        to it. An OSError (a full disk) leaves no partial file and is raised to the caller."""
         import xarray as xr
 
         out = xr.concat(
@@ -151,18 +174,27 @@ class Cache:
         out["sweep_key"] = ("point", np.asarray(keys, dtype=str))
         out["sweep_point"] = ("point", np.asarray([_grid.canon(dict(p)) for p in points], dtype=str))
         out["sweep_attrs"] = ("point", np.asarray([canon_attr(d.attrs) for d in dsets], dtype=str))
+        out["sweep_vars"] = ("point", np.asarray([json.dumps(list(d.data_vars)) for d in dsets], dtype=str))
         for v in out.data_vars:
             if v in dsets[0].data_vars:
                 out[v].attrs = dict(dsets[0][v].attrs)
         out.attrs = {"sweep_version": self.version, "sweep_kind": self.kind, "title": "numalab sweep cache batch"}
         encoding = {v: {"_FillValue": None} for v in out.variables if out[v].dtype.kind in "iufc"}
-        name = f"{uuid.uuid4().hex}.nc"
-        write_netcdf(out, self.batches / name, encoding=encoding)
+        from numalab import signals
+
+        with signals.deferred():
+            data = out.to_netcdf(engine="h5netcdf", encoding=encoding)
+        name = f"{hashlib.sha256(data).hexdigest()}.nc"
+        write_bytes(self.batches / name, data)
         for key in keys:
             link = self.path(key)
             tmp_link = self.dir / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-            os.symlink(f"batches/{name}", tmp_link)
-            os.replace(tmp_link, link)  # atomic, and replaces a link of an earlier run
+            try:
+                os.symlink(f"batches/{name}", tmp_link)
+                os.replace(tmp_link, link)  # atomic, and replaces a link of an earlier run
+            except OSError:
+                tmp_link.unlink(missing_ok=True)
+                raise
 
     def sweep_stale_tmp(self, older_than_s: float = 3600.0) -> None:
         """Remove temporary files left by killed sweeps (only old ones: another may be writing)."""

@@ -13,6 +13,7 @@ return Datasets; only the calling process writes files.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import logging
 import math
 import multiprocessing
@@ -23,13 +24,15 @@ import uuid
 from collections.abc import Callable, Hashable
 
 from numalab import signals
-from numalab.errors import NumalabError, NumalabValueError
+from numalab.errors import NumalabEnvironmentError, NumalabError, NumalabValueError
+from numalab.signals import WATCH_INTERVAL_S, parent_alive, process_start, set_pdeathsig, watch_parent
 
 from .assembly import normalise_point_ds
 from .grid import Grid, canon
 
 __all__ = ["worker_init", "parent_alive", "WATCH_INTERVAL_S", "SCHEMES", "MAX_BATCH", "POOL_MIN_S", "SCHEDULER_TIMEOUT_S", "call_runner", "plan_batches", "default_workers", "check_client",
-           "run_local", "connect", "cluster_threads", "run_dask", "progress_bar"]
+           "run_local", "connect", "cluster_threads", "run_dask", "close_client", "progress_bar", "WORKER_TIMEOUT_S",
+           "DASK_POLL_S"]
 
 #: Largest number of points handed to the model in one call (bounds a task's memory).
 MAX_BATCH = 512
@@ -169,53 +172,18 @@ def _forget_pool(manager) -> None:
         pass
 
 
-#: seconds between a worker's checks that the sweep's process is still alive
-WATCH_INTERVAL_S = 0.25
-
-
 def _start_time(pid: int):
-    """Start time of ``pid`` (field 22 of /proc/PID/stat, clock ticks since boot), or None; with
-    the pid it names one process even after the pid is reused."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2:].split()
-    return (fields[0], int(fields[19])) if len(fields) > 19 else None
-
-
-def parent_alive(pid: int, start) -> bool:
-    """Whether the process ``pid`` that started at ``start`` still runs (not gone, not a zombie,
-    not a new process with a reused pid)."""
-    if start is None:  # no /proc: signal 0 tells whether the pid exists
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:  # pragma: no cover
-            return True
-        return True
-    now = _start_time(pid)
-    return now is not None and now[0] != b"Z" and now[1] == start[1]
+    """:func:`numalab.signals.process_start` (kept under this name for its callers)."""
+    return process_start(pid)
 
 
 def _set_pdeathsig() -> None:
-    """Linux: SIGKILL this process when the process that forked it (the forkserver) exits."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # pragma: no cover - no libc prctl
-        pass
+    """SIGKILL this process when the process that forked it (the forkserver) exits."""
+    set_pdeathsig()
 
 
 def _watch(pid: int, start) -> None:
+    """Exit when the process ``pid`` is gone (:func:`numalab.signals.watch_parent`, in this thread)."""
     while True:
         time.sleep(WATCH_INTERVAL_S)
         if not parent_alive(pid, start):
@@ -231,17 +199,15 @@ def worker_init(parent_pid: int, parent_start) -> None:
     is gone (a zombie counts as gone). Ctrl-C is the parent's to handle: workers ignore SIGINT
     (the parent terminates them), so a terminal's Ctrl-C prints no worker tracebacks."""
     import signal
-    import threading
 
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except (OSError, ValueError):  # pragma: no cover
         pass
-    _set_pdeathsig()
+    set_pdeathsig()
     if not parent_alive(parent_pid, parent_start):
         os._exit(1)
-    threading.Thread(target=_watch, args=(parent_pid, parent_start), name="numalab-parent-watch",
-                     daemon=True).start()
+    watch_parent(parent_pid, parent_start)
 
 
 def check_client(client) -> None:
@@ -306,22 +272,140 @@ def cluster_threads(client) -> int:
         return 1
 
 
-def run_dask(client, run, batches, points, on_done) -> None:
-    """Run the batches as dask tasks; ``on_done`` is called here as each one finishes."""
-    from distributed import as_completed
+#: seconds a sweep waits for a dask worker -- at the start, and after every worker has left --
+#: before it gives up with a message
+WORKER_TIMEOUT_S = 30.0
+#: seconds between the sweep's looks at the cluster while no batch finishes
+DASK_POLL_S = 1.0
 
-    futs = {}
-    for b in batches:
-        key = f"numalab-sweep-{uuid.uuid4().hex}"
-        futs[client.submit(call_runner, run, [points[i] for i in b], key=key, pure=False)] = b
+
+@contextlib.contextmanager
+def _quiet_distributed():
+    """dask.distributed's own log lines (a lost scheduler logs dozens, with tracebacks) are
+    silenced while a sweep talks to the cluster: what happened is said once, by numalab."""
+    loggers = [logging.getLogger(n) for n in ("distributed", "distributed.client", "distributed.comm.core",
+                                              "distributed.core", "distributed.batched", "tornado.application")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
     try:
-        for fut in as_completed(list(futs), loop=client.loop):
-            if fut.status == "error":
-                exc = fut.exception()
-                raise exc.with_traceback(None)
-            on_done(futs[fut], fut.result())
+        yield
     finally:
-        client.cancel([f for f in futs if not f.done()])
+        for lg, lv in zip(loggers, levels):
+            lg.setLevel(lv)
+
+
+def _scheduler_name(client) -> str:
+    try:
+        return str(client.scheduler.address)
+    except Exception:  # pragma: no cover - a Client without a scheduler rpc
+        return repr(client)
+
+
+def _comm_errors() -> tuple:
+    """The exceptions of a scheduler that went away (or of futures it took with it)."""
+    import asyncio
+    import concurrent.futures
+
+    errors = [OSError, TimeoutError, concurrent.futures.CancelledError, asyncio.CancelledError]
+    try:
+        from distributed.client import ClosedClientError
+
+        errors.append(ClosedClientError)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(errors)
+
+
+def _lost(where: str, exc, done: int, total: int) -> NumalabEnvironmentError:
+    why = f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}" if exc is not None else "the connection was lost"
+    return NumalabEnvironmentError(
+        f"the dask scheduler {where} stopped answering ({why}) after {done} of {total} batches; the finished "
+        "points are cached: run the same command again to compute the rest (with a running scheduler, or "
+        "without --scheduler)")
+
+
+def _workers(client) -> int:
+    return len(client.scheduler_info().get("workers", {}))
+
+
+def _await_workers(client, where: str) -> None:
+    """Wait up to :data:`WORKER_TIMEOUT_S` for the cluster to have a worker."""
+    try:
+        client.wait_for_workers(1, timeout=WORKER_TIMEOUT_S)
+    except TimeoutError:
+        raise NumalabEnvironmentError(
+            f"the dask scheduler {where} has no workers (waited {WORKER_TIMEOUT_S:.0f} s); start one with `dask "
+            f"worker {where}`, or run without --scheduler") from None
+
+
+def run_dask(client, run, batches, points, on_done) -> None:
+    """Run the batches as dask tasks; ``on_done`` is called here as each one finishes.
+
+    Never waits forever: a cluster without workers is given up after :data:`WORKER_TIMEOUT_S`
+    (at the start, or when every worker has left), and a scheduler that stops answering ends
+    the sweep with one message naming it and how to resume (the finished points are cached)."""
+    where = _scheduler_name(client)
+    futs: dict = {}
+    finished = 0
+    errors = _comm_errors()
+    with _quiet_distributed():
+        try:
+            _await_workers(client, where)
+            for b in batches:
+                key = f"numalab-sweep-{uuid.uuid4().hex}"
+                futs[client.submit(call_runner, run, [points[i] for i in b], key=key, pure=False)] = b
+            pending, idle_since, looked = list(futs), None, time.monotonic()
+            while pending:
+                # polled, not distributed.wait(): that looks for a default Client, and ours is none
+                done = [f for f in pending if f.done()]
+                if not done:
+                    time.sleep(0.05)
+                    if time.monotonic() - looked < DASK_POLL_S:
+                        continue
+                    looked = time.monotonic()
+                    if client.status in ("closing", "closed"):
+                        raise _lost(where, None, finished, len(batches))
+                pending = [f for f in pending if all(f is not d for d in done)]
+                for fut in done:
+                    if fut.status == "error":
+                        exc = fut.exception()
+                        raise exc.with_traceback(None)
+                    if fut.status != "finished":  # cancelled: the scheduler is gone
+                        raise _lost(where, None, finished, len(batches))
+                    result = fut.result()
+                    with signals.deferred():  # a batch is stored whole, or not at all
+                        on_done(futs[fut], result)
+                    signals.check()
+                    finished += 1
+                if not done:
+                    if _workers(client) > 0:
+                        idle_since = None
+                    elif idle_since is None:
+                        idle_since = time.monotonic()
+                    elif time.monotonic() - idle_since > WORKER_TIMEOUT_S:
+                        raise NumalabEnvironmentError(
+                            f"the dask scheduler {where} has had no workers for {WORKER_TIMEOUT_S:.0f} s, after "
+                            f"{finished} of {len(batches)} batches; the finished points are cached: start a worker "
+                            f"(`dask worker {where}`) and run the same command again")
+        except NumalabError:
+            raise
+        except errors as exc:
+            raise _lost(where, exc, finished, len(batches)) from None
+        finally:
+            try:
+                client.cancel([f for f in futs if not f.done()], force=True)
+            except Exception:  # the scheduler is gone: nothing left to cancel
+                pass
+
+
+def close_client(client) -> None:
+    """Close a Client numalab opened, quietly and in bounded time (its scheduler may be gone)."""
+    with _quiet_distributed():
+        try:
+            client.close(timeout=SCHEDULER_TIMEOUT_S)
+        except Exception:
+            pass
 
 
 def _interactive() -> bool:

@@ -25,7 +25,8 @@ from .registry import Param, Runner, get_runner, runners
 __all__ = ["Grid", "expand", "infer_kind", "point_key", "canon", "code_version", "model_digest", "CACHE_FORMAT"]
 
 #: Bumped when the on-disk layout of a cached point changes; part of every point's hash.
-CACHE_FORMAT = 1
+#: 2: batch files named by the sha256 of their bytes, each point's variables recorded.
+CACHE_FORMAT = 2
 
 
 def code_version() -> str:

@@ -63,7 +63,9 @@ def decision_passes(profile="6.12", *, history=None, threads: int = 4, passes: i
                     first_tid: int = 4100) -> xr.Dataset:
     """Replay ``passes`` scan passes of one small process through a policy's scan filter
     (``Policy.parse(profile, history=history)``: a profile, any policy text -- a user rule's
-    too, ``"6.12+my_rule"`` -- or a Policy; history None / "profile" / N / "adaptive[:<rule>]").
+    too, ``"6.12+my_rule"`` -- or a Policy; history None / "profile" / N). A policy with an
+    adaptive history is refused: its window count changes with the faults the engine runs
+    (``numalab.simulate`` or the HistoryExplorer replay it).
 
     The process: ``threads`` threads (consecutive TIDs from ``first_tid``), a shared buffer
     VMA, one stack VMA per thread and a VMA only the main thread initialises (passes 0-1).
@@ -99,6 +101,11 @@ def decision_passes(profile="6.12", *, history=None, threads: int = 4, passes: i
     rotate_every = check_int("rotate_every", rotate_every, lo=1, hi=64)
     seed = check_int("seed", seed, lo=0)
     pol = Policy.parse(profile, history=history)
+    if pol.adapt is not None:
+        raise NumalabValueError(
+            f"history={history!r}: the pass-by-pass replay keeps a fixed number of PID windows, and an adaptive "
+            "history changes it with the faults the engine runs; allowed: None, 'profile' or N in 1..64 (run "
+            "adaptive rules with numalab.simulate or HistoryExplorer)")
     names = _vma_layout(threads)
     nvma = len(names)
     tids = np.arange(first_tid, first_tid + threads, dtype=np.uint32)
