@@ -368,7 +368,7 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
         gup_frac = np.zeros(T)
     else:
         gup_frac = ((~w.fx_private[np.maximum(w.thread_futexes, 0)]) & valid).sum(axis=1) * wgt
-    use_ref = w.mode == "private" and w.refcount == "rcuref"
+    use_ref = w.mode.private_tables and w.refcount == "rcuref"
     nb = rt.n_buckets
     nproc = w.processes
     # stations: the buckets somebody uses (tables are mostly empty), then the refcount lines
