@@ -11,7 +11,11 @@ the ones above it):
 ``hash``         key -> bucket: the hash modes, table sizes, ``__futex_hash``, the private-hash
                  size rule
 ``workloads``    perf bench futex hash / futex_numa shapes, :func:`workload_for`, :func:`route`
-``solver``       :class:`FutexCosts`, the closed network, MVA and the discrete-event simulation
+``costs``        :class:`FutexCosts`: what one bucket visit costs on the hardware
+``stations``     the closed network (:func:`network`): who visits which hb lock, priced
+``meanvalue``    :func:`mva`, approximate mean-value analysis of the network
+``events``       the discrete-event simulation of the same network
+``solver``       the four above, re-exported (the contention solver's one import)
 ``calibration``  :func:`calibrate`: fit cost constants to measured rows (with standard
                  errors); :func:`predict`: the MVA's figure for such rows
 ``api``          :func:`simulate` and :func:`sweep` -> xarray Datasets

@@ -33,7 +33,7 @@ import random
 import numpy as np
 
 from ..futex.hash import CLASSIC, NUMA, PRIVATE, HashLayout, KeyView, hash_mode
-from ..futex.solver import FutexCosts, line_matrix
+from ..futex.costs import FutexCosts, line_matrix
 from ..futex.workloads import ROLE_LOCK, Routing
 
 
