@@ -43,7 +43,8 @@ def add_parser(subparsers) -> None:
 
     def common(q, mode_default):
         q.add_argument("--topology", default=None, help="topology preset (see Topology.presets())")
-        q.add_argument("--mode", default=mode_default, help="kernel mode: classic, numa (6.16) or private (6.17)")
+        q.add_argument("--mode", default=mode_default, help="kernel mode: classic, numa (6.16), private (6.17) "
+                       "or package.module:NAME (a HashMode of your own)")
         q.add_argument("--refcount", default=None, help="private-hash refcount: percpu (6.17), rcuref or immutable (6.16 code)")
         q.add_argument("--squash", action="store_true", help="FUTEX_SQUASH debug patch: one bucket per table")
         q.add_argument("--hash", default="uniform", help="uniform (random per run) or jhash2 (kernel hash of modelled keys)")
@@ -75,7 +76,8 @@ def add_parser(subparsers) -> None:
 
     s = sub.add_parser("sweep", help="throughput against bucket counts per mode; optional figure")
     s.add_argument("--buckets", type=_int_list, default=[2 ** k for k in range(1, 18)], help="comma-separated bucket counts")
-    s.add_argument("--mode", default="classic,numa,private", help="comma-separated kernel modes")
+    s.add_argument("--mode", default="classic,numa,private",
+                   help="comma-separated kernel modes (classic, numa, private, package.module:NAME)")
     s.add_argument("--threads", type=_int_list, default=None, help="comma-separated thread counts")
     s.add_argument("--topology", default=None, help="topology preset (default 2s-128)")
     s.add_argument("--futexes", type=int, default=1024, help="futexes per thread (default 1024)")
@@ -180,10 +182,10 @@ def _run_hash(args) -> int:
     sem = math.sqrt(rates.var(ddof=1) / rates.size) if rates.size > 1 else 0.0
     print(f"Averaged {int(avg)} operations/sec (+- {100.0 * sem / avg if avg else 0.0:.2f}%), "
           f"total secs = {p['runtime']}")
-    if wl.mode != "classic":  # the line exists from perf 6.16 on
+    if wl.mode.pr_futex_hash:  # the line exists from perf 6.16 on, for kernels with the prctl
         layout = wl.layout()
         # PR_FUTEX_HASH_GET_SLOTS reports the private table even when -S keys bypass it
-        if wl.mode != "private" or p["buckets"] == 0:
+        if not wl.mode.private_tables or p["buckets"] == 0:
             print("Futex hashing: global hash")
         elif p["buckets"] > 0:
             print(f"Futex hashing: {p['buckets']} hash buckets {'(immutable)' if p['immutable'] else ''}".rstrip())

@@ -1,13 +1,21 @@
 """Futex hash-bucket contention: the public face of numalab's futex model.
 
-Kernel modes (:data:`MODES`): ``"classic"`` (one global table, <= 6.15), ``"numa"`` (6.16
-per-node tables, FUTEX2_NUMA / FUTEX2_MPOL), ``"private"`` (6.17 per-process tables). Spec:
+Kernel modes (:data:`MODES`, objects in :data:`HASH_MODES`): ``"classic"`` (one global
+table, <= 6.15), ``"numa"`` (6.16 per-node tables, FUTEX2_NUMA / FUTEX2_MPOL), ``"private"``
+(6.17 per-process tables). A mode is a :class:`HashMode` (its tables, where a bucket lives,
+what ``buckets`` sets, how a key is routed); a researcher's own hash is a subclass, accepted
+wherever ``mode=`` is (docs/futex.md, "Your own hash mode"). Spec:
 ``spec/kernel-futex-hash.md``. The package's modules, in import order (each imports only
 the ones above it):
 
-``hash``         key -> bucket: table sizes, ``__futex_hash``, the private-hash size rule
+``hash``         key -> bucket: the hash modes, table sizes, ``__futex_hash``, the private-hash
+                 size rule
 ``workloads``    perf bench futex hash / futex_numa shapes, :func:`workload_for`, :func:`route`
-``solver``       :class:`FutexCosts`, the closed network, MVA and the discrete-event simulation
+``costs``        :class:`FutexCosts`: what one bucket visit costs on the hardware
+``stations``     the closed network (:func:`network`): who visits which hb lock, priced
+``meanvalue``    :func:`mva`, approximate mean-value analysis of the network
+``events``       the discrete-event simulation of the same network
+``solver``       the four above, re-exported (the contention solver's one import)
 ``calibration``  :func:`calibrate`: fit cost constants to measured rows (with standard
                  errors); :func:`predict`: the MVA's figure for such rows
 ``api``          :func:`simulate` and :func:`sweep` -> xarray Datasets
@@ -31,7 +39,10 @@ The cost model (which term dominates where, every default and its source) is in
 
 from .api import DISTS, METHODS, simulate, solve_points, sweep
 from .calibration import DEFAULT_FIT, CalibrationResult, calibrate, predict
-from .hash import HASHES, MODES, classic_hashsize, node_hashsize, private_default_slots
+from .hash import (
+    CLASSIC, HASH_MODES, HASHES, MODES, NUMA, PRIVATE, ClassicHash, HashMode, KeyView, NodeHash, PrivateHash,
+    classic_hashsize, hash_mode, mode_names, node_hashsize, private_default_slots, register_mode,
+)
 from .solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
 from .workloads import (
     FUTEX_NUMA, PERF_BENCH, PROGRAMS, REFCOUNTS, FutexWorkload, futex_numa, perf_bench_hash, route,
@@ -44,7 +55,9 @@ __all__ = [
     "DEFAULT_FIT", "COST_NAMES",
     # workloads
     "FutexWorkload", "perf_bench_hash", "futex_numa", "together", "workload_for", "route",
-    # table sizes
+    # hash modes and table sizes
+    "HashMode", "ClassicHash", "NodeHash", "PrivateHash", "CLASSIC", "NUMA", "PRIVATE", "HASH_MODES",
+    "KeyView", "hash_mode", "register_mode", "mode_names",
     "classic_hashsize", "node_hashsize", "private_default_slots",
     # costs and solvers
     "FutexCosts", "coerce_costs", "network", "mva",

@@ -15,7 +15,7 @@ import numpy as np
 from .._version import __version__
 from ..errors import NumalabValueError, check_choice, check_distinct, check_int, check_seeds
 from ..topology import Topology
-from .hash import MODES
+from .hash import MODES, hash_mode
 from .solver import FutexCosts, coerce_costs, mva, network
 from .solver import simulate as _des
 from .workloads import FUTEX_NUMA, PERF_BENCH, PROGRAMS, FutexWorkload, route, workload_for
@@ -183,7 +183,7 @@ def simulate(config: FutexWorkload, seeds=8, *, costs=None, method="mva", ops=40
     seeds = check_seeds(seeds)
     costs = coerce_costs(costs)
     out = solve_points([config], seeds, costs, method, check_int("ops", ops, lo=10), dist)
-    ds = _dataset(out, (), {"seed": seeds}, (len(seeds),), _attrs(config, costs, method, {"mode": config.mode}),
+    ds = _dataset(out, (), {"seed": seeds}, (len(seeds),), _attrs(config, costs, method, {"mode": config.mode.name}),
                   config.program)
     return ds
 
@@ -193,9 +193,11 @@ def sweep(buckets=None, mode=MODES, threads=None, *, seeds=8, program=PERF_BENCH
     """Sweep bucket counts x kernel modes x thread counts -> one Dataset.
 
     Each of ``buckets``, ``mode``, ``threads`` given as a list becomes a dimension (in that
-    order), a scalar or None stays fixed. ``buckets``: private-hash slots (``"private"``) or the
-    global table size (``"classic"`` whole table, ``"numa"`` per node); None = the kernel's
-    size. ``threads``: perf bench ``-t`` (None = all CPUs) or futex_numa ``-c``. Other keyword
+    order), a scalar or None stays fixed. ``mode``: kernel mode names, :class:`HashMode`
+    objects (a researcher's own hash) or ``"package.module:NAME"`` specs; the coordinate holds
+    the names. ``buckets``: private-hash slots for a mode with private tables (``"private"``)
+    or the global table size (``"classic"`` whole table, ``"numa"`` per node); None = the
+    kernel's size. ``threads``: perf bench ``-t`` (None = all CPUs) or futex_numa ``-c``. Other keyword
     arguments go to the workload constructor (e.g. ``futexes=1024``, ``shared=True``).
     """
     check_choice("program", program, PROGRAMS)
@@ -204,6 +206,14 @@ def sweep(buckets=None, mode=MODES, threads=None, *, seeds=8, program=PERF_BENCH
     topology = Topology.coerce(topology)
     seeds = check_seeds(seeds)
     costs = coerce_costs(costs)
+    # a mode is an object or a string; sweep by the objects, label by their names
+    if isinstance(mode, (list, tuple, np.ndarray)):
+        objs = [hash_mode(m) for m in mode]
+        mode = [m if isinstance(m, str) else o.name for m, o in zip(mode, objs)]
+        by_label = dict(zip(mode, objs))
+    else:
+        by_label = {str(mode) if isinstance(mode, str) else hash_mode(mode).name: hash_mode(mode)}
+        mode = next(iter(by_label))
     axes = {"mode": mode, "buckets": buckets, "threads": threads}
     dims, coords, values = [], {}, {}
     for name in ("mode", "buckets", "threads"):
@@ -220,9 +230,7 @@ def sweep(buckets=None, mode=MODES, threads=None, *, seeds=8, program=PERF_BENCH
             values[name] = [v]
     if "buckets" in coords and any(b is None for b in coords["buckets"]):
         raise NumalabValueError("buckets list holds None; allowed: ints (use buckets=None alone for the kernel default)")
-    for m in values["mode"]:
-        check_choice("mode", m, MODES)
-    workloads = [workload_for(program, topology, mode=m, buckets=b, threads=t, **workload_kw)
+    workloads = [workload_for(program, topology, mode=by_label[m], buckets=b, threads=t, **workload_kw)
                  for m, b, t in product(values["mode"], values["buckets"], values["threads"])]
     out = solve_points(workloads, seeds, costs, method, check_int("ops", ops, lo=10), dist)
     shape = tuple(len(coords[d]) for d in dims) + (len(seeds),)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import NumalabValueError, check_choice, check_int, check_seeds
 from ..topology import Topology
-from .hash import MODES
+from .hash import hash_mode
 from .solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
 from .workloads import PERF_BENCH, route, workload_for
 
@@ -108,15 +108,17 @@ def measurement_rows(measurements, *, need_rate: bool = True) -> dict:
         out["ops_per_s_per_thread"] = rate
     out["threads"] = np.array([check_int("threads", int(t), lo=1) for t in out["threads"]])
     out["buckets"] = out["buckets"].astype(np.int64)
-    out["mode"] = np.array([check_choice("mode", str(m), MODES) for m in out["mode"]])
+    # the kernel's futex hash of each row (a mode name, spec or HashMode object), and its name
+    out["hash_mode"] = [hash_mode(m) for m in out["mode"]]
+    out["mode"] = np.array([m if isinstance(m, str) else h.name for m, h in zip(out["mode"], out["hash_mode"])])
     return out
 
 
 def _workloads(rows, topology, futexes, workload_kw):
     out = []
-    for m, t, b in zip(rows["mode"], rows["threads"], rows["buckets"]):
+    for m, t, b in zip(rows["hash_mode"], rows["threads"], rows["buckets"]):
         # buckets -1 = the kernel's own size (no prctl / default table)
-        out.append(workload_for(PERF_BENCH, topology, mode=str(m), buckets=None if b < 0 else int(b),
+        out.append(workload_for(PERF_BENCH, topology, mode=m, buckets=None if b < 0 else int(b),
                                 threads=int(t), futexes=futexes, **workload_kw))
     return out
 
@@ -252,7 +254,8 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, f
               max_iter=50, **workload_kw) -> CalibrationResult:
     """Fit cost constants to measured perf-bench-futex-hash rows on ``topology``.
 
-    ``measurements``: rows of ``mode`` ("classic" | "numa" | "private"), ``threads``,
+    ``measurements``: rows of ``mode`` ("classic" | "numa" | "private", or any mode
+    :func:`~numalab.futex.hash.hash_mode` accepts), ``threads``,
     ``buckets`` (private: slots, 0 = global hash; classic/numa: table size; -1 = the kernel's
     size) and ``ops_per_s_per_thread`` (perf bench's "Averaged" figure), as a list of dicts,
     a dict of columns, a DataFrame or a Dataset. Other keyword arguments go to

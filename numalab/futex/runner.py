@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Mapping
 
 from numalab import futex
-from numalab.errors import check_int
+from numalab.errors import check_int, check_str
 from numalab.sweeps.registry import Param, Runner, names_or_str, register_runner
 from numalab.topology import check_topology
 
@@ -27,6 +27,13 @@ def _futex_choices(attr: str):
         return getattr(futex, attr)
 
     return lister
+
+
+def _check_mode(name, value):
+    """A kernel mode's name, a registered one, or 'package.module:NAME' (imported here, so a
+    spec that does not resolve fails before any work; the string travels to the workers)."""
+    futex.hash_mode(check_str(name, value), name)
+    return value
 
 
 def _check_buckets(name, value):
@@ -51,8 +58,8 @@ def _check_pos_int(name, value):
 
 def _futex_params() -> list[Param]:
     return [
-        Param("mode", names_or_str("futex modes", _futex_choices("MODES")), default="private",
-              long_name="futex hash mode (classic <= 6.15, numa 6.16, private 6.17)"),
+        Param("mode", _check_mode, default="private",
+              long_name="futex hash mode (classic <= 6.15, numa 6.16, private 6.17, or package.module:NAME)"),
         Param("buckets", _check_buckets, default=-1, units="buckets",
               long_name="private-hash slots (private) or global table size (classic/numa); "
                         "-1 = the kernel's size, 0 = global hash (private mode)",

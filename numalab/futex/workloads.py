@@ -27,8 +27,8 @@ import numpy as np
 from ..errors import NumalabValueError, check_choice, check_int, check_number
 from ..topology import Topology
 from .hash import (
-    FUT_OFF_MMSHARED, HASHES, MODES, HashLayout, check_table_size, classic_hashsize, futex_bucket,
-    key_hashes, node_hashsize, private_default_slots, resolve_node,
+    FUT_OFF_MMSHARED, HASHES, HashLayout, HashMode, check_table_size, futex_bucket, hash_mode,
+    key_hashes, resolve_node,
 )
 
 __all__ = ["FutexWorkload", "Routing", "REFCOUNTS", "perf_bench_hash", "futex_numa", "together",
@@ -51,12 +51,13 @@ class FutexWorkload:
     ``fx_proc`` owning process, ``fx_private`` PRIVATE flag, ``fx_numa`` FUTEX2_NUMA,
     ``fx_node_word`` the node word (-1 = FUTEX_NO_NODE), ``fx_mpol``/``fx_mpol_node``
     FUTEX2_MPOL and the node the VMA policy yields, ``fx_offset`` byte offset of the word from
-    its process's region base (for jhash2 keys).
+    its process's region base (for jhash2 keys). ``mode`` is the kernel's futex hash, a
+    :class:`~numalab.futex.hash.HashMode`.
     """
 
     program: str
     topology: Topology
-    mode: str
+    mode: HashMode
     thread_cpu: np.ndarray
     thread_proc: np.ndarray
     thread_role: np.ndarray          # 0 = counted worker/contender, 1 = futex_numa lock thread
@@ -91,18 +92,13 @@ class FutexWorkload:
     def layout(self) -> HashLayout:
         """The tables this workload sees (sizes from the spec's formulas unless overridden)."""
         topo = self.topology
-        if self.hashsize is not None:
-            size = self.hashsize
-        elif self.mode == "classic":
-            size = classic_hashsize(topo, self.base_small)
-        else:
-            size = node_hashsize(topo, self.base_small)
+        size = self.hashsize if self.hashsize is not None else self.mode.table_size(topo, self.base_small)
         slots, home = [], []
         for p in range(self.processes):
             mine = self.thread_proc == p
             s = self.slots[p] if self.slots else -1
             if s < 0:
-                s = private_default_slots(int(mine.sum()) or 1, topo, self.base_small)
+                s = self.mode.private_slots(int(mine.sum()) or 1, topo, self.base_small)
             slots.append(int(s))
             home.append(int(topo.cpu_node[self.thread_cpu[mine][0]]) if mine.any() else 0)
         return HashLayout(self.mode, topo.nodes, int(size), tuple(slots), self.squash,
@@ -114,14 +110,14 @@ def _common(topology, mode, refcount, squash, hash, base_small, classic_home, ru
     topology = Topology.coerce(topology)
     # the futex model describes one kind of node: the same CPUs and SMT on every node
     topology.uniform("cpus_per_node"), topology.uniform("smt")
-    check_choice("mode", mode, MODES)
+    mode = hash_mode(mode)
     check_choice("refcount", refcount, REFCOUNTS)
     check_choice("hash", hash, HASHES)
     check_choice("classic_home", classic_home, ("interleave", "node0"))
     check_number(runtime_name, runtime_s, lo=0.0, lo_open=True)
     if hashsize is not None:
         hashsize = check_table_size("hashsize", hashsize)
-    return topology, bool(squash), bool(base_small), hashsize
+    return topology, mode, bool(squash), bool(base_small), hashsize
 
 
 def _check_threads(name, n, topology, oversubscribe):
@@ -147,8 +143,8 @@ def perf_bench_hash(topology="2s-128", *, threads=None, futexes=1024, buckets=-1
     ``refcount="immutable"``; otherwise ``refcount`` defaults to 6.17's ``"percpu"``.
     ``hashsize`` is a what-if size of the global table(s) (not a kernel knob).
     """
-    topology, squash, base_small, hashsize = _common(topology, mode, refcount or "percpu", squash,
-                                                     hash, base_small, classic_home, runtime, hashsize)
+    topology, mode, squash, base_small, hashsize = _common(topology, mode, refcount or "percpu", squash, hash,
+                                                           base_small, classic_home, runtime, hashsize)
     threads = topology.ncpus if threads is None else threads
     threads = _check_threads("threads", threads, topology, oversubscribe)
     futexes = check_int("futexes", futexes, lo=1, hi=1 << 20)
@@ -159,10 +155,11 @@ def perf_bench_hash(topology="2s-128", *, threads=None, futexes=1024, buckets=-1
     buckets = check_int("buckets", buckets, lo=-1)
     if buckets not in (-1, 0):
         check_table_size("buckets", buckets, lo=2)
-    if buckets != -1 and mode != "private":
+    if buckets != -1 and not mode.private_tables:
         raise NumalabValueError(
-            f"buckets={buckets} needs mode='private' (PR_FUTEX_HASH_SET_SLOTS fails with EINVAL "
-            f"when the private hash is not built, as in {mode!r}); allowed with mode={mode!r}: -1"
+            f"buckets={buckets} needs mode='private' or another mode with private tables "
+            f"(PR_FUTEX_HASH_SET_SLOTS fails with EINVAL when the private hash is not built, as in "
+            f"{mode.name!r}); allowed with mode={mode.name!r}: -1"
         )
     if immutable and refcount not in (None, "immutable"):
         raise NumalabValueError(f"immutable=True contradicts refcount={refcount!r}; allowed: 'immutable' or None")
@@ -211,9 +208,9 @@ def futex_numa(topology="2s-ivb-40", *, contenders=0, threads=2, nanos=50000, sl
     lock is one static ``{u32 val; u32 node;}`` per process. The process's threads run on the
     CPUs of ``cpu_node``. ``mpol``/``mpol_node`` add FUTEX2_MPOL with the VMA policy's node.
     """
-    topology, squash, base_small, hashsize = _common(topology, mode, refcount, squash, hash,
-                                                     base_small, classic_home, sleeps, hashsize,
-                                                     runtime_name="sleeps")
+    topology, mode, squash, base_small, hashsize = _common(topology, mode, refcount, squash, hash,
+                                                           base_small, classic_home, sleeps, hashsize,
+                                                           runtime_name="sleeps")
     contenders = check_int("contenders", contenders, lo=0)
     threads = check_int("threads", threads, lo=0)
     if contenders + threads == 0:
@@ -288,19 +285,20 @@ def together(*workloads: FutexWorkload) -> FutexWorkload:
 
 
 def workload_for(program, topology, *, mode, buckets=None, threads=None, **kw) -> FutexWorkload:
-    """One workload of a sweep: ``buckets`` is the private-hash slots in ``"private"`` mode
-    (None = default rule, 0 = global hash) and the what-if size of the global table(s) in
-    ``"classic"`` (whole table) / ``"numa"`` (each node's table) modes (None = kernel size)."""
+    """One workload of a sweep: ``buckets`` is the private-hash slots for a mode with private
+    tables (``"private"``; None = default rule, 0 = global hash) and the what-if size of each
+    global table otherwise (``"classic"``: the whole table, ``"numa"``: each node's; None =
+    the kernel's size)."""
     check_choice("program", program, PROGRAMS)
-    check_choice("mode", mode, MODES)
+    mode = hash_mode(mode)
     if program == PERF_BENCH:
-        if mode == "private":
+        if mode.private_tables:
             b = -1 if buckets is None else buckets
             return perf_bench_hash(topology, threads=threads, buckets=b, mode=mode, **kw)
         return perf_bench_hash(topology, threads=threads, mode=mode, hashsize=buckets, **kw)
     if threads is not None:
         kw["contenders"] = threads
-    if mode == "private" and buckets not in (None, -1):
+    if mode.private_tables and buckets not in (None, -1):
         return replace(futex_numa(topology, mode=mode, **kw), slots=(int(buckets),))
     return futex_numa(topology, mode=mode, hashsize=buckets, **kw)
 
@@ -354,16 +352,12 @@ def route(w: FutexWorkload, seed: int, *, rng: np.random.Generator | None = None
     valid = tf >= 0
     fxi = tf if valid.all() else np.where(valid, tf, 0)
     # first touch: the node of the first thread (in thread order) that uses a FUTEX2_NUMA futex
-    toucher_node = np.zeros(nfx, dtype=np.int64)
-    if w.fx_numa.any():
-        first_thread = np.full(nfx, w.threads, dtype=np.int64)
-        rows = np.broadcast_to(np.arange(w.threads)[:, None], tf.shape)
-        np.minimum.at(first_thread, fxi[valid], rows[valid])
-        toucher_node = thread_node[np.minimum(first_thread, w.threads - 1)]
+    toucher_node = _first_user_node(w, thread_node, fxi, valid) if w.fx_numa.any() else np.zeros(nfx, dtype=np.int64)
     node = resolve_node(numa=w.fx_numa, node_word=w.fx_node_word, mpol=w.fx_mpol,
                         mpol_node=w.fx_mpol_node, cpu_node=toucher_node)
     bucket = futex_bucket(layout, h_global=h_g, h_private=h_p, node=node, proc=w.fx_proc,
-                          private=w.fx_private)
+                          private=w.fx_private,
+                          memory_node=lambda: _first_user_node(w, thread_node, fxi, valid))
     if valid.all():
         # perf bench: thread t's futexes are ids t*f ... t*f+f-1, so its buckets are a reshape
         tb = bucket.reshape(tf.shape) if _is_identity(tf, nfx) else bucket[tf]
@@ -372,6 +366,17 @@ def route(w: FutexWorkload, seed: int, *, rng: np.random.Generator | None = None
         tb = np.where(valid, bucket[fxi], -1)
         tp = valid & (tb >= layout.n_global)
     return Routing(w, layout, thread_node, tb, tp, layout.n_buckets)
+
+
+def _first_user_node(w: FutexWorkload, thread_node, fxi, valid) -> np.ndarray:
+    """Node of the first thread (in thread order) that uses each futex: where first-touch
+    placement puts the futex word's memory, and which node a FUTEX2_NUMA first touch claims."""
+    nfx = w.fx_proc.size
+    tf = w.thread_futexes
+    first_thread = np.full(nfx, w.threads, dtype=np.int64)
+    rows = np.broadcast_to(np.arange(w.threads)[:, None], tf.shape)
+    np.minimum.at(first_thread, fxi[valid], rows[valid])
+    return thread_node[np.minimum(first_thread, w.threads - 1)]
 
 
 def _is_identity(tf: np.ndarray, n: int) -> bool:

@@ -30,7 +30,10 @@ import heapq
 import math
 import random
 
-from ..futex.solver import FutexCosts, line_matrix
+import numpy as np
+
+from ..futex.hash import CLASSIC, NUMA, PRIVATE, HashLayout, KeyView, hash_mode
+from ..futex.costs import FutexCosts, line_matrix
 from ..futex.workloads import ROLE_LOCK, Routing
 
 
@@ -93,7 +96,7 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
     rng = random.Random(seed)
     L = line_matrix(w.topology, costs)
     T = w.threads
-    use_ref = w.mode == "private" and w.refcount == "rcuref"
+    use_ref = w.mode.private_tables and w.refcount == "rcuref"
 
     def draw():
         return -math.log(1.0 - rng.random()) if dist == "exponential" else 1.0
@@ -162,11 +165,14 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
     return [(done[t] - warmup) / (t_last[t] - t_warm[t]) for t in range(T)]
 
 
-def futex_hash(*, mode: str, nodes: int, global_size: int, private_slots: int, private_offset: int,
+def futex_hash(*, mode, nodes: int, global_size: int, private_slots: int, private_offset: int,
                h_global: int, h_private: int, numa: bool, node_word: int, mpol: bool, mpol_node: int,
                cpu_node: int, private: bool, squash: bool) -> int:
     """Flat bucket id of ONE futex key, spelled out as ``get_futex_key`` + ``__futex_hash``
-    (spec §2.3, §2.4, §7.2). ``private_offset`` is the id of the process's private bucket 0."""
+    (spec §2.3, §2.4, §7.2). ``private_offset`` is the id of the process's private bucket 0.
+
+    ``mode``: a kernel mode (name or object: the kernel's code, written out here) or any other
+    :class:`~numalab.futex.hash.HashMode` (its own methods, asked for this one key)."""
     # get_futex_key(): resolve the node
     node = -1
     if numa:
@@ -175,31 +181,54 @@ def futex_hash(*, mode: str, nodes: int, global_size: int, private_slots: int, p
         node = mpol_node
     if numa and node == -1:
         node = cpu_node  # first touch: the local node, written back to the node word
+    m = hash_mode(mode)
     # __futex_hash(): the private hash only for PRIVATE keys without a node
-    if mode == "private" and node == -1 and private and private_slots > 0:
+    if m.private_tables and node == -1 and private and private_slots > 0:
         index = 0 if squash else h_private % private_slots  # slots is a power of two
         return private_offset + index
+    if not _kernel(m):
+        return _mode_bucket(m, nodes, global_size, h_global, h_private, node, private, squash, cpu_node)
     index = 0 if squash else h_global % global_size
-    if mode == "classic":
+    if m is CLASSIC:
         return index
     if node == -1:
         node = (h_global // global_size) % nodes  # hash bits above the index bits
     return node * global_size + index
 
 
-def bucket_home(bucket: int, *, mode: str, nodes: int, global_size: int, private_slots, private_home,
+def _kernel(m) -> bool:
+    """One of the three kernel designs written out here (not a researcher's mode or subclass)."""
+    return any(m is k for k in (CLASSIC, NUMA, PRIVATE))
+
+
+def _mode_bucket(m, nodes, global_size, h_global, h_private, node, private, squash, cpu_node) -> int:
+    """A global bucket of a researcher's mode: its own ``table_of`` / ``index_of`` on one key
+    (its memory on the first toucher's node ``cpu_node``)."""
+    lay = HashLayout(m, nodes, global_size, squash=squash)
+    keys = KeyView(h_global=[h_global], h_private=[h_private], node=[node], proc=[0], private=[private],
+                   memory_node=[cpu_node])
+    index = 0 if squash else int(m.index_of(lay, keys)[0])
+    return int(m.table_of(lay, keys)[0]) * global_size + index
+
+
+def bucket_home(bucket: int, *, mode, nodes: int, global_size: int, private_slots, private_home,
                 classic_home: str) -> int:
     """Node whose memory holds flat bucket id ``bucket`` (spec §1.1, §2.1, §4.1): the classic
     table's 4 KiB pages (64 one-line buckets each) interleaved over the nodes or all on node 0;
-    per-node table n on node n; a process's private table on its ``private_home`` node."""
-    n_global = global_size if mode == "classic" else nodes * global_size
-    if mode == "private" and bucket >= n_global:
+    per-node table n on node n; a process's private table on its ``private_home`` node. A
+    researcher's mode (not a kernel one) answers with its own ``home_of``."""
+    m = hash_mode(mode)
+    n_global = m.tables(nodes) * global_size
+    if m.private_tables and bucket >= n_global:
         first = n_global
         for proc, slots in enumerate(private_slots):
             if bucket < first + slots:
                 return int(private_home[proc])
             first += slots
         raise ValueError(f"bucket {bucket} beyond the private tables")
-    if mode == "classic":
+    if not _kernel(m):
+        lay = HashLayout(m, nodes, global_size, classic_home=classic_home)
+        return int(m.home_of(lay, np.array([bucket]))[0])
+    if m is CLASSIC:
         return (bucket // 64) % nodes if classic_home == "interleave" else 0
     return bucket // global_size

@@ -216,15 +216,16 @@ def decision_summary(ds: xr.Dataset, p: int) -> dict:
 FUTEX_BUCKETS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
 
-def futex_run(mode: str, buckets, threads: int, nodes: int, *, topology: str = "2s-128", seeds=(0,)) -> xr.Dataset:
+def futex_run(mode, buckets, threads: int, nodes: int, *, topology: str = "2s-128", seeds=(0,)) -> xr.Dataset:
     """``perf bench futex hash -t threads`` on ``topology`` with ``nodes`` nodes, in kernel
-    ``mode`` ("classic", "numa", "private"), for each bucket count in ``buckets`` (private
-    slots in "private" mode, the what-if table size otherwise) -> Dataset dims (buckets, seed)
-    from :func:`numalab.futex.sweep`."""
+    ``mode`` ("classic", "numa", "private", or any mode :func:`numalab.futex.hash_mode`
+    accepts), for each bucket count in ``buckets`` (private slots for a mode with private
+    tables, the what-if table size otherwise) -> Dataset dims (buckets, seed) from
+    :func:`numalab.futex.sweep`."""
     from .. import futex
     from ..topology import Topology
 
-    check_choice("mode", mode, futex.MODES)
+    futex.hash_mode(mode)
     nodes = check_int("nodes", nodes, lo=1, hi=64)
     if isinstance(topology, str) and topology in Topology.presets():
         topo = Topology.preset(topology, nodes=nodes)

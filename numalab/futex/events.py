@@ -1,0 +1,219 @@
+"""Discrete-event simulation of the futex network (:mod:`numalab.futex.events`).
+
+:func:`simulate` is vectorised over replicas (one event per replica per numpy step,
+per-thread pre-drawn random streams so a seed's result does not depend on the batch; each
+thread takes its keys in cyclic order from a random first one). It applies the service rule
+of :mod:`numalab.futex.costs` literally: an arrival that finds the station busy is served
+with the contended line count, one that finds it idle with ``lines_per_op``, each line pull
+priced from the station's actual last holder. The scalar oracle it is checked against is
+``numalab.reference.futex``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import NumalabValueError, check_choice
+from .stations import Network
+
+__all__ = ["simulate"]
+
+def _thread_streams(net: Network, seeds: np.ndarray, thr_point: np.ndarray, ops: int, dist: str):
+    """Every thread's pre-drawn random stream, drawn per point in thread order from
+    ``Generator((seed, 0xF07E))``: the factors [1, mean 1] of its think times ``Et``
+    (T, ops + 1) and of its two visits' service times ``Es`` (T, ops + 1, 2) -- Exp(1) draws,
+    or 1 for ``dist="deterministic"`` -- and its first key ``start`` (T,), an index into
+    its cyclic key order. Returns ``(Et, Es, start)``."""
+    T = thr_point.size
+    Et = np.ones((T, ops + 1))
+    Es = np.ones((T, ops + 1, 2))
+    start = np.zeros(T, dtype=np.int64)
+    for p in range(net.n_points):
+        idx = np.flatnonzero(thr_point == p)
+        g = np.random.default_rng((int(seeds[p]), 0xF07E))
+        draws = g.random((idx.size, ops + 1, 4))
+        start[idx] = (draws[:, 0, 0] * net.thr_nf[idx]).astype(np.int64)
+        if dist == "exponential":
+            Et[idx] = -np.log1p(-draws[..., 1])
+            Es[idx] = -np.log1p(-draws[..., 2:4])
+    return Et, Es, start
+
+
+def _point_threads(thr_point: np.ndarray, P: int) -> np.ndarray:
+    """(P, Tmax) table of each point's global thread ids in thread order, -1 padding."""
+    T = thr_point.size
+    Tmax = np.bincount(thr_point, minlength=P).max()
+    order = np.argsort(thr_point, kind="stable")
+    slot = np.arange(T) - np.searchsorted(thr_point[order], thr_point[order])
+    table = np.full((P, Tmax), -1, dtype=np.int64)
+    table[thr_point[order], slot] = order
+    return table
+
+
+class _EventRun:
+    """The state of one :func:`simulate` run, flat over its points' threads (T), stations (U)
+    and points (P). Per thread: its prices (``think`` [ns], ``cpu`` slowdown, ``node``,
+    handoff costs ``line`` (T, holder node, home node) [ns], cold fetch ``cold`` (T, home
+    node) [ns], L2 hit ``selfc`` [ns]), its random streams, the station of its next visit
+    (``ref`` refcount line, then ``bucket``; ``stage`` 0 / 1), its next arrival time
+    ``t_next`` (P, Tmax) [ns] and its ``done_ops``, ``t_warm``, ``t_last`` [ns]. Per station:
+    ``free_at`` [ns] when the lock is next free, the last ``holder`` (-1: a cold line), its
+    ``busy`` time in the window [ns] and ``visits``. Per point: the utilisation window
+    ``t_start`` .. ``t_end`` [ns] and ``live``."""
+
+    def __init__(self, net: Network, seeds: np.ndarray, ops: int, warmup: int, dist: str):
+        """Per-thread prices and streams of ``net``, every thread before its first arrival
+        (after one think time), every line cold, every window not yet open."""
+        self.net, self.ops, self.warmup = net, ops, warmup
+        P = net.n_points
+        self.thr_point = thr_point = net.cls_point[net.thr_cls]
+        T = thr_point.size
+        self.Et, self.Es, self.start = _thread_streams(net, seeds, thr_point, ops, dist)
+        self.table = table = _point_threads(thr_point, P)
+        self.think = net.cls_think[net.thr_cls]
+        self.cpu = net.cls_cpu[net.thr_cls]
+        self.node = net.cls_node[net.thr_cls]
+        self.line = net.cls_line[net.thr_cls]   # (T, holder node, home node)
+        self.cold = net.cls_cold[net.thr_cls]   # (T, home node)
+        self.selfc = net.cls_self[net.thr_cls]
+        self.bucket, self.ref = self.keys(np.arange(T), np.zeros(T, dtype=np.int64))
+        self.stage = np.where(self.ref >= 0, 0, 1)
+        self.t_next = np.full((P, table.shape[1]), np.inf)
+        self.t_next[table >= 0] = (self.think * self.Et[:, 0])[table[table >= 0]]
+        self.done_ops = np.zeros(T, dtype=np.int64)
+        self.t_warm = np.zeros(T)
+        self.t_last = np.zeros(T)
+        U = net.st_home.size
+        self.free_at = np.zeros(U)
+        self.holder = np.full(U, -1, dtype=np.int64)
+        self.busy = np.zeros(U)
+        self.visits = np.zeros(U)
+        self.t_start = np.full(P, np.inf)   # utilisation window of each point
+        self.t_end = np.zeros(P)
+        self.live = np.ones(P, dtype=bool)
+
+    def keys(self, g, j):
+        """Stations of thread ``g``'s ``j``-th op: its bucket and its refcount line (-1:
+        none). The thread takes its keys in a fixed cyclic order from a random first key
+        (perf bench's ``for (i = 0; i < nfutexes; i++)`` loop, started at a random phase)."""
+        col = (self.start[g] + j) % self.net.thr_nf[g]
+        return self.net.thr_buckets[g, col], self.net.thr_ref[g, col]
+
+    def step(self) -> None:
+        """Advance every live point by its earliest event: a thread arriving at a station."""
+        pl = np.flatnonzero(self.live)
+        jj = np.argmin(self.t_next[pl], axis=1)
+        a = self.t_next[pl, jj]
+        g = self.table[pl, jj]
+        stg = self.stage[g]
+        st = np.where(stg == 0, self.ref[g], self.bucket[g])
+        c = self.serve(g, st, stg, a, self.t_start[pl])
+        fin = stg == 1
+        # not finished: go on to the bucket right after the refcount line
+        self.stage[g[~fin]] = 1
+        self.t_next[pl[~fin], jj[~fin]] = c[~fin]
+        self.complete(pl[fin], jj[fin], g[fin], c[fin])
+
+    def line_cost(self, g, st):
+        """Cost [ns] for thread ``g`` of getting station ``st``'s line from where it is: an
+        L2 hit if ``g`` held it last, the DRAM fetch from its home node if nobody did, else
+        the handoff from the last holder's node."""
+        prev = self.holder[st]
+        hs = self.net.st_home[st]
+        cost = np.where(prev == g, self.selfc[g], self.line[g, self.node[np.maximum(prev, 0)], hs])
+        return np.where(prev < 0, self.cold[g, hs], cost)   # first touch: from the home's DRAM
+
+    def serve(self, g, st, stg, a, ts):
+        """FCFS service of thread ``g`` arriving at ``a`` [ns] at station ``st`` (visit
+        ``stg`` of its op): from ``max(a, free_at)`` for ``cpu * st_base`` plus the line
+        pulls (``st_lines_busy`` if the lock is held on arrival, else ``st_lines``) times
+        :meth:`line_cost`, scaled by its service draw; books the station's busy time after
+        the window start ``ts`` [ns]. Returns the completion times [ns]."""
+        net = self.net
+        cost = self.line_cost(g, st)
+        held = a < self.free_at[st]                         # the lock is held on arrival
+        nl = np.where(held, net.st_lines_busy[st], net.st_lines[st])
+        n_done = self.done_ops[g]
+        s = (net.st_base[st] * self.cpu[g] + nl * cost) * self.Es[g, n_done, stg]
+        b = np.maximum(a, self.free_at[st])
+        c = b + s
+        self.free_at[st] = c
+        self.holder[st] = g
+        self.busy[st] += np.maximum(c - np.maximum(b, ts), 0.0)
+        self.visits[st] += c > ts
+        return c
+
+    def complete(self, pf, jf, gf, cf) -> None:
+        """Threads ``gf`` (slots ``jf`` of points ``pf``) complete an op at ``cf`` [ns]: count
+        it, open a point's utilisation window at its first ``warmup``-th completion, draw the
+        next op's keys and think time, and stop a point at its first ``ops``-th completion."""
+        done_ops, warmup = self.done_ops, self.warmup
+        done_ops[gf] += 1
+        n = done_ops[gf]
+        self.t_warm[gf] = np.where(n == warmup, cf, self.t_warm[gf])
+        self.t_last[gf] = cf
+        opening = (n == warmup) & np.isinf(self.t_start[pf])
+        if opening.any():  # open these points' windows; count the work already queued past the start
+            self.t_start[pf[opening]] = cf[opening]
+            on = np.isin(self.net.st_point, pf[opening])
+            self.busy[on] += np.maximum(self.free_at[on] - self.t_start[self.net.st_point[on]], 0.0)
+        nb, nr = self.keys(gf, n)
+        self.bucket[gf], self.ref[gf] = nb, nr
+        self.stage[gf] = np.where(nr >= 0, 0, 1)
+        self.t_next[pf, jf] = cf + self.think[gf] * self.Et[gf, n]
+        stop = pf[n >= self.ops]
+        self.t_end[stop] = cf[n >= self.ops]
+        self.live[stop] = False
+
+    def result(self) -> dict:
+        """:func:`simulate`'s answer: each thread's rate [ops/ns] from its ``warmup``-th to
+        its last completion, and each station's utilisation over its point's window (busy
+        time / window length) with the visits that weigh it."""
+        measured = self.done_ops - self.warmup
+        if np.any(measured < 2):
+            raise NumalabValueError(
+                f"ops={self.ops} leaves a thread with fewer than {self.warmup + 2} operations; allowed: raise ops"
+            )
+        rate = measured / (self.t_last - self.t_warm)
+        # close each window: busy time and visits scheduled beyond the stopping completion
+        te = self.t_end[self.net.st_point]
+        busy = self.busy - np.maximum(self.free_at - te, 0.0)
+        rho = busy / (te - self.t_start[self.net.st_point])
+        return dict(rate=rate, ops=self.done_ops, thr_point=self.thr_point, rho=rho, visits=self.visits)
+
+
+def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str = "exponential") -> dict:
+    """Discrete-event simulation of the network, vectorised over points (one per seed).
+
+    Each step advances every unfinished point by its earliest event (a thread arriving at a
+    station); FCFS service starts at ``max(arrival, station free)``. Thread j of a point
+    draws its think times, service factors and key choices from its own pre-drawn stream
+    (``Generator((seed, 0xF07E))``), so the result of a seed does not depend on the batch.
+    ``dist="exponential"`` scales think and service by Exp(1) draws (the MVA's assumption);
+    ``"deterministic"`` uses the means. A point stops when a thread has done ``ops``
+    operations; each thread's rate is measured from its ``warmup``-th to its last completion.
+    A line's first visit costs the DRAM fetch ``cls_cold`` from its home node; later visits
+    the handoff ``cls_line`` from the previous holder's node (or ``cls_self``), pulled
+    ``st_lines`` times if the station is idle on arrival, ``st_lines_busy`` times if busy.
+
+    Station utilisation is measured over each point's window, from the first time one of
+    its threads reaches ``warmup`` completions to the stopping completion: busy time clipped
+    to the window / window length (``rho``, (U,)); ``visits`` (U,) counts the services
+    scheduled before the stop that end after the window opened (weights for averaging).
+
+    Returns dict with ``rate`` (T,) per-thread ops/ns, ``ops`` (T,) completed, ``thr_point``,
+    ``rho`` and ``visits``.
+    """
+    check_choice("dist", dist, ("exponential", "deterministic"))
+    if net.cls_think is None:
+        raise NumalabValueError("network has no prices; allowed: a Network from network() or .with_costs()")
+    seeds = np.atleast_1d(np.asarray(seeds, dtype=np.int64))
+    P = net.n_points
+    if seeds.size != P:
+        raise NumalabValueError(f"seeds has {seeds.size} entries; allowed: one per network point ({P})")
+    if np.all(net.thr_buckets < 0):
+        raise NumalabValueError("network was built with keep_threads=False; allowed: network(..., keep_threads=True)")
+    run = _EventRun(net, seeds, ops, warmup, dist)
+    while run.live.any():
+        run.step()
+    return run.result()

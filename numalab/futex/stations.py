@@ -1,0 +1,324 @@
+"""The closed queueing network of futex operations (:mod:`numalab.futex.stations`).
+
+Stations are the hb locks of the buckets somebody uses (``futex_hash_bucket.lock``, FCFS) and,
+in the 6.16 ``rcuref`` private-hash variant, each process's reference-count line
+(``futex_private_hash.users``); classes are groups of interchangeable threads (same process,
+role, node and core load). The network is built in two steps: :func:`network` routes every
+thread's keys to stations (structure: what depends on the seed's hash) and prices them with a
+:class:`~numalab.futex.costs.FutexCosts`; :meth:`Network.with_costs` re-prices the same
+structure (what :func:`~numalab.futex.calibrate` iterates). Identical stations of a large
+table are merged (``st_mult``), so the MVA solves each kind once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .costs import FutexCosts, coerce_costs, core_load, handoff_matrix, smt_slowdown
+from .workloads import ROLE_LOCK, Routing
+
+__all__ = ["Network", "network"]
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """A batch of independent closed networks ("points"), in flat arrays.
+
+    Structure (from the routings; costs-free):
+    classes (K): ``cls_point``, ``cls_n`` threads, ``cls_node``, ``cls_proc``, ``cls_counted``,
+    ``cls_load`` busy threads on the class's cores, ``cls_lock`` futex_numa lock threads,
+    ``cls_gup`` / ``cls_pref`` fractions of ops on shared futexes / private-table keys;
+    entries (E, one per class x station visited): ``ent_cls``, ``ent_station``, ``ent_visit``
+    (visits per op of one thread of the class, averaged), ``ent_self`` (visit-weighted mean of
+    a visiting thread's own visits per op: P(previous holder is me) = x * ent_self / arrivals);
+    stations (U): ``st_is_bucket`` (else a refcount line), ``st_home`` node holding the
+    station's line, ``st_point``, ``st_mult`` how many identical stations the row stands for
+    (``network(..., keep_threads=False)`` merges the stations of a point whose visitors and
+    weights are the same: the MVA then solves each kind once); per point ``pt_collisions``
+    futexes sharing a bucket with another (distinct futexes - occupied buckets);
+    threads (for the DES): ``thr_cls``, ``thr_buckets`` (T, fmax), ``thr_nf``, ``thr_ref``
+    (T, fmax) station of the refcount line per key (-1 = none).
+
+    Prices (from a :class:`FutexCosts`, :meth:`with_costs`): ``cls_think`` Z [ns],
+    ``cls_cpu`` SMT slowdown of the class's CPU work, ``cls_line`` (K, nodes, nodes) handoff
+    cost from a holder on node i of a line homed on node h, ``cls_cold`` (K, nodes) DRAM fetch
+    of a cold line homed on h, ``cls_self``; ``st_base`` CPU work with the lock held,
+    ``st_lines`` / ``st_lines_busy`` line pulls per visit of an idle / a held station.
+    """
+
+    cls_point: np.ndarray
+    cls_n: np.ndarray
+    cls_node: np.ndarray
+    cls_proc: np.ndarray
+    cls_counted: np.ndarray
+    cls_load: np.ndarray
+    cls_lock: np.ndarray
+    cls_gup: np.ndarray
+    cls_pref: np.ndarray
+    ent_cls: np.ndarray
+    ent_station: np.ndarray
+    ent_visit: np.ndarray
+    ent_self: np.ndarray
+    st_is_bucket: np.ndarray
+    st_home: np.ndarray
+    st_point: np.ndarray
+    st_mult: np.ndarray
+    pt_collisions: np.ndarray
+    thr_cls: np.ndarray
+    thr_buckets: np.ndarray
+    thr_nf: np.ndarray
+    thr_ref: np.ndarray
+    n_points: int
+    points: tuple            # per point: (topology, refcount, sleep_ns)
+    cls_think: np.ndarray = None
+    cls_cpu: np.ndarray = None
+    cls_line: np.ndarray = None
+    cls_cold: np.ndarray = None
+    cls_self: np.ndarray = None
+    st_base: np.ndarray = None
+    st_lines: np.ndarray = None
+    st_lines_busy: np.ndarray = None
+
+    def with_costs(self, costs: FutexCosts | dict | None = None) -> "Network":
+        """The same structure priced with ``costs`` (cheap: no routing, no key counting)."""
+        costs = coerce_costs(costs)
+        nmax = max(p[0].nodes for p in self.points)
+        K = self.cls_n.size
+        think = np.empty(K)
+        cpu = np.empty(K)
+        line = np.zeros((K, nmax, nmax))
+        cold = np.zeros((K, nmax))
+        selfc = np.empty(K)
+        st_base = np.zeros(self.st_is_bucket.size)
+        st_lines = np.empty(self.st_is_bucket.size)
+        st_busy = np.empty(self.st_is_bucket.size)
+        cb = np.searchsorted(self.cls_point, np.arange(self.n_points + 1))
+        sb = np.searchsorted(self.st_point, np.arange(self.n_points + 1))
+        for p, (topo, refcount, sleep_ns) in enumerate(self.points):
+            c = costs.resolve(topo)
+            ks, us = slice(cb[p], cb[p + 1]), slice(sb[p], sb[p + 1])
+            f = smt_slowdown(self.cls_load[ks], topo.smt, c.smt_gain)
+            z = (c.syscall_ns + c.futex_path_ns + c.hash_ns + 2.0 * c.atomic_ns + c.user_ns
+                 + c.gup_ns * self.cls_gup[ks])
+            if refcount == "percpu":
+                z = z + c.percpu_ref_ns * self.cls_pref[ks]
+            # futex_numa lock thread: two nanosleep() calls per lock/unlock cycle
+            nap = 2.0 * (sleep_ns + (c.timer_slack_ns if sleep_ns > 0 else 0.0))
+            z = np.where(self.cls_lock[ks], f * (z + 2.0 * c.syscall_ns) + nap, f * z)
+            think[ks], cpu[ks] = z, f
+            C, lat = handoff_matrix(topo, c)
+            n = topo.nodes
+            node = self.cls_node[ks]
+            line[ks, :n, :n] = np.moveaxis(C[:, node, :], 1, 0)   # (K, holder node i, home h)
+            cold[ks, :n] = lat[node]
+            selfc[ks] = c.line_self_ns
+            bucket = self.st_is_bucket[us]
+            st_base[us] = np.where(bucket, c.critical_section_ns, 0.0)
+            st_lines[us] = np.where(bucket, c.lines_per_op, c.rcuref_lines)
+            st_busy[us] = np.where(bucket, c.lines_contended, c.rcuref_lines)
+        return replace(self, cls_think=think, cls_cpu=cpu, cls_line=line, cls_cold=cold, cls_self=selfc,
+                       st_base=st_base, st_lines=st_lines, st_lines_busy=st_busy)
+
+
+def _point_structure(rt: Routing, keep_threads: bool) -> dict:
+    """Per-point class/entry/station arrays (local ids), only the stations someone visits."""
+    w = rt.workload
+    topo = w.topology
+    T = w.threads
+    lock = w.thread_role == ROLE_LOCK
+    busy = ~lock | (w.sleep_ns == 0)
+    load = core_load(topo, w.thread_cpu, busy)
+    # class = (process, role, node, core load): threads that differ only in which keys they hash
+    ckey = ((w.thread_proc * 2 + w.thread_role) * topo.nodes + rt.thread_node) * (load.max() + 1) + load
+    ukeys, first, thr_cls = np.unique(ckey, return_index=True, return_inverse=True)
+    thr_cls = thr_cls.reshape(-1)
+    K = ukeys.size
+    cls_n = np.bincount(thr_cls, minlength=K).astype(float)
+    tb = rt.thread_buckets
+    valid = tb >= 0
+    dense = bool(valid.all())          # no padding (perf bench): skip the masks
+    nf = np.full(T, tb.shape[1]) if dense else valid.sum(axis=1)
+    wgt = 1.0 / np.maximum(nf, 1)
+    priv_frac = (rt.thread_private if dense else rt.thread_private & valid).sum(axis=1) * wgt
+    if w.fx_private.all():
+        gup_frac = np.zeros(T)
+    else:
+        gup_frac = ((~w.fx_private[np.maximum(w.thread_futexes, 0)]) & valid).sum(axis=1) * wgt
+    use_ref = w.mode.private_tables and w.refcount == "rcuref"
+    nb = rt.n_buckets
+    nproc = w.processes
+    # stations: the buckets somebody uses (tables are mostly empty), then the refcount lines
+    seen = np.zeros(nb + 1, dtype=bool)
+    seen[tb.reshape(-1) if dense else tb[valid]] = True
+    used = np.flatnonzero(seen[:nb])
+    remap = np.full(nb, -1, dtype=np.int64)
+    remap[used] = np.arange(used.size)
+    nu = used.size
+    tbl = remap[tb] if dense else np.where(valid, remap[np.where(valid, tb, 0)], -1)
+    if use_ref:
+        ref_used = np.unique(w.thread_proc[(rt.thread_private & valid).any(axis=1)])
+        ref_id = np.full(nproc, -1, dtype=np.int64)
+        ref_id[ref_used] = nu + np.arange(ref_used.size)
+        tr = np.where(rt.thread_private & valid, ref_id[w.thread_proc][:, None], -1)
+    else:
+        ref_used = np.zeros(0, dtype=np.int64)
+        tr = np.full(tb.shape, -1, dtype=np.int64)
+    U = nu + ref_used.size
+    # (class, station) visit weights W and self-shares A2 = sum over threads of w_tu^2, where
+    # w_tu = (thread t's keys in u) / nf_t: count one thread's equal stations (sorted rows)
+    full = tbl if not use_ref else np.concatenate([tbl, tr], axis=1)
+    if T * U <= _DENSE_MAX:
+        W, A2 = _weights_dense(full, thr_cls, wgt, K, U, dense and not use_ref)
+    else:
+        W, A2 = _weights_sorted(full, thr_cls, wgt, K, U, dense and not use_ref)
+    ue = np.flatnonzero(W)
+    W, A2 = W[ue], A2[ue]
+    ent_cls, ent_st = ue // U, ue % U
+    # collisions: distinct futexes hashed minus the buckets they occupy
+    if dense and tb.size == w.fx_proc.size and np.array_equal(w.thread_futexes.reshape(-1), np.arange(tb.size)):
+        n_hashed = tb.size                      # perf bench: every futex once, in order
+    else:
+        hashed = np.zeros(w.fx_proc.size, dtype=bool)
+        hashed[w.thread_futexes[valid]] = True
+        n_hashed = int(hashed.sum())
+    collisions = n_hashed - nu
+    # the refcount line lives in the private hash, allocated on the process's node
+    proc_home = np.asarray(rt.layout.private_home or (0,) * nproc, dtype=np.int64)
+    st_home = np.concatenate([rt.layout.bucket_home(used), proc_home[ref_used]]).astype(np.int64)
+    out = dict(
+        cls_n=cls_n, cls_node=rt.thread_node[first], cls_proc=w.thread_proc[first],
+        cls_counted=~lock[first], cls_load=load[first], cls_lock=lock[first],
+        cls_gup=np.bincount(thr_cls, weights=gup_frac, minlength=K) / cls_n,
+        cls_pref=np.bincount(thr_cls, weights=priv_frac, minlength=K) / cls_n,
+        ent_cls=ent_cls, ent_station=ent_st, ent_visit=W / cls_n[ent_cls], ent_self=A2 / W,
+        st_is_bucket=np.arange(U) < nu, st_home=st_home, st_mult=np.ones(U),
+        pt_collisions=np.array([collisions]), thr_cls=thr_cls, thr_nf=nf,
+    )
+    if keep_threads:
+        out["thr_buckets"], out["thr_ref"] = tbl, tr
+    else:
+        out["thr_buckets"] = out["thr_ref"] = np.full((T, 1), -1, dtype=np.int64)
+        if U > _MERGE_MIN:
+            _merge_stations(out, K, U)
+    return out
+
+
+#: (thread, station) pairs up to which one dense bincount beats sorting each thread's stations
+_DENSE_MAX = 1 << 18
+
+
+def _weights_dense(full, thr_cls, wgt, K, U, nopad):
+    """``W = sum_t w_tu`` and ``A2 = sum_t w_tu^2`` per (class, station), flat over K * U, where
+    ``w_tu`` = thread t's keys in station u times its key weight: count (thread, station)."""
+    T = full.shape[0]
+    rows = np.broadcast_to(np.arange(T, dtype=np.int64)[:, None] * U, full.shape)
+    flat = (rows + full).reshape(-1)
+    if not nopad:
+        flat = flat[full.reshape(-1) >= 0]
+    cnt = np.bincount(flat, minlength=T * U).reshape(T, U) * wgt[:, None]
+    member = (thr_cls[None, :] == np.arange(K)[:, None]).astype(float)   # (K, T) one-hot
+    return (member @ cnt).reshape(-1), (member @ (cnt * cnt)).reshape(-1)
+
+
+def _weights_sorted(full, thr_cls, wgt, K, U, nopad):
+    """:func:`_weights_dense` for large tables: sort each thread's stations; a run of m equal
+    stations in one row adds m w to W and m^2 w^2 = sum_j (2j + 1) w^2 to A2 (j = 0 .. m-1
+    along the run). Repeats are rare in a large table, so they are found sparsely."""
+    srt = np.sort(full.astype(np.int32 if U < 2**31 else np.int64), axis=1)
+    fmax = srt.shape[1]
+    flat = (srt + (thr_cls.astype(np.int64) * U)[:, None]).reshape(-1)   # class * U + station
+    ok = (srt >= 0).reshape(-1)
+    dup = np.flatnonzero((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)) if fmax > 1 else np.zeros(0, int)
+    pos = dup + dup // (fmax - 1) + 1 if dup.size else dup              # flat index of the repeat
+    if dup.size:
+        chain = np.ones(dup.size, dtype=bool)
+        chain[1:] = np.diff(pos) != 1                                   # a new run of repeats
+        run0 = np.maximum.accumulate(np.where(chain, np.arange(dup.size), 0))
+        j = np.arange(dup.size) - run0 + 1
+    else:
+        j = np.zeros(0)
+    keys = flat if nopad else flat[ok]
+    if np.all(wgt == wgt[0]):   # one weight for every key (perf bench): count, then scale
+        cnt = np.bincount(keys, minlength=K * U).astype(float)
+        W = cnt * wgt[0]
+        A2 = (cnt + np.bincount(flat[pos], weights=2.0 * j, minlength=K * U)) * wgt[0] ** 2
+    else:
+        row_w = np.repeat(wgt, fmax)
+        W = np.bincount(keys, weights=row_w[ok], minlength=K * U)
+        A2 = np.bincount(keys, weights=row_w[ok] ** 2, minlength=K * U) + np.bincount(
+            flat[pos], weights=2.0 * j * row_w[pos] ** 2, minlength=K * U)
+    return W, A2
+
+
+#: merge identical stations of a point only above this many (below it the MVA is cheap anyway)
+_MERGE_MIN = 4096
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser, elementwise on uint64 (wrapping arithmetic)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _merge_stations(part: dict, K: int, U: int) -> None:
+    """In place: stations of one point with the same home, kind and (class, W, A2) visitors
+    become one row with ``st_mult`` = how many they were. A 64-bit hash of each station's row
+    groups them; every group is then checked row by row, so a hash collision only costs the
+    merge, never a wrong answer."""
+    ec, es = part["ent_cls"], part["ent_station"]
+    vis = np.zeros((U, K))
+    own = np.zeros((U, K))
+    vis[es, ec] = part["ent_visit"]
+    own[es, ec] = part["ent_self"]
+    rows = np.concatenate([vis, own, part["st_home"][:, None].astype(float),
+                           part["st_is_bucket"][:, None].astype(float)], axis=1)
+    bits = np.ascontiguousarray(rows).view(np.uint64)
+    salt = _mix64(np.arange(1, rows.shape[1] + 1, dtype=np.uint64))
+    # mix every value first (the float bits of k / 1024 end in zeros: a plain weighted sum of
+    # them would collide all the time), then add the columns (wrapping)
+    h = _mix64(bits ^ salt).sum(axis=1, dtype=np.uint64)
+    _, rep, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if not np.array_equal(bits, bits[rep[inv]]):
+        return                               # a hash collision: keep this point unmerged
+    keep = np.zeros(U, dtype=bool)
+    keep[rep] = True
+    mult = np.bincount(inv, minlength=rep.size).astype(float)
+    on = keep[es]
+    part["ent_cls"], part["ent_station"] = ec[on], inv[es[on]]
+    part["ent_visit"], part["ent_self"] = part["ent_visit"][on], part["ent_self"][on]
+    part["st_home"], part["st_is_bucket"] = part["st_home"][rep], part["st_is_bucket"][rep]
+    part["st_mult"] = mult
+
+
+def network(routings: list[Routing], costs: FutexCosts | None = None, *, keep_threads: bool = True) -> Network:
+    """Batch the per-seed routings of one or many configurations into one priced :class:`Network`.
+
+    ``keep_threads=False`` drops the per-thread bucket lists (only the DES needs them)."""
+    costs = coerce_costs(costs)
+    parts = [_point_structure(rt, keep_threads) for rt in routings]
+    fmax = max(p["thr_buckets"].shape[1] for p in parts)
+    K_off = np.cumsum([0] + [p["cls_n"].size for p in parts])
+    U_off = np.cumsum([0] + [p["st_home"].size for p in parts])
+    out = {k: [] for k in parts[0]}
+    out["cls_point"], out["st_point"] = [], []
+    for i, p in enumerate(parts):
+        for k, v in p.items():
+            if k in ("ent_cls", "thr_cls"):
+                v = v + K_off[i]
+            elif k == "ent_station":
+                v = v + U_off[i]
+            elif k in ("thr_buckets", "thr_ref"):
+                v = np.where(v >= 0, v + U_off[i], -1)
+                if v.shape[1] < fmax:
+                    v = np.pad(v, ((0, 0), (0, fmax - v.shape[1])), constant_values=-1)
+            out[k].append(v)
+        out["cls_point"].append(np.full(p["cls_n"].size, i))
+        out["st_point"].append(np.full(p["st_home"].size, i))
+    arrays = {k: np.concatenate(v) for k, v in out.items()}
+    points = tuple((rt.workload.topology, rt.workload.refcount, float(rt.workload.sleep_ns)) for rt in routings)
+    return Network(n_points=len(parts), points=points, **arrays).with_costs(costs)
