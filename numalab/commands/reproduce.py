@@ -6,6 +6,8 @@ import argparse
 
 
 def add_parser(sub) -> None:
+    from ..fidelity.bands import DEFAULT_POINTS, DEFAULT_SEEDS
+
     p = sub.add_parser(
         "reproduce",
         help="reproduce the published kernel test robot results (calibration set)",
@@ -15,8 +17,12 @@ def add_parser(sub) -> None:
             "v6.8's start_scan_seq fix on lkp-spr-r02), each on the topology preset of its machine, "
             "and write, per table, the published and simulated LKP blocks one above the other and "
             "a figure of published vs simulated %change; fidelity.png with every row (one marker "
-            "per machine) and fidelity.csv with a verdict per published number. "
-            "Exit status 0 even when a row misses: the verdicts say so."
+            "per machine), fidelity-bands.png with each row's range over the uncertainty box, "
+            "provenance.md with the source of every default constant, and fidelity.csv with per "
+            "published number the published rule's verdict, the strict rule's (the published value "
+            "inside the simulated interval, base seconds within 25 %), the range over the box of "
+            "plausible constants and whether the row is robust, and the fitted constants set from "
+            "it (such rows are not counted). Exit status 0 even when a row misses: the verdicts say so."
         ),
     )
     p.add_argument("--out", default="results", metavar="DIR", help="output folder (default: %(default)s)")
@@ -26,24 +32,65 @@ def add_parser(sub) -> None:
                         "machine: lkp-icl-2sp6 -> 2s-128, lkp-csl-2sp9 -> 2s-88-csl, lkp-spr-r02 -> 2s-224-spr)")
     p.add_argument("--table", action="append", dest="tables", metavar="NAME",
                    help="only this published table (repeatable; default: all calibration tables)")
+    p.add_argument("--band-points", type=int, default=DEFAULT_POINTS, metavar="K",
+                   help="points of the Latin hypercube over the constants' plausible ranges (default: "
+                        "%(default)s; 0 = no bands)")
+    p.add_argument("--band-seeds", type=int, default=DEFAULT_SEEDS, metavar="N",
+                   help="seeds per band point (default: %(default)s)")
+    p.add_argument("--band-seed", type=int, default=0, metavar="S",
+                   help="seed of the hypercube's permutations (default: %(default)s)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="local processes for the engine calls (default: the CPUs this process may use)")
+    p.add_argument("--cross-validate", action="store_true",
+                   help="also refit every fitted constant and choose every mechanism switch on all machines "
+                        "(tables) but one, score the one left out, and write crossval.md / crossval.csv "
+                        "(numalab.fidelity.crossval; slow: about 30 engine sets at --cv-seeds seeds)")
+    p.add_argument("--cv-seeds", type=int, default=2, help="seeds per cross-validation candidate (default: %(default)s)")
+    p.add_argument("--cv-grid", type=int, default=3,
+                   help="values per fitted constant over its band, the default included (default: %(default)s)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-notebooks", action="store_true",
                    help="do not execute the notebooks to write their figures as PNG")
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import check_int
+    from .. import data
     from .. import fidelity as fid
+    from ..errors import check_int
     from ..outputs import write_reproduction
 
     check_int("--seeds", args.seeds, lo=2, hi=10000)
-    published, sims = fid.simulate_fidelity(
-        args.tables, seeds=args.seeds, topology=args.topology, progress=not args.no_progress)
-    written = write_reproduction(args.out, published, sims)
+    check_int("--band-points", args.band_points, lo=0, hi=1000)
+    check_int("--band-seeds", args.band_seeds, lo=1, hi=10000)
+    check_int("--band-seed", args.band_seed, lo=0)
+    check_int("--cv-seeds", args.cv_seeds, lo=1, hi=10000)
+    check_int("--cv-grid", args.cv_grid, lo=1, hi=20)
+    if args.workers is not None:
+        check_int("--workers", args.workers, lo=1, hi=1024)
+    progress = not args.no_progress
+    tables = fid.calibration_tables() if args.tables is None else list(args.tables)
+    published = {name: data.load(name) for name in tables}
+    centre = fid.plan(published, args.seeds, topology=args.topology)
+    if args.band_points:
+        sims, rows = fid.simulate_bands(published, centre, points=args.band_points, seeds=args.band_seeds,
+                                        seed=args.band_seed, topology=args.topology, workers=args.workers,
+                                        progress=progress)
+    else:
+        sims = {preset: sim for (_, preset), sim in fid.execute(centre, workers=args.workers,
+                                                                 progress=progress).items()}
+        rows = None
+    written = write_reproduction(args.out, published, sims, rows)
     print(written["summary"])
+    if args.cross_validate:
+        from ..fidelity import crossval
+
+        cv = crossval.cross_validate(published, seeds=args.cv_seeds, grid=args.cv_grid, topology=args.topology,
+                                     workers=args.workers, progress=progress)
+        paths = crossval.write(cv, args.out)
+        print(f"\n{cv.summary()}\ncross-validation written to {', '.join(str(p) for p in paths)}")
     if not args.no_notebooks:
         from ..notebook_figures import export_figures
 
-        figs = export_figures(args.out, progress=not args.no_progress)
+        figs = export_figures(args.out, progress=progress)
         print(f"{len(figs)} notebook figures written to {args.out}/ (<notebook>-fig<k>.png)")
     return 0
