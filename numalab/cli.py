@@ -19,7 +19,7 @@ from importlib import import_module
 from ._version import __version__
 
 # the order is the order of ``numalab --help``
-COMMANDS = ["simulate", "trace", "sweep", "futex", "report", "reproduce", "demo", "explore"]
+COMMANDS = ["simulate", "trace", "sweep", "futex", "report", "reproduce", "compare", "demo", "explore"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -61,6 +61,8 @@ OUTPUTS = [
     ("futex", "sweep", "out", "file", False),
     ("futex", "sweep", "plot", "file", False),
     ("reproduce", None, "out", "dir", True),
+    ("compare", None, "plot", "file", False),
+    ("compare", None, "csv", "file", False),
 ]
 
 #: exit status of a user error (a bad argument or value), as argparse uses
