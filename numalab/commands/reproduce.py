@@ -44,7 +44,8 @@ def add_parser(sub) -> None:
     p.add_argument("--cross-validate", action="store_true",
                    help="also refit every fitted constant and choose every mechanism switch on all machines "
                         "(tables) but one, score the one left out, and write crossval.md / crossval.csv "
-                        "(numalab.fidelity.crossval; slow: about 30 engine sets at --cv-seeds seeds)")
+                        "(numalab.fidelity.crossval; slow: every table once per candidate, 54 candidates at the "
+                        "default --cv-grid 3)")
     p.add_argument("--cv-seeds", type=int, default=2, help="seeds per cross-validation candidate (default: %(default)s)")
     p.add_argument("--cv-grid", type=int, default=3,
                    help="values per fitted constant over its band, the default included (default: %(default)s)")
