@@ -1,12 +1,12 @@
 """Cross-validation of the fitted constants and the mechanism switches (not a test).
 
 Every candidate of :func:`numalab.fidelity.crossval.candidates` (each fitted constant on a grid
-over its band, crossed with every switch state) is simulated once over every calibration table;
+over its band, and every switch state; separately or crossed) is simulated once over every calibration table;
 then each machine, and each table, is left out in turn: the candidate with the most reproduced
 rows on the others is scored on it. Prints the in-sample and the cross-validated scores
 (published and strict rule) and the per-fold choices as the markdown of docs/fidelity.md.
 
-Run: ``python benchmarks/crossval.py [--seeds 2] [--grid 3] [--switch NAME ...] [--out DIR]``;
+Run: ``python benchmarks/crossval.py [--seeds 2] [--grid 3] [--design separate|product] [--out DIR]``;
 reduced: ``--grid 1 --switch init_coherence`` (two candidates). ``numalab reproduce
 --cross-validate`` runs the same and writes crossval.md / crossval.csv next to the other outputs.
 """
@@ -26,17 +26,19 @@ def main(argv=None):
     ap.add_argument("--grid", type=int, default=3, help="values per fitted constant (default: %(default)s)")
     ap.add_argument("--switch", action="append", default=None,
                     help="only these switches (default: every bool of numalab.engine.SWITCHES that is a choice)")
+    ap.add_argument("--design", choices=crossval.DESIGNS, default="separate",
+                    help="separate (default) or product: see numalab.fidelity.crossval")
     ap.add_argument("--table", action="append", default=None, help="only these tables (default: all)")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--out", default=None, help="also write crossval.md and crossval.csv here")
     args = ap.parse_args(argv)
     tables = args.table or fidelity.calibration_tables()
     published = {name: data.load(name) for name in tables}
-    n = len(crossval.candidates(args.grid, args.switch))
+    n = len(crossval.candidates(args.grid, args.switch, args.design))
     print(f"{n} candidates x {len(fidelity.plan(published, args.seeds))} engine calls, {args.seeds} seeds")
     t0, c0 = time.perf_counter(), time.process_time()
     cv = crossval.cross_validate(published, seeds=args.seeds, grid=args.grid, switches=args.switch,
-                                 workers=args.workers, progress=True)
+                                 design=args.design, workers=args.workers, progress=True)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     print(cv.summary())
     print()

@@ -219,9 +219,14 @@ def test_candidates_cover_the_fitted_grids_and_each_switch():
     assert _grid(0.21, (0.20, 0.42), 3) == [0.21, 0.31, 0.42]
     assert _grid(0.0002, (0.0001, 0.0005), 3) == [0.0001, 0.0002, 0.0005]
     assert _grid(0.21, (0.20, 0.42), 1) == [0.21]
-    cands = candidates(grid=3)
+    cands = candidates(grid=3, design="product")
     flipped = {n for c in cands for n in c.options if n in SWITCHES and isinstance(c.options[n], bool)}
     assert "init_coherence" in flipped and "thp" not in flipped and "harness_overhead" not in flipped
     assert cands[0].name == "default" and not cands[0].costs and not cands[0].options
     assert len(cands) == 3 * 3 * (1 + len(flipped)) and len({c.name for c in cands}) == len(cands)
+    sep = candidates(grid=3)                                   # the default design
+    assert len(sep) == 3 * 3 + len(flipped) and {c.name for c in sep} <= {c.name for c in cands}
+    assert all(not c.costs and set(c.options) <= flipped for c in sep if any(k in flipped for k in c.options))
     assert len(candidates(grid=1, switches=[])) == 1
+    with pytest.raises(ValueError, match="design"):
+        candidates(design="all")

@@ -44,11 +44,14 @@ def add_parser(sub) -> None:
     p.add_argument("--cross-validate", action="store_true",
                    help="also refit every fitted constant and choose every mechanism switch on all machines "
                         "(tables) but one, score the one left out, and write crossval.md / crossval.csv "
-                        "(numalab.fidelity.crossval; slow: every table once per candidate, 54 candidates at the "
-                        "default --cv-grid 3)")
+                        "(numalab.fidelity.crossval; slow: every table once per candidate, 14 candidates at the "
+                        "default --cv-grid 3 and --cv-design separate, 54 with product)")
     p.add_argument("--cv-seeds", type=int, default=2, help="seeds per cross-validation candidate (default: %(default)s)")
     p.add_argument("--cv-grid", type=int, default=3,
                    help="values per fitted constant over its band, the default included (default: %(default)s)")
+    p.add_argument("--cv-design", choices=["separate", "product"], default="separate",
+                   help="separate: refit the fitted constants with the switches at their defaults, and flip each "
+                        "switch at the fitted defaults; product: every combination (default: %(default)s)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-notebooks", action="store_true",
                    help="do not execute the notebooks to write their figures as PNG")
@@ -85,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
     if args.cross_validate:
         from ..fidelity import crossval
 
-        cv = crossval.cross_validate(published, seeds=args.cv_seeds, grid=args.cv_grid, topology=args.topology,
-                                     workers=args.workers, progress=progress)
+        cv = crossval.cross_validate(published, seeds=args.cv_seeds, grid=args.cv_grid, design=args.cv_design,
+                                     topology=args.topology, workers=args.workers, progress=progress)
         paths = crossval.write(cv, args.out)
         print(f"\n{cv.summary()}\ncross-validation written to {', '.join(str(p) for p in paths)}")
     if not args.no_notebooks:

@@ -1,7 +1,7 @@
 """Cross-validation, the project's own judge: does a fitted constant or a mechanism switch earn
 its place on data it was not chosen on?
 
-The candidates (:func:`candidates`) are every combination of
+The candidates (:func:`candidates`) are built from
 
 * each fitted constant (kind ``fitted`` in its provenance: ``Costs.write_efficiency``,
   ``EngineOptions.lb_migrate_hz``, ...) on a small grid over its plausible band (``grid``
@@ -11,10 +11,15 @@ The candidates (:func:`candidates`) are every combination of
   constants (``harness_overhead`` with ``harness_overhead_s = 0``: flipping it changes no bit)
   and a switch whose setting is measured (``thp``: the robot's counters show THP was on).
 
+``design="separate"`` (the default) takes every combination of the fitted constants' grids with
+the switches at their defaults, and each switch flipped with the fitted constants at their
+defaults (3 x 3 + 5 = 14 candidates at ``grid=3``); ``design="product"`` crosses the two (3 x 3 x 6
+= 54), about four times the engine time, for a choice of a switch and a refit together.
+
 Each candidate is simulated once over every table (one :func:`numalab.fidelity.execute` for
 all of them). The rest is bookkeeping over the per-row verdicts (:func:`leave_one_out`): for
 each fold (a machine, or a table) the candidate with the most reproduced rows on the other
-folds is chosen (ties: the default, then the candidate listed first), and scored on the rows
+folds is chosen (ties: the default, then the candidate with fewer changes), and scored on the rows
 of the fold it never saw. The cross-validated score is the sum of those held-out scores; the
 in-sample score is the best candidate's score on every row. A change that raises the
 in-sample score and lowers the cross-validated one is a fit, not a mechanism.
@@ -36,7 +41,7 @@ from .rules import NOT_JUDGED, REPRODUCED
 from .runs import Point, execute, plan
 from .tables import table_rows
 
-__all__ = ["Candidate", "candidates", "leave_one_out", "cross_validate", "CrossValidation", "write"]
+__all__ = ["Candidate", "DESIGNS", "candidates", "leave_one_out", "cross_validate", "CrossValidation", "write"]
 
 RULES = ("verdict", "strict_verdict")
 
@@ -100,18 +105,26 @@ def _switches():
     return out
 
 
-def candidates(grid: int = 3, switches=None) -> list[Candidate]:
-    """Every combination of the fitted constants' grids (``grid`` values each) and the switch
-    states (module docstring); the defaults first."""
-    from ..engine.options import DEFAULTS
+DESIGNS = ("separate", "product")
 
+
+def candidates(grid: int = 3, switches=None, design: str = "separate") -> list[Candidate]:
+    """The fitted constants' grids (``grid`` values each) and the switch states (module
+    docstring: ``design`` "separate" or "product"); the defaults first."""
+    from ..engine.options import DEFAULTS
+    from ..errors import check_choice
+
+    check_choice("design", design, DESIGNS)
     fitted = _fitted()
     switches = _switches() if switches is None else list(switches)
     axes = [[(owner, name, v) for v in _grid(default, band, grid)] for owner, name, default, band in fitted]
+    defaults = tuple((owner, name, default) for owner, name, default, _ in fitted)
     states = [None, *switches]
     out = []
     for combo in itertools.product(*axes):
         for flip in states:
+            if design == "separate" and flip is not None and combo != defaults:
+                continue
             costs, options, parts = {}, {}, []
             for (owner, name, v), (_, _, default, _) in zip(combo, fitted):
                 if v != default:
@@ -121,7 +134,7 @@ def candidates(grid: int = 3, switches=None) -> list[Candidate]:
                 options[flip] = not DEFAULTS[flip]
                 parts.append(f"{flip}={'on' if options[flip] else 'off'}")
             out.append(Candidate(" + ".join(parts) or "default", costs, options))
-    out.sort(key=lambda c: c.name != "default")
+    out.sort(key=lambda c: len(c.costs) + len(c.options))   # the defaults first, then one change, ...
     return out
 
 
@@ -142,7 +155,7 @@ def leave_one_out(verdicts: dict, folds: dict) -> dict:
     for f in dict.fromkeys(fold_of):
         test = fold_of == f
         train = ok[:, ~test].sum(axis=1)
-        best = int(np.flatnonzero(train == train.max())[0])      # ties: the default (first), then order
+        best = int(np.flatnonzero(train == train.max())[0])      # ties: the first listed (fewer changes)
         out.append(dict(fold=str(f), chosen=names[best], train=int(train[best]), train_rows=int((~test).sum()),
                         held_out=int(ok[best, test].sum()), rows=int(test.sum())))
     total = ok.sum(axis=1)
@@ -155,16 +168,17 @@ def leave_one_out(verdicts: dict, folds: dict) -> dict:
 class CrossValidation:
     """What :func:`cross_validate` found: ``rows`` (candidate name -> its judged rows),
     ``results`` (``{(rule, by): leave_one_out(...)}`` for ``rule`` in ``verdict`` /
-    ``strict_verdict`` and ``by`` in ``machine`` / ``table``), ``seeds``, ``grid``."""
+    ``strict_verdict`` and ``by`` in ``machine`` / ``table``), ``seeds``, ``grid``, ``design``."""
 
     rows: dict
     results: dict
     seeds: int
     grid: int
+    design: str = "separate"
 
     def summary(self) -> str:
-        lines = [f"cross-validation over {len(self.rows)} candidates ({self.seeds} seeds, {self.grid} values per "
-                 f"fitted constant): in-sample and cross-validated reproduced rows"]
+        lines = [f"cross-validation over {len(self.rows)} candidates ({self.design} design, {self.seeds} seeds, "
+                 f"{self.grid} values per fitted constant): in-sample and cross-validated reproduced rows"]
         for (rule, by), r in self.results.items():
             lines.append(f"  {rule:<15} leave one {by:<8} default {r['default']} of {r['rows']}, in-sample best "
                          f"{r['in_sample']} ({r['in_sample_best']}), cross-validated {r['cross_validated']} of "
@@ -189,14 +203,14 @@ def _judged(rows):
     return [r for r in rows if r["verdict"] != NOT_JUDGED]
 
 
-def cross_validate(published: dict, *, seeds: int = 2, grid: int = 3, switches=None, topology=None, workers=None,
-                   progress=False) -> CrossValidation:
+def cross_validate(published: dict, *, seeds: int = 2, grid: int = 3, switches=None, design: str = "separate",
+                   topology=None, workers=None, progress=False) -> CrossValidation:
     """Simulate every candidate (:func:`candidates`) over every table of ``published`` once and
     leave one machine, then one table, out (:func:`leave_one_out`)."""
     from ..errors import check_int
 
     check_int("grid", grid, lo=1, hi=20)
-    cands = candidates(grid, switches)
+    cands = candidates(grid, switches, design)
     calls = []
     for k, c in enumerate(cands):
         calls += plan(published, seeds, topology=topology, point=k, overrides=c.point())
@@ -211,7 +225,7 @@ def cross_validate(published: dict, *, seeds: int = 2, grid: int = 3, switches=N
         for by in ("machine", "table"):
             folds = {_key(r): (machine[r["table"]] if by == "machine" else r["table"]) for r in first}
             results[(rule, by)] = leave_one_out(verdicts, folds)
-    return CrossValidation(rows=rows, results=results, seeds=seeds, grid=grid)
+    return CrossValidation(rows=rows, results=results, seeds=seeds, grid=grid, design=design)
 
 
 def write(cv: CrossValidation, out) -> list:
