@@ -230,3 +230,45 @@ def test_candidates_cover_the_fitted_grids_and_each_switch():
     assert len(candidates(grid=1, switches=[])) == 1
     with pytest.raises(ValueError, match="design"):
         candidates(design="all")
+
+
+def test_the_progress_bar_ticks_once_per_engine_call(monkeypatch):
+    """numalab reproduce's bar counts engine calls (one per machine, workload, profile and band
+    point), not whole workloads; the first call run is a cheap one, so the bar moves at once."""
+    from numalab.fidelity import runs
+
+    published = {n: nl.data.load(n) for n in ["lkp-rfc2023-p5-vs-p4", "lkp-spr-6.8-vs-6.7"]}
+    calls = runs.plan(published, 2)
+    assert len(calls) == 3 * 2 + 3 * 2          # each machine: 3 job tests x 2 profiles
+    order = []
+
+    def fake_calls(points):
+        out = []
+        for c in points:
+            order.append(c["workload"])
+            out.append(xr.Dataset({"elsp": (("policy", "seed"), np.ones((1, len(c["seeds"]))))},
+                                  coords={"policy": [c["policy"]], "seed": c["seeds"]}))
+        return out
+
+    class Bar:
+        def __init__(self, total):
+            self.total, self.n, self.closed, self.postfix = total, 0, False, []
+
+        def update(self, k):
+            self.n += k
+
+        def set_postfix_str(self, text, refresh=True):
+            self.postfix.append(text)
+
+        def close(self):
+            self.closed = True
+
+    bars = []
+    monkeypatch.setattr(runs, "run_calls", fake_calls)
+    monkeypatch.setattr(runs, "_bar", lambda total, enabled, desc: bars.append(Bar(total)) or bars[-1])
+    sims = runs.execute(calls, workers=1, progress=True)
+    (bar,) = bars
+    assert bar.total == bar.n == len(calls) and bar.closed and len(bar.postfix) == len(calls)
+    assert order[0] == "numa02" and order[1:4] == ["numa01"] * 3      # a cheap probe, then the longest
+    assert set(sims) == {(0, "2s-128"), (0, "2s-224-spr")}
+    assert sims[(0, "2s-224-spr")].sizes == {"workload": 3, "policy": 2, "seed": 2}
