@@ -149,3 +149,11 @@ def test_numalab_compare_command(tmp_path, posted, capsys):
     assert "NAME=PROFILE" in capsys.readouterr().err
     assert main(["compare", str(table), "--topology", "2s-128"]) == 2         # rfc-p5 maps to nothing
     assert "--kernel rfc-p5=" in capsys.readouterr().err
+
+
+def test_a_given_dataset_that_lacks_a_kernel_is_refused_by_name(posted):
+    sim = nl.simulate("numa02", ["6.4"], seeds=2, topology="2s-128")
+    with pytest.raises(ValueError, match=r"lacks policy rfc2023-p5"):
+        nl.compare(posted, sim, topology="2s-128", kernels={"rfc-p5": "rfc2023-p5"})
+    with pytest.raises(ValueError, match=r"allowed: an xarray Dataset"):
+        nl.compare(posted, {"elsp": 1}, topology="2s-128", kernels={"rfc-p5": "rfc2023-p5"})

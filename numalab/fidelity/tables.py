@@ -118,6 +118,7 @@ def compare(published: xr.Dataset, sim: xr.Dataset) -> list[dict]:
     fitted = fitted_rows()
     base, new = (str(p) for p in published.policy.values)
     name = published.attrs["table"]
+    _check_sim(published, sim, [base, new])
     rows = []
     for wl in published.workload.values:
         wl = str(wl)
@@ -147,6 +148,31 @@ def compare(published: xr.Dataset, sim: xr.Dataset) -> list[dict]:
                          fitted))
         rows.append(_change_row(name, metric, base, new, b, n, float(published[f"{var}_change_pct"]), fitted))
     return [judge(r) for r in rows]
+
+
+def _check_sim(published, sim, policies):
+    """The simulation holds what the table needs (its workloads, its job's tests, both
+    policies, elsp and the counters it lists), or a NumalabValueError says what is missing."""
+    from ..errors import NumalabValueError
+
+    name = published.attrs.get("table", "table")
+    for dim in ("workload", "policy", "seed"):
+        if dim not in sim.dims:
+            raise NumalabValueError(f"{name}: the simulated Dataset has no {dim!r} dim; allowed: dims "
+                                    f"(workload, policy, seed) as numalab.fidelity.simulate_fidelity returns")
+    wls = [str(w) for w in published.workload.values]
+    if any(str(v).startswith("job_") for v in published.data_vars):
+        wls += [w for w in job_tests(published) if w not in wls]
+    for dim, want in (("workload", wls), ("policy", policies)):
+        have = {str(v) for v in sim[dim].values}
+        missing = [w for w in want if w not in have]
+        if missing:
+            raise NumalabValueError(f"{name}: the simulated Dataset lacks {dim} {', '.join(missing)}; allowed: one "
+                                    f"that has {', '.join(want)} (have: {', '.join(sorted(have))})")
+    counters = [c for c in VMSTAT_COUNTERS if f"job_vmstat_{c}" in published]
+    missing = [v for v in ["elsp", *counters] if v not in sim]
+    if missing:
+        raise NumalabValueError(f"{name}: the simulated Dataset lacks the variables {', '.join(missing)}")
 
 
 def calibration_tables(machine: str | None = None) -> list[str]:
