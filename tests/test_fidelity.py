@@ -266,8 +266,10 @@ def test_the_progress_bar_ticks_once_per_engine_call(monkeypatch):
     bars = []
     monkeypatch.setattr(runs, "run_calls", fake_calls)
     monkeypatch.setattr(runs, "_bar", lambda total, enabled, desc: bars.append(Bar(total)) or bars[-1])
-    sims = runs.execute(calls, workers=1, progress=True)
+    stats = {}
+    sims = runs.execute(calls, workers=1, progress=True, stats=stats)
     (bar,) = bars
+    assert stats["calls"] == len(calls) and stats["workers"] == 1 and stats["engine_cpu_s"] == 0.0
     assert bar.total == bar.n == len(calls) and bar.closed and len(bar.postfix) == len(calls)
     assert order[0] == "numa02" and order[1:4] == ["numa01"] * 3      # a cheap probe, then the longest
     assert set(sims) == {(0, "2s-128"), (0, "2s-224-spr")}

@@ -143,6 +143,7 @@ def test_reproduce_command_writes_every_output(tmp_path, capsys, monkeypatch, ca
                  "--no-progress", "--no-notebooks"]) == 0
     out = capsys.readouterr().out
     assert "published rule:" in out and "strict rule:" in out and "robust:" in out and "fitted:" in out
+    assert f"{37 * 3} engine calls (37 at the centre, 2 seeds; 74 over 2 band points, 2 seeds)" in out
     names = fidelity.calibration_tables()
     for name in names:
         text = (tmp_path / f"{name}.txt").read_text()

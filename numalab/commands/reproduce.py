@@ -75,16 +75,20 @@ def run(args: argparse.Namespace) -> int:
     tables = fid.calibration_tables() if args.tables is None else list(args.tables)
     published = {name: data.load(name) for name in tables}
     centre = fid.plan(published, args.seeds, topology=args.topology)
+    stats: dict = {}
     if args.band_points:
         sims, rows = fid.simulate_bands(published, centre, points=args.band_points, seeds=args.band_seeds,
                                         seed=args.band_seed, topology=args.topology, workers=args.workers,
-                                        progress=progress)
+                                        progress=progress, stats=stats)
     else:
-        sims = {preset: sim for (_, preset), sim in fid.execute(centre, workers=args.workers,
-                                                                 progress=progress).items()}
+        sims = {preset: sim for (_, preset), sim in fid.execute(centre, workers=args.workers, progress=progress,
+                                                                 stats=stats).items()}
         rows = None
     written = write_reproduction(args.out, published, sims, rows)
     print(written["summary"])
+    print(f"{stats['calls']} engine calls ({len(centre)} at the centre, {args.seeds} seeds; "
+          f"{stats['calls'] - len(centre)} over {args.band_points} band points, {args.band_seeds} seeds) on "
+          f"{stats['workers']} process(es): {stats['engine_cpu_s']:.0f} s of engine CPU, {stats['wall_s']:.0f} s wall")
     if args.cross_validate:
         from ..fidelity import crossval
 

@@ -137,10 +137,11 @@ def judge_points(published: dict, sims: dict, points: int) -> list[dict]:
 
 
 def simulate_bands(published: dict, centre_calls: list, *, points: int = DEFAULT_POINTS,
-                   seeds: int = DEFAULT_SEEDS, seed: int = 0, topology=None, workers=None, progress=False):
+                   seeds: int = DEFAULT_SEEDS, seed: int = 0, topology=None, workers=None, progress=False,
+                   stats: dict | None = None):
     """The centre's calls and the box's points in one :func:`numalab.fidelity.execute` (one
-    progress bar, one pool). Returns ``(sims, rows)``: the centre's ``{preset: Dataset}`` and its
-    rows with their bands (:func:`judge_points`)."""
+    progress bar, one pool; ``stats`` as there). Returns ``(sims, rows)``: the centre's
+    ``{preset: Dataset}`` and its rows with their bands (:func:`judge_points`)."""
     calls = list(centre_calls) + band_calls(published, points, seeds, seed, topology)
-    out = execute(calls, workers=workers, progress=progress)
+    out = execute(calls, workers=workers, progress=progress, stats=stats)
     return {preset: sim for (k, preset), sim in out.items() if k == 0}, judge_points(published, out, points)

@@ -96,16 +96,24 @@ def _topology(preset, overrides):
     return Topology.preset(preset, **overrides) if overrides else preset
 
 
+#: the attr in which a worker reports the CPU seconds of one engine call (taken off by execute)
+_CPU_ATTR = "fidelity_engine_cpu_s"
+
+
 def run_calls(points: list[dict]) -> list[xr.Dataset]:
-    """Worker side of :func:`execute`: each call's per-run Dataset (dims policy, seed)."""
+    """Worker side of :func:`execute`: each call's per-run Dataset (dims policy, seed), its
+    engine CPU seconds in an attr."""
+    import time
+
     from ..engine import simulate
     from ..engine.results import per_run
 
     out = []
     for c in points:
+        t0 = time.process_time()
         ds = simulate(c["workload"], [c["policy"]], seeds=c["seeds"], topology=_topology(c["preset"], c["topology"]),
                       costs=c["costs"] or None, **c["options"])
-        out.append(per_run(ds))
+        out.append(per_run(ds).assign_attrs({_CPU_ATTR: time.process_time() - t0}))
     return out
 
 
@@ -118,18 +126,25 @@ def _order(calls):
     return idx
 
 
-def execute(calls: list[Call], *, workers=None, progress=False, desc="simulating") -> dict:
+def execute(calls: list[Call], *, workers=None, progress=False, desc="simulating", stats: dict | None = None) -> dict:
     """Run ``calls``; ``{(point, preset): Dataset}`` with dims ``("workload", "policy", "seed")``
     (a (workload, policy) no call asked for holds NaN). ``workers``: local processes (default:
-    the CPUs this process may use; 1 runs here). ``progress``: a tqdm bar, one tick per call."""
+    the CPUs this process may use; 1 runs here). ``progress``: a tqdm bar, one tick per call.
+    ``stats``: a dict to fill with ``calls``, ``workers``, ``wall_s`` and ``engine_cpu_s`` (the
+    CPU seconds of the engine calls, in whichever process ran them)."""
+    import time
+
     from ..sweeps import executors
 
     workers = executors.default_workers() if workers is None else workers
     results: list = [None] * len(calls)
+    cpu = [0.0] * len(calls)
     bar = _bar(len(calls), progress, desc)
+    t0 = time.perf_counter()
 
     def on_done(batch, outs):
         for i, ds in zip(batch, outs):
+            cpu[i] = float(ds.attrs.pop(_CPU_ATTR, 0.0))
             results[i] = ds
             if bar is not None:
                 c = calls[i]
@@ -143,6 +158,8 @@ def execute(calls: list[Call], *, workers=None, progress=False, desc="simulating
     finally:
         if bar is not None:
             bar.close()
+    if stats is not None:
+        stats.update(calls=len(calls), workers=workers, wall_s=time.perf_counter() - t0, engine_cpu_s=sum(cpu))
     return _assemble(calls, results)
 
 
