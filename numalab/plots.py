@@ -883,7 +883,7 @@ def fidelity_bands(rows, ax=None, *, label=None, title=None):
     ax : two Axes (changes, base seconds) or None.
     label : callable row -> str for the tick labels (default: table and test).
     """
-    from .fidelity.rules import NOT_JUDGED, REPRODUCED, ROBUST, interval, is_change
+    from .fidelity.rules import NOT_JUDGED, REPRODUCED, ROBUST, counts, interval, is_change
 
     rows = [r for r in rows if r.get("verdict") != NOT_JUDGED]
     if not rows:
@@ -896,9 +896,11 @@ def fidelity_bands(rows, ax=None, *, label=None, title=None):
         fig, axes = _figure(ax, 1, 2, figsize=(12.0, 1.2 + 0.2 * n))
         for a, part, kind in ((axes[0, 0], changes, "change"), (axes[0, 1], bases, "base")):
             _band_panel(a, part, kind, label, interval, REPRODUCED, ROBUST)
-        ok = sum(r.get("robust") == ROBUST for r in rows)
-        fig.suptitle(title or f"published vs simulated with the range over the uncertainty box: {ok} of {len(rows)} "
-                              f"rows robust", fontsize=9)
+        c = counts(rows)
+        robust = f"{c['robust']} of {c['not_fitted']} rows robust" if c["robust"] is not None else "no bands"
+        fig.suptitle(title or f"published vs simulated with the range over the uncertainty box: {robust}, "
+                              f"{c['strict']} strict, {c['published']} by the published rule "
+                              f"(the {c['fitted']} rows fitted constants were set from not counted)", fontsize=9)
         handles, labels = axes[0, 0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=7)
     return fig
@@ -911,15 +913,16 @@ def _band_panel(a, rows, kind, label, interval, reproduced, robust):
     lo = np.array([r.get("band_lo", r["simulated_mean"]) for r in rows], float)
     hi = np.array([r.get("band_hi", r["simulated_mean"]) for r in rows], float)
     if kind == "base":   # seconds as simulated / published
-        from matplotlib.ticker import FuncFormatter, NullFormatter
+        from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
         mean, lo, hi, pub = mean / pub, lo / pub, hi / pub, np.ones_like(pub)
         a.set_xscale("log")
+        a.xaxis.set_major_locator(FixedLocator([0.25, 0.5, 0.75, 1.0, 1.25, 2.0, 4.0]))
         a.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        a.xaxis.set_minor_formatter(NullFormatter())
+        a.xaxis.set_minor_locator(NullLocator())
         for x0, x1, alpha in ((0.5, 2.0, 0.10), (0.75, 1.25, 0.18)):
             a.axvspan(x0, x1, color="#009E73", alpha=alpha, linewidth=0)
-        a.set_xlabel("base seconds, simulated / published (green: factor 2; dark: 25 %)")
+        a.set_xlabel("simulated / published seconds (light: factor 2, dark: 25 %)")
     else:
         ilo, ihi = np.array([interval(r) for r in rows], float).T if rows else (np.array([]), np.array([]))
         a.hlines(y, ilo, ihi, color="#D55E00", linewidth=0.8, label="strict interval (seed spread + band)")
@@ -932,8 +935,8 @@ def _band_panel(a, rows, kind, label, interval, reproduced, robust):
         mark = "R" if r.get("robust") == robust else ("✓" if r["verdict"] == reproduced else "✗")
         a.annotate(mark, (1.0, i), xycoords=("axes fraction", "data"), xytext=(3, 0), textcoords="offset points",
                    va="center", fontsize=6)
-    a.set_yticks(y, [label(r) + ("" if kind == "base" else f" ({r['quantity'].split()[1]})") for r in rows],
-                 fontsize=6)
+    a.set_yticks(y, [label(r) + ("" if kind == "base" else f" ({r['quantity'].split()[1]})")
+                     + (" [fitted]" if r.get("fitted") else "") for r in rows], fontsize=6)
     a.set_ylim(len(rows) - 0.5, -0.5)
     a.grid(axis="y", visible=False)
     a.set_title({"change": "%change rows", "base": "base seconds"}[kind] + " (R robust, ✓ published rule, ✗ miss)",
