@@ -85,17 +85,20 @@ def machines(args):
         tables = [n for n in tables if n not in fidelity.calibration_tables("lkp-icl-2sp6")]
     t = time.process_time()
     published, sims = fidelity.simulate_fidelity(tables, seeds=args.seeds, **opts)
-    judged = ok = 0
+    judged = ok = strict = fitted = 0
     for name, pub in published.items():
         for r in fidelity.compare(pub, fidelity.table_sim(pub, sims)):
             if r["verdict"] == fidelity.NOT_JUDGED:
                 continue
             judged += 1
             ok += r["verdict"] == fidelity.REPRODUCED
+            strict += r["strict_verdict"] == fidelity.REPRODUCED
+            fitted += bool(r["fitted"])
             if r["verdict"] != fidelity.REPRODUCED:
                 print(f"{name:<40} {r['metric']:<48} {r['quantity']:<34} published {r['published']:>+9.4g} "
                       f"simulated {r['simulated_mean']:>+9.4g} {r['verdict']}")
     extra = {k: v for k, v in opts.items() if k != "costs"}
+    print(f"strict rule: {strict} of {judged}; {fitted} rows a fitted constant was set from (counted here)")
     print(f"{ok} of {judged} rows reproduced ({args.seeds} seeds; base columns shared by tables counted per "
           f"table{'; costs ' + str(costs) if costs else ''}{'; options ' + str(extra) if extra else ''}), "
           f"{time.process_time() - t:.1f} cpu s")

@@ -40,6 +40,7 @@ _LAZY = {
     "history": ("numalab.history", None),
     "adaptive": ("numalab.adaptive", None),
     "fidelity": ("numalab.fidelity", None),
+    "compare": ("numalab.comparison", "compare"),
     "errors": ("numalab.errors", None),
     "engine": ("numalab.engine", None),
     "counters": ("numalab.counters", None),

@@ -19,7 +19,7 @@ from importlib import import_module
 from ._version import __version__
 
 # the order is the order of ``numalab --help``
-COMMANDS = ["simulate", "trace", "sweep", "futex", "report", "reproduce", "probe", "demo", "explore"]
+COMMANDS = ["simulate", "trace", "sweep", "futex", "report", "reproduce", "compare", "probe", "demo", "explore"]
 
 
 class Parser(argparse.ArgumentParser):

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from .errors import NumalabValueError, check_number, coerce_dataclass
+from .provenance import constant
 
 __all__ = ["Costs", "progress_rates"]
 
@@ -83,19 +84,79 @@ class Costs:
         per-iteration overhead is ``numalab.fidelity.JOB_OVERHEAD_S``.
     """
 
-    write_efficiency: float = 0.21
-    link_write_efficiency: float = 0.5
-    smt_share: float = 0.6
-    pte_update_ns: float = 25.0
-    pmd_update_ns: float = 400.0
-    scan_run_us: float = 30.0
-    scan_virt_ns_per_mb: float = 50.0
-    hint_fault_us: float = 2.5
-    migrate_GBps: float = 6.0
-    migrate_folio_us: float = 15.0
-    zero_GBps: float = 8.0
-    task_migration_us: float = 60.0
-    harness_overhead_s: float = 0.0
+    # where each value comes from (numalab.provenance; docs/fidelity.md "Where every constant comes from")
+    write_efficiency: float = constant(
+        0.21, kind="fitted",
+        source="set so that the Ice Lake runtimes of the RFC 2023 tables come out (numa01 323-341 s, numa02 "
+               "14 s: 40-65 GB/s aggregate bzero on lkp-icl-2sp6); the RFO + write-back argument of the "
+               "docstring makes it plausible, it does not give it",
+        fitted_to=(
+            "lkp-rfc2023-p5-vs-p4|autonuma-benchmark.numa01.seconds|rfc2023-p4 seconds",
+            "lkp-rfc2023-p6-vs-p5|autonuma-benchmark.numa01.seconds|rfc2023-p5 seconds",
+            "lkp-rfc2023-p6-vs-p5|autonuma-benchmark.numa02.seconds|rfc2023-p5 seconds",
+        ),
+        band=(0.20, 0.42),
+        band_source="bytes written / published seconds / preset STREAM bandwidth of the unstuck runs on the "
+                    "robot's three machines: 0.20-0.22 Ice Lake, 0.30-0.34 Cascade Lake, 0.23-0.42 Sapphire "
+                    "Rapids (docs/fidelity.md finding 1, benchmarks/published_rates.py)")
+    link_write_efficiency: float = constant(
+        0.5, kind="assumed",
+        source="a remote write moves the line twice over the socket link (RFO read one way, write-back the "
+               "other) plus UPI protocol overhead; no measurement of the robot's links",
+        band=(0.35, 0.7), band_source="assumed: +-30 % around one transfer per direction; no public UPI "
+                                      "write-efficiency figure for these parts")
+    smt_share: float = constant(
+        0.6, kind="datasheet",
+        source="Intel 64 and IA-32 Architectures Optimization Reference Manual: two hyper-threads of one "
+               "core stream about 1.2x what one does (fill buffers shared per core)",
+        band=(0.5, 0.7), band_source="1.0x-1.4x core throughput with both threads streaming (the manual's "
+                                     "range of SMT gains for memory-bound code)")
+    pte_update_ns: float = constant(
+        25.0, kind="assumed", source="order of magnitude of change_pte_range per base page "
+                                     "(ptep_modify_prot_start/commit, a few cache lines); not measured",
+        band=(12.5, 50.0), band_source="assumed: x0.5-x2")
+    pmd_update_ns: float = constant(
+        400.0, kind="assumed", source="change_huge_pmd per THP with its page-table lock round trip; "
+                                      "order of magnitude, not measured",
+        band=(200.0, 800.0), band_source="assumed: x0.5-x2")
+    scan_run_us: float = constant(
+        30.0, kind="assumed", source="fixed cost of a task_numa_work run that changed something (mmap_lock, "
+                                     "VMA walk, flush_tlb_range IPI to the mm's CPUs): tens of us with 64 "
+                                     "CPUs; not measured",
+        band=(10.0, 100.0), band_source="assumed: the 'tens of microseconds' of a TLB-shootdown IPI round")
+    scan_virt_ns_per_mb: float = constant(
+        50.0, kind="assumed", source="page-table walk of unpopulated or already protected address space; "
+                                     "order of magnitude, not measured",
+        band=(25.0, 100.0), band_source="assumed: x0.5-x2")
+    hint_fault_us: float = constant(
+        2.5, kind="assumed", source="trap + do_numa_page/do_huge_pmd_numa_page + task_numa_fault without a "
+                                    "migration; order of magnitude, not measured",
+        band=(1.25, 5.0), band_source="assumed: x0.5-x2")
+    migrate_GBps: float = constant(
+        6.0, kind="assumed", source="single-core copy_page/folio_copy rate with a remote write; about half "
+                                    "the single-core rep stosb fill of an Ice Lake core (12 GB/s, "
+                                    "shared/reference/machine-measurements.md)",
+        band=(3.0, 12.0), band_source="assumed: x0.5-x2 (a copy reads and writes: at most the 12 GB/s "
+                                      "single-core fill)")
+    migrate_folio_us: float = constant(
+        15.0, kind="assumed", source="per-folio isolation, unmap with TLB flush and remap; order of "
+                                     "magnitude, not measured",
+        band=(7.5, 30.0), band_source="assumed: x0.5-x2")
+    zero_GBps: float = constant(
+        8.0, kind="measurement",
+        source="single-thread clearing of 2 MB pages at demand fault on a Xeon Platinum 8358 (the "
+               "lkp-icl-2sp6 part): 8.76 GB/s page at a time (Ankur Arora's clear_page series, 2023; 7.95 "
+               "GB/s in the 2025 series), shared/reference/machine-measurements.md",
+        band=(6.5, 11.8), band_source="6.5 GB/s (Cascade Lake core, rep stosb) to 11.8 GB/s (Ice Lake, "
+                                      "multi-page clearing), same sources")
+    task_migration_us: float = constant(
+        60.0, kind="assumed", source="runqueue locks and the cold caches a task finds on another node; "
+                                     "order of magnitude, not measured",
+        band=(20.0, 200.0), band_source="assumed: from a bare runqueue move to refilling a private L2")
+    harness_overhead_s: float = constant(
+        0.0, kind="derived", source="LKP's autonuma-benchmark.<test>.seconds time the benchmark binary "
+                                    "alone (data/README.md), so nothing is added; mmtests' compile step "
+                                    "is set by a user who needs it")
 
     def __post_init__(self):
         for f in fields(self):

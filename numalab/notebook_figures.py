@@ -36,6 +36,25 @@ def _pngs(nb) -> list[bytes]:
     return out
 
 
+def _execute(nb, cwd, timeout):
+    """Run ``nb`` in a fresh kernel over IPC sockets in a private temporary folder: nothing
+    leaves the machine, and the kernel has no reason to warn that it "is running over TCP
+    without encryption" (ipykernel prints that once per kernel started on TCP, which is what
+    interleaved seven warnings with numalab reproduce's output)."""
+    import os
+    import tempfile
+
+    from nbclient import NotebookClient
+    from traitlets.config import Config
+
+    with tempfile.TemporaryDirectory(prefix="numalab-kernel-") as sockets:
+        # the client makes (and so shuts down and closes) the kernel manager: configure it
+        cfg = Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", config=cfg,
+                       resources={"metadata": {"path": str(cwd)}}).execute()
+    return nb
+
+
 def export_figures(out, *, execute: bool = True, timeout: int = 600, progress: bool = False,
                    only=None) -> list[Path]:
     """Write every PNG figure of every notebook to ``out/<notebook>-fig<k>.png``.
@@ -59,11 +78,7 @@ def export_figures(out, *, execute: bool = True, timeout: int = 600, progress: b
     for path in items:
         nb = nbformat.read(path, as_version=4)
         if execute:
-            from nbclient import NotebookClient
-
-            nb = copy.deepcopy(nb)
-            NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                           resources={"metadata": {"path": str(path.parent)}}).execute()
+            nb = _execute(copy.deepcopy(nb), path.parent, timeout)
         for k, png in enumerate(_pngs(nb), start=1):
             target = out / f"{path.stem}-fig{k}.png"
             written.append(atomic_write(target, lambda tmp, png=png: tmp.write_bytes(png)))

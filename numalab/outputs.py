@@ -16,9 +16,15 @@ import xarray as xr
 from . import data, fidelity, report
 from .storage import write_netcdf, write_text
 
-__all__ = ["write_reproduction", "published_block", "simulated_block", "fidelity_rows_figure", "FIDELITY_COLUMNS"]
+__all__ = ["write_reproduction", "published_block", "simulated_block", "fidelity_rows_figure", "rows_csv",
+           "FIDELITY_COLUMNS"]
 
-FIDELITY_COLUMNS = ["table", "metric", "quantity", "published", "simulated_mean", "simulated_std", "verdict"]
+#: fidelity.csv's columns (numalab.fidelity.compare's row fields): ``verdict`` is the published
+#: rule, ``strict_verdict`` the strict one, ``robust`` robustness over the uncertainty box
+#: (``band_lo``..``band_hi`` over ``band_points`` points), ``fitted`` the fitted constants set
+#: from the row (its verdicts then count for nothing)
+FIDELITY_COLUMNS = ["table", "metric", "quantity", "published", "simulated_mean", "simulated_std", "seeds", "verdict",
+                    "strict_verdict", "band_lo", "band_hi", "band_points", "robust", "fitted"]
 
 
 def published_block(name: str) -> str:
@@ -56,7 +62,8 @@ def simulated_block(published: xr.Dataset, sim: xr.Dataset) -> str:
     return report.lkp(sim.sel(workload=wls, policy=pols), along="policy", baseline=pols[0])
 
 
-def _csv_text(rows) -> str:
+def rows_csv(rows) -> str:
+    """The rows as ``fidelity.csv`` holds them (:data:`FIDELITY_COLUMNS`, floats to 4 figures)."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=FIDELITY_COLUMNS, lineterminator="\n")
     w.writeheader()
@@ -65,13 +72,28 @@ def _csv_text(rows) -> str:
     return buf.getvalue()
 
 
+def _verdict_lines(rows) -> str:
+    def band(r):
+        return f"[{r['band_lo']:.4g}, {r['band_hi']:.4g}]" if r.get("band_points") else ""
+
+    head = (f"{'table':<40} {'metric':<48} {'quantity':<36} {'published':>11} {'simulated':>11} {'':<11} "
+            f"{'range over the box':<22} {'verdict':<14} {'strict':<16} {'robust':<12} fitted")
+    lines = [head]
+    for r in rows:
+        lines.append(
+            f"{r['table']:<40} {r['metric']:<48} {r['quantity']:<36} {r['published']:>11.4g} "
+            f"{r['simulated_mean']:>11.4g} ± {r['simulated_std']:<9.3g} {band(r):<22} {r['verdict']:<14} "
+            f"{r['strict_verdict']:<16} {r['robust']:<12} {r.get('fitted', '')}")
+    return "\n".join(lines)
+
+
 def _short(row) -> str:
     metric = row["metric"].removeprefix("autonuma-benchmark.").removesuffix(".seconds")
     metric = metric.removeprefix("proc-vmstat.").replace("time.elapsed_time", "elapsed_time")
     return f"{row['table'].removeprefix('lkp-')}: {metric}"
 
 
-def fidelity_rows_figure(rows: list[dict], machines: dict, title=None):
+def fidelity_rows_figure(rows: list[dict], machines: dict, title=None, ax=None):
     """:func:`numalab.plots.fidelity_machines` of every %change row of ``rows`` (those of
     :func:`numalab.fidelity.compare`); ``machines`` maps a table to its machine's name."""
     from . import plots
@@ -84,23 +106,27 @@ def fidelity_rows_figure(rows: list[dict], machines: dict, title=None):
     if title is None:
         ok = sum(r["verdict"] == fidelity.REPRODUCED for r in changes)
         title = f"published vs simulated %change: {ok} of {len(changes)} rows reproduced (base seconds: fidelity.csv)"
-    return plots.fidelity_machines(pub, sim, error=[r["simulated_std"] for r in changes], title=title)
+    return plots.fidelity_machines(pub, sim, ax, error=[r["simulated_std"] for r in changes], title=title)
 
 
-def write_reproduction(out, published: dict, sims, *, shown=None) -> dict:
+def write_reproduction(out, published: dict, sims, rows=None, *, shown=None) -> dict:
     """Write every output of ``numalab reproduce`` into ``out``; return their paths, the rows
     and a printable ``summary``. ``sims``: ``{preset: Dataset}`` as
     :func:`numalab.fidelity.simulate_fidelity` returns it (a single Dataset is taken as the
-    simulation of every table). ``shown``: the folder the summary names (default ``out``;
-    ``numalab reproduce`` writes into a staging folder first, see numalab.storage.staged_dir)."""
+    simulation of every table); ``rows``: the judged rows when already computed (with their
+    uncertainty bands, :func:`numalab.fidelity.simulate_bands`), else
+    :func:`numalab.fidelity.table_rows` of ``sims``. Also writes ``provenance.md``, the table
+    of every default constant (:func:`numalab.fidelity.provenance_markdown`), and with bands
+    ``fidelity-bands.png`` (:func:`numalab.plots.fidelity_bands`). ``shown``: the folder the
+    summary names (default ``out``; ``numalab reproduce`` writes into a staging folder first,
+    see numalab.storage.staged_dir)."""
     from . import plots
 
     if isinstance(sims, xr.Dataset):
         sims = {sims.attrs.get("topology", "sim"): sims}
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    rows, paths, parts, seen = [], {}, [], set()
-    machines = {}
+    paths, parts, machines = {}, [], {}
     for name, pub in published.items():
         sim = fidelity.table_sim(pub, sims)
         topo = sim.attrs.get("topology", "")
@@ -114,31 +140,22 @@ def write_reproduction(out, published: dict, sims, *, shown=None) -> dict:
         pub_change, sim_change = fidelity.paired_changes(pub, sim)
         fig = plots.fidelity(pub_change, sim_change, title=name)
         paths[f"{name}.png"] = plots.save(fig, out / f"{name}.png", dpi=120)
-        for r in fidelity.compare(pub, sim):
-            # a base column several tables share (the RFC summary's three patches against one
-            # base) is one published number: judged once
-            key = (pub.attrs["machine"], pub.attrs["source"], r["metric"], r["quantity"], r["published"])
-            if not r["quantity"].startswith("%change") and key in seen:
-                continue
-            seen.add(key)
-            rows.append(r)
-    paths["fidelity.csv"] = write_text(out / "fidelity.csv", _csv_text(rows))
-    fig = fidelity_rows_figure(rows, machines)
-    paths["fidelity.png"] = plots.save(fig, out / "fidelity.png", dpi=120)
+    rows = fidelity.table_rows(published, sims) if rows is None else rows
+    paths["fidelity.csv"] = write_text(out / "fidelity.csv", rows_csv(rows))
+    paths["fidelity.png"] = plots.save(fidelity_rows_figure(rows, machines), out / "fidelity.png", dpi=120)
+    if any(r.get("band_points") for r in rows):
+        paths["fidelity-bands.png"] = plots.save(plots.fidelity_bands(rows, label=_short), out / "fidelity-bands.png",
+                                                 dpi=120)
+    paths["provenance.md"] = write_text(out / "provenance.md", "# Where every default constant comes from\n\n"
+                                        + fidelity.provenance_markdown())
     for preset, sim in sims.items():
         key = "simulated.nc" if len(sims) == 1 else f"simulated-{preset}.nc"
         paths[key] = write_netcdf(sim, out / key)
-    judged = [r for r in rows if r["verdict"] != fidelity.NOT_JUDGED]
-    ok = sum(r["verdict"] == fidelity.REPRODUCED for r in judged)
-    verdicts = "\n".join(
-        f"{r['table']:<40} {r['metric']:<48} {r['quantity']:<36} {r['published']:>11.4g} {r['simulated_mean']:>11.4g} "
-        f"± {r['simulated_std']:<9.3g} {r['verdict']}" for r in rows)
     per_table = "\n".join(
         f"  {name:<40} {machines[name]:<28} "
         f"{sum(r['verdict'] == fidelity.REPRODUCED for r in rows if r['table'] == name)} of "
         f"{sum(r['verdict'] != fidelity.NOT_JUDGED for r in rows if r['table'] == name)}" for name in published)
     summary = "\n".join(parts) + (
-        f"\n{'table':<40} {'metric':<48} {'quantity':<36} {'published':>11} {'simulated':>11}\n{verdicts}\n\n"
-        f"per table:\n{per_table}\n\n"
-        f"{ok} of {len(judged)} published numbers reproduced; files in {shown if shown is not None else out}/")
+        f"\n{_verdict_lines(rows)}\n\nper table (published rule):\n{per_table}\n\n"
+        f"{fidelity.counts_text(fidelity.counts(rows))}\nfiles in {shown if shown is not None else out}/")
     return {"paths": paths, "rows": rows, "summary": summary}

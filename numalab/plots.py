@@ -55,6 +55,7 @@ __all__ = [
     "tradeoff",
     "fidelity",
     "fidelity_machines",
+    "fidelity_bands",
     "futex_buckets",
     "futex_published",
     "samples",
@@ -876,6 +877,86 @@ def fidelity_machines(published, simulated, ax=None, *, error=None, machine: str
         a.set_title(title or f"published vs simulated: {int(inside.sum())} of {x.size} rows reproduced")
         a.legend(loc="upper left", fontsize=7)
     return fig
+
+
+def _row_label(row) -> str:
+    metric = row["metric"].removeprefix("autonuma-benchmark.").removesuffix(".seconds").removeprefix("proc-vmstat.")
+    return f"{row['table'].removeprefix('lkp-')}: {metric}"
+
+
+def fidelity_bands(rows, ax=None, *, label=None, title=None):
+    """Every judged row with its uncertainty band (:mod:`numalab.fidelity.bands`): left the
+    %change rows (published ◆, simulated mean ●, the strict rule's interval as a thin line, the
+    range of the simulated mean over the box of plausible constants as a thick bar), right the
+    base-column seconds as simulated / published (log scale, the published rule's factor 2 and
+    the strict rule's 25 % marked). A wide bar is a constant worth measuring; a published value
+    outside every bar is a mechanism the model lacks.
+
+    Parameters
+    ----------
+    rows : list of dict, the rows of :func:`numalab.fidelity.compare` / ``fidelity.csv`` (with
+        ``band_lo``/``band_hi``; rows without a band are drawn without the bar).
+    ax : two Axes (changes, base seconds) or None.
+    label : callable row -> str for the tick labels (default: table and test).
+    """
+    from .fidelity.rules import NOT_JUDGED, REPRODUCED, ROBUST, counts, interval, is_change
+
+    rows = [r for r in rows if r.get("verdict") != NOT_JUDGED]
+    if not rows:
+        raise NumalabValueError("rows is empty; allowed: the judged rows of numalab.fidelity.compare")
+    label = label or _row_label
+    changes = [r for r in rows if is_change(r)]
+    bases = [r for r in rows if not is_change(r)]
+    n = max(len(changes), len(bases), 1)
+    with style():
+        fig, axes = _figure(ax, 1, 2, figsize=(12.0, 1.2 + 0.2 * n))
+        for a, part, kind in ((axes[0, 0], changes, "change"), (axes[0, 1], bases, "base")):
+            _band_panel(a, part, kind, label, interval, REPRODUCED, ROBUST)
+        c = counts(rows)
+        robust = f"{c['robust']} of {c['not_fitted']} rows robust" if c["robust"] is not None else "no bands"
+        fig.suptitle(title or f"published vs simulated with the range over the uncertainty box: {robust}, "
+                              f"{c['strict']} strict, {c['published']} by the published rule "
+                              f"(the {c['fitted']} rows fitted constants were set from not counted)", fontsize=9)
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=7)
+    return fig
+
+
+def _band_panel(a, rows, kind, label, interval, reproduced, robust):
+    y = np.arange(len(rows))
+    pub = np.array([r["published"] for r in rows], float)
+    mean = np.array([r["simulated_mean"] for r in rows], float)
+    lo = np.array([r.get("band_lo", r["simulated_mean"]) for r in rows], float)
+    hi = np.array([r.get("band_hi", r["simulated_mean"]) for r in rows], float)
+    if kind == "base":   # seconds as simulated / published
+        from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+        mean, lo, hi, pub = mean / pub, lo / pub, hi / pub, np.ones_like(pub)
+        a.set_xscale("log")
+        a.xaxis.set_major_locator(FixedLocator([0.25, 0.5, 0.75, 1.0, 1.25, 2.0, 4.0]))
+        a.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        a.xaxis.set_minor_locator(NullLocator())
+        for x0, x1, alpha in ((0.5, 2.0, 0.10), (0.75, 1.25, 0.18)):
+            a.axvspan(x0, x1, color="#009E73", alpha=alpha, linewidth=0)
+        a.set_xlabel("simulated / published seconds (light: factor 2, dark: 25 %)")
+    else:
+        ilo, ihi = np.array([interval(r) for r in rows], float).T if rows else (np.array([]), np.array([]))
+        a.hlines(y, ilo, ihi, color="#D55E00", linewidth=0.8, label="strict interval (seed spread + band)")
+        a.axvline(0, color="#444444", linewidth=0.8)
+        a.set_xlabel("%change (negative = faster / fewer)")
+    a.hlines(y, lo, hi, color="#E69F00", linewidth=5, alpha=0.6, label="range over the uncertainty box")
+    a.plot(mean, y, "o", color="#D55E00", markersize=4, label="simulated mean (default constants)")
+    a.plot(pub, y, "D", color="#000000", markersize=4, label="published")
+    for i, r in enumerate(rows):
+        mark = "R" if r.get("robust") == robust else ("✓" if r["verdict"] == reproduced else "✗")
+        a.annotate(mark, (1.0, i), xycoords=("axes fraction", "data"), xytext=(3, 0), textcoords="offset points",
+                   va="center", fontsize=6)
+    a.set_yticks(y, [label(r) + ("" if kind == "base" else f" ({r['quantity'].split()[1]})")
+                     + (" [fitted]" if r.get("fitted") else "") for r in rows], fontsize=6)
+    a.set_ylim(len(rows) - 0.5, -0.5)
+    a.grid(axis="y", visible=False)
+    a.set_title({"change": "%change rows", "base": "base seconds"}[kind] + " (R robust, ✓ published rule, ✗ miss)",
+                fontsize=8)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ Chromium driven by Playwright.
   (``futex_run`` + ``futex_summary``) compute in this process.
 * ``test_saved_notebooks_read_without_a_kernel``: every shipped notebook opened *without running
   it*: every stored figure is on the page and every explorer shows its last view (the restored
-  widget or its static snapshot), never the widget's text repr.
+  widget or its static snapshot), never the widget's text repr; an ``nl.compare`` result
+  (``numalab compare`` in a notebook, 05) shows as a table with every row.
 * ``test_notebooks_run_and_explorers_answer``: every shipped notebook run from the Run menu
   (about 2.5 minutes; ``NUMALAB_BROWSER_RUN=quick`` runs only 01 and 03, or give a comma-separated
   list): no error output, every figure present, then every explorer's main knob is moved and the
@@ -290,16 +291,27 @@ def _shots(tmp_path) -> Path:
 
 
 def _stored(name: str) -> dict:
-    """Counts of a shipped notebook's stored outputs: figures, explorers (widget outputs)."""
+    """Counts of a shipped notebook's stored outputs: figures, explorers (widget outputs), and
+    the table rows of nl.compare results (``numalab compare`` rendered in a notebook)."""
     nb = json.loads((NOTEBOOKS / name).read_text())
-    images = explorers = 0
+    images = explorers = compare_rows = 0
     for c in nb["cells"]:
         if c["cell_type"] != "code":
             continue
         kinds = [o.get("data", {}) for o in c.get("outputs", [])]
         images += sum("image/png" in d for d in kinds)
         explorers += sum("application/vnd.jupyter.widget-view+json" in d for d in kinds)
-    return {"images": images, "explorers": explorers}
+        for d in kinds:
+            html = "".join(d.get("text/html", ""))
+            if 'class="numalab-compare"' in html:
+                compare_rows += html.split("<tbody>", 1)[1].count("<tr>")
+    return {"images": images, "explorers": explorers, "compare_rows": compare_rows}
+
+
+def _compare_rows_shown(page) -> int:
+    """Rows of nl.compare tables on screen (a Comparison renders as an HTML table)."""
+    return page.evaluate("() => [...document.querySelectorAll('.numalab-compare table tbody tr')]"
+                         ".filter(e => e.offsetParent !== null).length")
 
 
 def _launch(pw):
@@ -364,6 +376,7 @@ def test_saved_notebooks_read_without_a_kernel(jupyter_lab, tmp_path):
                       f"({time.monotonic() - t0:.1f} s)")
                 assert "VBox(children=" not in text, name
                 assert len(views) == want["explorers"] and all(views), (name, views)
+                assert _compare_rows_shown(page) == want["compare_rows"], name
         finally:
             browser.close()
     print(f"screenshots: {shots}")
@@ -548,6 +561,7 @@ def test_notebooks_run_and_explorers_answer(jupyter_lab, tmp_path):
                 print(f"\n{name}: ran in {ran:.1f} s, {images} images (stored: {want['images']})")
                 assert not errors, f"{name}: error output {errors[0][:500]}"
                 assert images >= want["images"], f"{name}: {images} images on the page, {want['images']} stored"
+                assert _compare_rows_shown(page) == want["compare_rows"], f"{name}: nl.compare's table"
                 # live: each explorer's widget is on screen and its static snapshot hidden (not shown twice)
                 _wait_views(page, want["explorers"], 30)
                 assert all(page.evaluate(_EXPLORER_VIEWS)), name

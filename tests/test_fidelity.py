@@ -106,3 +106,171 @@ def test_every_table_names_its_machine_preset():
     assert presets["lkp-spr-rfc2023-p6-vs-base"] == "2s-224-spr"
     assert calibration_tables("lkp-icl-2sp6") == ["lkp-rfc2023-p5-vs-p4", "lkp-rfc2023-p6-vs-p5"]
     assert len(calibration_tables()) == 9
+
+
+# ------------------------------------------------------------------ the strict rule, bands, counts
+
+
+def _row(published, mean, std=0.0, seeds=8, quantity="%change b vs a", **kw):
+    from numalab.fidelity import judge, verdict_base
+
+    r = dict(table="t", metric="m", quantity=quantity, published=published, simulated_mean=mean,
+             simulated_std=std, seeds=seeds, fitted="", **kw)
+    r["verdict"] = verdict_change(published, mean) if quantity.startswith("%") else verdict_base(published, mean)
+    return judge(r)
+
+
+def test_the_strict_rule_fails_a_zero_spread_row_the_published_rule_passes():
+    r = _row(-4.1, 0.0, 0.0)                      # the issue's example: 0.00 ± 0.00 % against -4.1 %
+    assert r["verdict"] == REPRODUCED and r["strict_verdict"] == "simulated above"
+    # the same mean with a seed spread that covers it: se = 4 * sqrt(1/4 + 1/8) = 2.45, 2 se = 4.9
+    assert _row(-4.1, 0.0, 4.0)["strict_verdict"] == REPRODUCED
+    assert _row(-4.1, 0.0, 3.0)["strict_verdict"] == "simulated above"   # 2 se = 3.67 < 4.1
+    # fewer seeds widen it: se = 3 * sqrt(1/4 + 1/2)
+    assert _row(-4.1, 0.0, 3.0, seeds=2)["strict_verdict"] == REPRODUCED
+    assert _row(10.0, -1.0, 0.5)["strict_verdict"] == "simulated below"
+
+
+def test_the_strict_rule_takes_base_seconds_within_25_percent():
+    base = dict(quantity="a seconds")
+    assert _row(199.0, 339.0, **base)["verdict"] == REPRODUCED          # the issue's example, factor 1.7
+    assert _row(199.0, 339.0, **base)["strict_verdict"] == "too slow"
+    assert _row(100.0, 124.9, **base)["strict_verdict"] == REPRODUCED
+    assert _row(100.0, 74.9, **base)["strict_verdict"] == "too fast"
+
+
+def test_bands_widen_the_strict_interval_and_decide_robustness():
+    from numalab.fidelity import ROBUST, apply_bands
+
+    r = _row(-4.1, 0.0, 0.0)
+    assert r["robust"] == "not computed"
+    other = [[dict(table="t", metric="m", quantity="%change b vs a", simulated_mean=v)] for v in (-5.0, 1.0)]
+    apply_bands([r], other)
+    assert (r["band_lo"], r["band_hi"], r["band_points"]) == (-5.0, 1.0, 2)
+    assert r["strict_verdict"] == REPRODUCED and r["robust"] == ROBUST     # -4.1 in [-5, 1], 0 within 7 %
+    far = apply_bands([_row(-27.1, -3.0)], [[dict(table="t", metric="m", quantity="%change b vs a",
+                                                  simulated_mean=-30.0)]])[0]
+    assert far["verdict"] == "too small" and far["robust"] == "not robust"    # inside the band, not at the centre
+
+
+def test_counts_leave_fitted_rows_out():
+    from numalab.fidelity import NOT_JUDGED, counts, counts_text
+
+    rows = [_row(-4.1, 0.0), _row(-27.1, -26.0, 5.0), _row(341.0, 344.0, quantity="a seconds"),
+            _row(1.0, 30.0)]
+    rows[2]["fitted"] = "Costs.write_efficiency"
+    rows.append(dict(rows[0], verdict=NOT_JUDGED, strict_verdict=NOT_JUDGED, quantity="a whole job"))
+    c = counts(rows)
+    assert c == dict(judged=4, fitted=1, not_fitted=3, published_all=3, fitted_reproduced=1, published=2,
+                     strict=1, robust=None)
+    assert "2 of 3" in counts_text(c) and "1 rows a fitted constant" in counts_text(c)
+
+
+def test_the_box_is_a_latin_hypercube_and_deterministic():
+    import numpy as np
+    from numalab.fidelity import box, box_points
+
+    presets = ["2s-128", "2s-224-spr"]
+    a, b = box_points(presets, 5, seed=3), box_points(presets, 5, seed=3)
+    assert a == b and box_points(presets, 5, seed=4) != a
+    axes = box(presets)
+    assert ("costs", "write_efficiency") in axes and ("options", "lb_migrate_hz") in axes
+    assert ("topology", "node_bw_GBps") in axes and ("topology", "line_remote_ns") not in axes  # futex only
+    lo, hi = axes[("costs", "write_efficiency")][None]
+    vals = sorted(p.costs["write_efficiency"] for p in a)
+    # one value per stratum, each at its midpoint
+    assert np.allclose(vals, lo + (np.arange(5) + 0.5) / 5 * (hi - lo))
+    lb = sorted(p.options["lb_migrate_hz"] for p in a)                   # a factor 5: log strata
+    assert np.allclose(np.diff(np.log(lb)), np.log(5) / 5)
+    for p in a:
+        spr = p.topology["2s-224-spr"]
+        assert spr["remote_latency_ns"] >= spr["local_latency_ns"]
+        assert axes[("topology", "node_bw_GBps")]["2s-224-spr"][0] <= spr["node_bw_GBps"] \
+            <= axes[("topology", "node_bw_GBps")]["2s-224-spr"][1]
+        nl.Topology.preset("2s-224-spr", **spr)                          # a valid machine
+
+
+# ------------------------------------------------------------------ cross-validation
+
+
+def test_leave_one_out_chooses_on_the_other_folds_only():
+    from numalab.fidelity.crossval import leave_one_out
+
+    # rows a, b on machine m1; c on m2. "fit" wins a and b by losing c: a fit, not a mechanism
+    verdicts = {"default": {"a": False, "b": False, "c": True}, "fit": {"a": True, "b": True, "c": False}}
+    folds = {"a": "m1", "b": "m1", "c": "m2"}
+    r = leave_one_out(verdicts, folds)
+    assert (r["default"], r["in_sample"], r["in_sample_best"]) == (1, 2, "fit")
+    by = {f["fold"]: f for f in r["folds"]}
+    assert by["m1"]["chosen"] == "default" and by["m1"]["held_out"] == 0   # chosen on c alone
+    assert by["m2"]["chosen"] == "fit" and by["m2"]["held_out"] == 0
+    assert r["cross_validated"] == 0 < r["default"]                         # in-sample up, cross-validated down
+    # a mechanism that helps everywhere survives leaving any fold out (ties: the one listed first)
+    verdicts = {"default": {**verdicts["default"], "d": False}, "mech": {"a": True, "b": True, "c": True, "d": True},
+                "fit": {**verdicts["fit"], "d": False}}
+    r = leave_one_out(verdicts, {**folds, "d": "m2"})
+    assert r["cross_validated"] == 4 and {f["chosen"] for f in r["folds"]} == {"mech"}
+
+
+def test_candidates_cover_the_fitted_grids_and_each_switch():
+    from numalab.engine.options import SWITCHES
+    from numalab.fidelity.crossval import _grid, candidates
+
+    assert _grid(0.21, (0.20, 0.42), 3) == [0.21, 0.31, 0.42]
+    assert _grid(0.0002, (0.0001, 0.0005), 3) == [0.0001, 0.0002, 0.0005]
+    assert _grid(0.21, (0.20, 0.42), 1) == [0.21]
+    cands = candidates(grid=3, design="product")
+    flipped = {n for c in cands for n in c.options if n in SWITCHES and isinstance(c.options[n], bool)}
+    assert "init_coherence" in flipped and "thp" not in flipped and "harness_overhead" not in flipped
+    assert cands[0].name == "default" and not cands[0].costs and not cands[0].options
+    assert len(cands) == 3 * 3 * (1 + len(flipped)) and len({c.name for c in cands}) == len(cands)
+    sep = candidates(grid=3)                                   # the default design
+    assert len(sep) == 3 * 3 + len(flipped) and {c.name for c in sep} <= {c.name for c in cands}
+    assert all(not c.costs and set(c.options) <= flipped for c in sep if any(k in flipped for k in c.options))
+    assert len(candidates(grid=1, switches=[])) == 1
+    with pytest.raises(ValueError, match="design"):
+        candidates(design="all")
+
+
+def test_the_progress_bar_ticks_once_per_engine_call(monkeypatch):
+    """numalab reproduce's bar counts engine calls (one per machine, workload, profile and band
+    point), not whole workloads; the first call run is a cheap one, so the bar moves at once."""
+    from numalab.fidelity import runs
+
+    published = {n: nl.data.load(n) for n in ["lkp-rfc2023-p5-vs-p4", "lkp-spr-6.8-vs-6.7"]}
+    calls = runs.plan(published, 2)
+    assert len(calls) == 3 * 2 + 3 * 2          # each machine: 3 job tests x 2 profiles
+    order = []
+
+    def fake_calls(points):
+        out = []
+        for c in points:
+            order.append(c["workload"])
+            out.append(xr.Dataset({"elsp": (("policy", "seed"), np.ones((1, len(c["seeds"]))))},
+                                  coords={"policy": [c["policy"]], "seed": c["seeds"]}))
+        return out
+
+    class Bar:
+        def __init__(self, total):
+            self.total, self.n, self.closed, self.postfix = total, 0, False, []
+
+        def update(self, k):
+            self.n += k
+
+        def set_postfix_str(self, text, refresh=True):
+            self.postfix.append(text)
+
+        def close(self):
+            self.closed = True
+
+    bars = []
+    monkeypatch.setattr(runs, "run_calls", fake_calls)
+    monkeypatch.setattr(runs, "_bar", lambda total, enabled, desc: bars.append(Bar(total)) or bars[-1])
+    stats = {}
+    sims = runs.execute(calls, workers=1, progress=True, stats=stats)
+    (bar,) = bars
+    assert stats["calls"] == len(calls) and stats["workers"] == 1 and stats["engine_cpu_s"] == 0.0
+    assert bar.total == bar.n == len(calls) and bar.closed and len(bar.postfix) == len(calls)
+    assert order[0] == "numa02" and order[1:4] == ["numa01"] * 3      # a cheap probe, then the longest
+    assert set(sims) == {(0, "2s-128"), (0, "2s-224-spr")}
+    assert sims[(0, "2s-224-spr")].sizes == {"workload": 3, "policy": 2, "seed": 2}

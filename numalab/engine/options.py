@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 import numpy as np
 
 from ..errors import NumalabValueError, check_int, check_number, coerce_dataclass
+from ..provenance import Provenance
 
 __all__ = ["EngineOptions", "DEFAULTS", "LB_MIGRATE_HZ", "SWITCHES", "option_fields"]
 
@@ -42,8 +43,25 @@ PID_MAX = 1 << 22          # PID_MAX_LIMIT on 64-bit
 SYSCTL_INT_MAX = 2**31 - 1
 
 
-def _opt(default, doc, *, kind, lo=None, hi=None, lo_open=False):
-    return field(default=default, metadata=dict(doc=doc, kind=kind, lo=lo, hi=hi, lo_open=lo_open))
+def _opt(default, doc, *, kind, lo=None, hi=None, lo_open=False, source: Provenance):
+    """An option field: its doc and bounds, and where its default comes from (``source``, read
+    back with :func:`numalab.provenance.provenance_of`)."""
+    return field(default=default, metadata=dict(doc=doc, kind=kind, lo=lo, hi=hi, lo_open=lo_open,
+                                                provenance=source))
+
+
+def _kernel(source):
+    return Provenance("kernel", source)
+
+
+def _assumed(source):
+    return Provenance("assumed", source)
+
+
+#: the sysctls' defaults (kernel/sched/fair.c, spec kernel-numa-balancing.md §3.1)
+_SYSCTL = "kernel default of sysctl_numa_balancing_{} in kernel/sched/fair.c ({}; spec §3.1)"
+#: a mechanism every modelled kernel has (the switch exists to measure its share, docs/engine.md)
+_MECHANISM = "present in every kernel numalab models ({}); the off-switch is for ablations only"
 
 
 @dataclass(frozen=True)
@@ -55,44 +73,84 @@ class EngineOptions:
     accept 0/1, as a sweep grid stores them."""
 
     dt: float = _opt(0.05, "s per step (0 < dt <= 0.1: the scan period floor is 100 ms)",
-                     kind="number", lo=0.0, hi=0.1, lo_open=True)
-    time_resolution: float = _opt(1.0, "s between time-series samples", kind="number", lo=0.0, lo_open=True)
+                     kind="number", lo=0.0, hi=0.1, lo_open=True,
+                     source=_assumed("the model's step, half the 100 ms scan-period floor; a coarser step "
+                                     "changes results (docs/engine.md), so it is part of the model"))
+    time_resolution: float = _opt(1.0, "s between time-series samples", kind="number", lo=0.0, lo_open=True,
+                                  source=_assumed("sampling of the time series only; no result depends on it"))
     max_time: float = _opt(2000.0, "s of simulated time before giving up (the run is recorded as unfinished)",
-                           kind="number", lo=0.0, lo_open=True)
-    scan_delay_ms: int = _opt(1000, "sysctl_numa_balancing_scan_delay (kernel default 1000)", kind="int", lo=1, hi=SYSCTL_INT_MAX)
+                           kind="number", lo=0.0, lo_open=True,
+                           source=_assumed("a horizon above every published run (the longest, 6.4's numa01 "
+                                           "on lkp-csl-2sp9, is 435 s)"))
+    scan_delay_ms: int = _opt(1000, "sysctl_numa_balancing_scan_delay (kernel default 1000)", kind="int", lo=1,
+                              hi=SYSCTL_INT_MAX, source=_kernel(_SYSCTL.format("scan_delay", "1000 ms")))
     scan_period_min_ms: int = _opt(1000, "sysctl_numa_balancing_scan_period_min (kernel default 1000)",
-                                   kind="int", lo=1, hi=SYSCTL_INT_MAX)
+                                   kind="int", lo=1, hi=SYSCTL_INT_MAX,
+                                   source=_kernel(_SYSCTL.format("scan_period_min", "1000 ms")))
     scan_period_max_ms: int = _opt(60000, "sysctl_numa_balancing_scan_period_max (kernel default 60000)",
-                                   kind="int", lo=1, hi=SYSCTL_INT_MAX)
-    scan_size_mb: int = _opt(256, "sysctl_numa_balancing_scan_size (kernel default 256)", kind="int", lo=1, hi=SYSCTL_INT_MAX)
-    lb_migrate_hz: float = _opt(LB_MIGRATE_HZ, "cross-node load-balancer pulls per running task and s "
-                                "(LB_MIGRATE_HZ, fitted; 0 = off; <= 1/dt)", kind="number", lo=0.0)
+                                   kind="int", lo=1, hi=SYSCTL_INT_MAX,
+                                   source=_kernel(_SYSCTL.format("scan_period_max", "60000 ms")))
+    scan_size_mb: int = _opt(256, "sysctl_numa_balancing_scan_size (kernel default 256)", kind="int", lo=1,
+                             hi=SYSCTL_INT_MAX, source=_kernel(_SYSCTL.format("scan_size", "256 MB")))
+    lb_migrate_hz: float = _opt(
+        LB_MIGRATE_HZ, "cross-node load-balancer pulls per running task and s (LB_MIGRATE_HZ, fitted; 0 = off; "
+        "<= 1/dt)", kind="number", lo=0.0,
+        source=Provenance(
+            "fitted", "set from numa01_THREAD_ALLOC's p4 seconds on lkp-icl-2sp6 (simulated 185.6 s, published "
+            "186.7 s), below the robot's perf-stat.ps.cpu-migrations bound of ~1 per CPU-second "
+            "(docs/fidelity.md, the load balancer's cross-node moves)",
+            fitted_to=("lkp-rfc2023-p5-vs-p4|autonuma-benchmark.numa01_THREAD_ALLOC.seconds|rfc2023-p4 seconds",),
+            band=(0.0001, 0.0005),
+            band_source="the values around the fitted one that keep that row within 5 % (188.9 s at 0.0001, "
+                        "177.5 s at 0.0005; docs/fidelity.md); the cross-node pull rate is not measured"))
     sticky_locality: bool = _opt(True, "the early-return path of update_task_scan_period keeps "
-                                 "numa_faults_locality[] (kernels without e81ee0630837)", kind="bool")
+                                 "numa_faults_locality[] (kernels without e81ee0630837)", kind="bool",
+                                 source=_kernel("the kernels before e81ee0630837 keep numa_faults_locality[] on "
+                                                "the early-return path of update_task_scan_period (spec §3.5)"))
     thp: bool = _opt(True, "anonymous 2 MiB regions are transparent huge pages (False: 4 KiB semantics)",
-                     kind="bool")
+                     kind="bool",
+                     source=Provenance("measurement", "the robot's whole-job numa_pte_updates are 513.7-515.8 x "
+                                       "its numa_huge_pte_updates on both kernels (data/lkp-spr-6.8-vs-6.7.csv): "
+                                       "practically every update was a 2 MiB PMD, so THP was on"))
     numa_groups: bool = _opt(True, "numa groups: shared faults create and join numa_group "
-                             "(task_numa_group); False = every task alone", kind="bool")
+                             "(task_numa_group); False = every task alone", kind="bool",
+                             source=_kernel(_MECHANISM.format("task_numa_group")))
     task_swaps: bool = _opt(True, "numa_migrate_preferred may swap with a task on a full preferred node "
-                            "(task_numa_compare / migrate_swap); False = moves into idle CPUs only", kind="bool")
+                            "(task_numa_compare / migrate_swap); False = moves into idle CPUs only", kind="bool",
+                            source=_kernel(_MECHANISM.format("task_numa_compare / migrate_swap")))
     scan_period_adapt: bool = _opt(True, "update_task_scan_period adapts numa_scan_period after each "
-                                   "placement; False = the period keeps its task_scan_start value", kind="bool")
+                                   "placement; False = the period keeps its task_scan_start value", kind="bool",
+                                   source=_kernel(_MECHANISM.format("update_task_scan_period")))
     migrate_filter: bool = _opt(True, "the two-stage filter of should_numa_migrate_memory (last_cpupid, "
-                                "group fault shares); False = every misplaced fault migrates", kind="bool")
+                                "group fault shares); False = every misplaced fault migrates", kind="bool",
+                                source=_kernel(_MECHANISM.format("should_numa_migrate_memory")))
     init_coherence: bool = _opt(True, "a shared init sweep (numa01's workers zero-writing the whole buffer "
                                 "together) moves lines between caches: one DRAM write-back per line, "
                                 "cross-socket pulls on the links (costs.progress_rates); False = every "
-                                "sweep charged its full DRAM traffic", kind="bool")
+                                "sweep charged its full DRAM traffic", kind="bool",
+                                source=_assumed("our reading of the first-touch fault path (the racers serialise "
+                                                "on each huge page, so the init sweeps move as one convoy); the "
+                                                "spec notes do not cover it (docs/fidelity.md)"))
     harness_overhead: bool = _opt(True, "add costs.harness_overhead_s to elsp (default cost 0 s, so a no-op "
-                                  "unless costs set it)", kind="bool")
+                                  "unless costs set it)", kind="bool",
+                                  source=Provenance("derived", "a no-op with the default "
+                                                    "costs.harness_overhead_s = 0"))
     pid_base: int | None = _opt(None, "first pid of the run; None = drawn per seed in [pid_lo, pid_hi)",
-                                kind="int", lo=1, hi=PID_MAX - 1)
+                                kind="int", lo=1, hi=PID_MAX - 1,
+                                source=_assumed("drawn per seed: where the pid counter stands when the "
+                                                "benchmark starts is not published"))
     pid_lo: int = _opt(2000, "lowest pid a seed draws (assumed: a booted system has used the first ~2000 pids; "
-                       "not measured)", kind="int", lo=1)
-    pid_hi: int = _opt(40000, "pid draws stay below this", kind="int", hi=PID_MAX)
-    init_node: int | None = _opt(None, "node B / the main thread's node; None = drawn per seed", kind="int", lo=0)
+                       "not measured)", kind="int", lo=1,
+                       source=_assumed("a booted system has used the first ~2000 pids; not measured"))
+    pid_hi: int = _opt(40000, "pid draws stay below this", kind="int", hi=PID_MAX,
+                       source=_assumed("a machine some time after boot, below the default pid_max (32768, or "
+                                       "1024 per CPU); not measured"))
+    init_node: int | None = _opt(None, "node B / the main thread's node; None = drawn per seed", kind="int", lo=0,
+                                 source=_assumed("drawn per seed: the node numa01's main thread starts on is "
+                                                 "not published"))
     check_invariants: bool = _opt(True, "check page conservation, CPU counts and counters every 20 steps",
-                                  kind="bool")
+                                  kind="bool", source=_assumed("a consistency check, not a model constant: "
+                                                               "results are the same either way"))
 
     def __post_init__(self):
         for f in fields(self):
