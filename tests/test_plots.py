@@ -426,3 +426,38 @@ def test_skip_reason_whiskers_never_go_below_zero():
     for coll in ax.collections:  # the error-bar segments
         for seg in coll.get_segments():
             assert seg[:, 0].min() >= 0
+
+
+@pytest.mark.parametrize("fmt", ["png", "pdf", "svg"])
+def test_save_writes_the_format_its_suffix_names_with_fonts_embedded(tmp_path, fmt):
+    fig = plots.samples(runs_ds(), var="elsp")
+    path = plots.save(fig, tmp_path / f"fig.{fmt}", dpi=200)
+    data = path.read_bytes()
+    if fmt == "png":
+        from PIL import Image
+
+        with Image.open(path) as img:
+            dpi, size = img.info["dpi"], img.size
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and round(dpi[0]) == 200
+        assert size == (round(fig.get_figwidth() * 200), round(fig.get_figheight() * 200))
+    elif fmt == "pdf":
+        assert data.startswith(b"%PDF") and b"/FontFile2" in data and b"DejaVuSans" in data  # TrueType, embedded
+        assert b"/Type3" not in data and b"CreationDate" not in data
+    else:
+        text = data.decode()
+        assert "<svg" in text and "<text" not in text and "<path" in text  # glyphs as outlines: no font needed
+    assert plots.save(fig, tmp_path / f"again.{fmt}", dpi=200).read_bytes() == data  # same figure, same bytes
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left behind
+
+
+def test_save_refuses_what_it_cannot_write(tmp_path):
+    from numalab.errors import NumalabValueError
+
+    fig = plots.samples(runs_ds(), var="elsp")
+    with pytest.raises(NumalabValueError, match="allowed: png, pdf, svg"):
+        plots.save(fig, tmp_path / "fig.jpg")
+    with pytest.raises(NumalabValueError, match="dpi"):
+        plots.save(fig, tmp_path / "fig.png", dpi=0)
+    with pytest.raises(NumalabValueError, match="matplotlib Figure"):
+        plots.save("not a figure", tmp_path / "fig.png")
+    assert not list(tmp_path.iterdir())
