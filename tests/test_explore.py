@@ -64,7 +64,7 @@ def test_saved_notebooks_export_to_html_with_their_last_view(name):
                     for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert explorers >= 1
     assert "VBox(children=" not in body
-    assert body.count('class="numalab-snapshot"') == explorers
+    assert body.count('class="numalab-snapshot numalab-snapshot-') == explorers
     assert body.count("numalab-value") >= 5 * explorers  # the summary numbers
     figures = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert body.count("data:image/png;base64") >= figures

@@ -20,6 +20,8 @@ PAGE = [
                  "the run in flight."),
     ("markdown", "## PID-history length: a workload under a profile with history N (`numalab.simulate`)"),
     ("code", "import numalab as nl\n"
+             "# the page shows once every explorer has its first answer; each refines it in place after\n"
+             "nl.widgets.Explorer.display_waits = \"first\"\n"
              "nl.widgets.HistoryExplorer({history_args})"),
     ("markdown", "## Futex hash buckets (`perf bench futex hash`)"),
     ("code", "nl.widgets.FutexExplorer({futex_args})"),
@@ -83,7 +85,7 @@ def command(path, port: int) -> list[str]:
     import sys
 
     return [sys.executable, "-m", "voila", str(path), "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
-            "--show_tracebacks=True", "--VoilaConfiguration.file_allowlist=['.*\\.(png|jpg|gif|svg)']"]
+            "--show_tracebacks=True", "--VoilaConfiguration.file_allowlist=.*\\.(png|jpg|gif|svg)"]
 
 
 def _free_port() -> int:
