@@ -911,22 +911,9 @@ class HistoryExplorer(Explorer):
             self.pool.plan([])
 
     def notes(self, result, params):
-        starved = []
-        for h, ds in result.items():
-            faults = float(ds["numa_hint_faults"].mean()) if "numa_hint_faults" in ds else None
-            skips = float(ds["skip_pid_inactive"].mean()) if "skip_pid_inactive" in ds else 0.0
-            if faults == 0 and skips > 0:
-                starved.append(str(ds["policy"].values[0]) if "policy" in ds.coords else str(h))
-        if not starved:
-            return []
-        return [
-            f"{' and '.join(starved)}: no hinting faults at all -- the PID filter starved every VMA. "
-            "vma_is_accessed() lets a thread scan a VMA only if the thread's PID bit is already in "
-            "pids_active[], and only hinting faults in scanned VMAs set bits. Here the unconditional first "
-            "passes (mm->numa_scan_seq < 2) went by without a fault setting any bit, so every VMA is skipped "
-            "as pid_inactive for the rest of the run: nothing is protected or migrated, and elsp is the time "
-            "with memory left where it was first touched. v6.7 added a forced scan of one PID-inactive VMA "
-            "(vma_pids_forced) and v6.12 a starvation horizon, which end this."]
+        from ..interpret import STARVATION, starvation_evidence, starved
+
+        return [f"{p}: {starvation_evidence(ds, p)} -- {STARVATION}" for ds in result.values() for p in starved(ds)]
 
     def to_dataset(self, result):
         """The shown policies along ``policy`` (as the figure draws them); attrs ``view_keys``
@@ -952,10 +939,12 @@ class HistoryExplorer(Explorer):
             from ..stats import paired_change
 
             eff = paired_change(merged["elsp"].assign_coords(policy=names), "policy")
-            m, lo, hi = (float(eff[k].values[1]) for k in ("mean", "lo", "hi"))
-            mark = " *" if bool(eff["significant"].values[1]) else ""
-            rows["elsp %change vs profile, per seed (95% CI)"] = [
+            m, lo, hi, runs = (float(eff[k].values[1]) for k in ("mean", "lo", "hi", "runs"))
+            mark = " *" if bool(eff["resolved"].values[1]) else ""
+            rows["elsp %change vs profile, per seed (95% CI; * excludes 0)"] = [
                 "baseline", f"{m:+.2f}% [{lo:+.2f}, {hi:+.2f}]{mark}" if np.isfinite(lo) else f"{m:+.2f}% (no interval yet)"]
+            rows["runs per kernel a real machine needs to see it (95%, power 0.8)"] = [
+                "", f"{runs:,.0f}" if np.isfinite(runs) else "none: no change"]
         with plots.style():
             fig = Figure(figsize=(11.0, 3.6))
             left, right = fig.subplots(1, 2, width_ratios=[1, 1.4])
