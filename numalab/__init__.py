@@ -23,6 +23,7 @@ _LAZY = {
     "workloads": ("numalab.workloads", "workloads"),
     "simulate": ("numalab.engine", "simulate"),
     "scan_trace": ("numalab.engine.tracing", "scan_trace"),
+    "scan_map": ("numalab.engine.scanmap", "scan_map"),
     "sweep": ("numalab.sweeps", "sweep"),
     "futex": ("numalab.futex", None),
     "report": ("numalab.report", None),
