@@ -159,13 +159,14 @@ def lkp(
 ) -> str:
     """The kernel test robot's ``%stddev %change`` block for ``ds`` (§3.2-§3.3).
 
-    Column ids are the ``along`` names (policies or commits) cut to 16 / 27 characters; the
-    baseline (default: first) comes first. Rows: ``autonuma-benchmark.<test>.seconds`` per
+    Column ids are the ``along`` names (policies or commits) cut to 16 / 27 characters (when one
+    is cut, the group header's ``commit:`` list names them in full); the baseline (default:
+    first) comes first. Rows: ``autonuma-benchmark.<test>.seconds`` per
     workload from ``elsp``, ``autonuma-benchmark.time.system_time``/``user_time`` from
     ``syst``/``user`` (summed over workloads when there are several: one job ran them all) and
     ``proc-vmstat.<counter>`` for the vmstat counters -- every row, not only LKP's "changed"
-    ones. ``group_header``: print the ``====`` block with axes and commit lines (default: only
-    when an ingested report had one). Ingested summaries (:func:`read_lkp`) print as read.
+    ones. ``group_header``: print the ``====`` block with axes and commit lines (default: when an
+    ingested report had one, or a name is too long for its column). Ingested summaries (:func:`read_lkp`) print as read.
     """
     _refuse_other_summary(ds, "lkp")
     if "block" in ds.dims and _summary_kind(ds) == "lkp":  # a mail's several blocks, as read
@@ -181,7 +182,9 @@ def lkp(
     lines = []
     stored = ds.attrs.get("lkp_group_header")
     if group_header is None:
-        group_header = stored is not None
+        # a name longer than its column (16 / 27 characters) is cut there: then the group
+        # header's commit list, as the robot prints it, carries every name in full
+        group_header = stored is not None or len(kernels[0]) > 16 or any(len(k) > 27 for k in kernels[1:])
     if group_header:
         if stored is not None and kernels[0] == ds.attrs.get("lkp_baseline"):
             g = json.loads(stored)
