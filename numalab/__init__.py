@@ -28,6 +28,7 @@ _LAZY = {
     "futex": ("numalab.futex", None),
     "report": ("numalab.report", None),
     "stats": ("numalab.stats", None),
+    "interpret": ("numalab.interpret", None),
     "data": ("numalab.data", None),
     "plots": ("numalab.plots", None),
     "widgets": ("numalab.widgets", None),

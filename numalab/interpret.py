@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-__all__ = ["TABLE_WIDTH", "format_spread", "summary_table", "legend", "interpretation", "starved",
+__all__ = ["TABLE_WIDTH", "explain", "format_spread", "summary_table", "legend", "interpretation", "starved",
            "starvation_evidence", "STARVATION"]
 
 #: the width the table is laid out in (a terminal, a mail): policies wrap into blocks beyond it
@@ -93,7 +93,7 @@ def summary_table(ds, width: int = TABLE_WIDTH) -> str:
         cur.append(p)
         used += col_w[p]
     blocks.append(cur)
-    lines = [f"{ds.attrs.get('workload', '?')} on {ds.attrs.get('topology', '?')}: mean ± stddev over "
+    lines = [f"{_name(ds, 'workload')} on {_name(ds, 'topology')}: mean ± stddev over "
              f"{ds.sizes['seed']} seed{'s' if ds.sizes['seed'] != 1 else ''} per policy"]
     for block in blocks:
         head = f"{'':<{name_w}}{'units':<{unit_w}}" + "".join(f"{p:>{col_w[p]}}" for p in block)
@@ -103,6 +103,16 @@ def summary_table(ds, width: int = TABLE_WIDTH) -> str:
     if "finished" in ds and int(ds["finished"].min()) == 0:
         lines.append("note: some runs hit max_time before every thread finished (finished=0)")
     return "\n".join(lines)
+
+
+def _name(ds, key: str) -> str:
+    """The run's workload / topology: an attr of a simulate Dataset, a scalar coordinate of a
+    point selected from a sweep."""
+    if key in ds.attrs:
+        return str(ds.attrs[key])
+    if key in ds.coords and ds[key].ndim == 0:
+        return str(ds[key].values)
+    return "?"
 
 
 def legend(ds) -> list[str]:
@@ -251,3 +261,17 @@ def _rule_difference(base: str, new: str) -> str:
     if n.forced_one and not b.forced_one:
         why.append("it forces a scan of one PID-inactive VMA per pass (vma_pids_forced)")
     return "; ".join(why) or "its rules let threads scan VMAs whose PID bit is not in pids_active[]"
+
+
+def explain(ds, baseline=None, ci: float = 0.95, width: int = TABLE_WIDTH) -> str:
+    """What ``numalab simulate`` prints for ``ds``: the table, the legend and the interpretation
+    (each line wrapped to ``width``)."""
+    import textwrap
+
+    out = [summary_table(ds, width), ""]
+    out += [textwrap.fill(line, width, subsequent_indent="  ") for line in legend(ds)]
+    lines = interpretation(ds, baseline, ci)
+    if lines:
+        out += ["", "What it says:"]
+        out += [textwrap.fill(line, width, initial_indent="* ", subsequent_indent="  ") for line in lines]
+    return "\n".join(out)

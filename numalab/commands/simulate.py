@@ -103,18 +103,10 @@ def policies_from_args(profiles, histories):
 def summary_table(ds) -> str:
     """The printed summary: the table of mean ± stddev per policy (units, at most 100 columns,
     wrapping by policy), the legend of the model's own metrics, and the interpretation lines
-    generated from the numbers (:mod:`numalab.interpret`)."""
-    import textwrap
+    generated from the numbers (:func:`numalab.interpret.explain`)."""
+    from ..interpret import explain
 
-    from ..interpret import TABLE_WIDTH, interpretation, legend, summary_table as table
-
-    out = [table(ds), ""]
-    out += [textwrap.fill(line, TABLE_WIDTH, subsequent_indent="  ") for line in legend(ds)]
-    lines = interpretation(ds)
-    if lines:
-        out += ["", "What it says:"]
-        out += [textwrap.fill(line, TABLE_WIDTH, initial_indent="* ", subsequent_indent="  ") for line in lines]
-    return "\n".join(out)
+    return explain(ds)
 
 
 def run(args) -> int:

@@ -210,10 +210,13 @@ def futex_run(mode: str, buckets, threads: int, nodes: int, *, topology: str = "
 
 
 def futex_summary(ds: xr.Dataset, buckets: int) -> dict:
-    """Mean over seeds at ``buckets``: ops/s per thread (perf bench's 'Averaged ... operations/sec'),
-    bucket utilisation and hash collisions."""
+    """Mean over seeds at ``buckets``: the thread count, ops/s per thread (perf bench's 'Averaged
+    ... operations/sec'), bucket utilisation and hash collisions."""
+    from ..plots import futex_threads
+
     point = ds.sel(buckets=buckets)
     return {
+        "threads": futex_threads(ds),
         "buckets": int(buckets),
         "ops/s per thread": float(point["ops_per_s_per_thread"].mean()),
         "ops/s (all threads)": float(point["ops_per_s"].mean()),
