@@ -944,7 +944,7 @@ class HistoryExplorer(Explorer):
             rows["elsp %change vs profile, per seed (95% CI; * excludes 0)"] = [
                 "baseline", f"{m:+.2f}% [{lo:+.2f}, {hi:+.2f}]{mark}" if np.isfinite(lo) else f"{m:+.2f}% (no interval yet)"]
             rows["runs per kernel a real machine needs to see it (95%, power 0.8)"] = [
-                "", f"{runs:,.0f}" if np.isfinite(runs) else "none: no change"]
+                "", f"{runs:,.0f}" if np.isfinite(runs) else "none: no change" if m == 0 else "more than 100,000"]
         with plots.style():
             fig = Figure(figsize=(11.0, 3.6))
             left, right = fig.subplots(1, 2, width_ratios=[1, 1.4])
