@@ -1325,6 +1325,8 @@ def paired_change(ds, ax=None, *, variables=("elsp",), along: str = "history", b
                 e = eff.sel({by: g}) if g is not None else eff
                 if log:
                     _ratio_axis(a)
+                else:
+                    _plain_axis(a.xaxis)
                 a.axvline(0, color="#444444", linewidth=0.8)
                 for i, name in enumerate(others):
                     _paired_row(a, e.sel({along: name}), y[i], jitter, cycle[i % len(cycle)], runs)
