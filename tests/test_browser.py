@@ -566,6 +566,7 @@ def _explore(tmp_path, budget_s, knobs, *, full_size=False):
                JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
                IPYTHONDIR=str(tmp_path / "ipython"), JUPYTER_PLATFORM_DIRS="1")
     log = open(tmp_path / "voila.log", "w")
+    started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "numalab", "explore", f"--port={port}", f"--dir={tmp_path / 'page'}",
                              *(["--full-size"] if full_size else [])],
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -587,6 +588,12 @@ def _explore(tmp_path, budget_s, knobs, *, full_size=False):
                         time.sleep(1)
                 page.wait_for_selector(".numalab-historyexplorer td.numalab-value", timeout=_left_ms(120))
                 page.wait_for_selector(".numalab-pidhashexplorer td.numalab-value", timeout=_left_ms(60))
+                shown = time.monotonic() - started
+                page.wait_for_function("() => !document.querySelector('.numalab-historyexplorer .numalab-summary')"
+                                       ".innerText.includes('preliminary')", timeout=_left_ms(120), polling=100)
+                refined = time.monotonic() - started
+                print(f"\n{tag}: page with every explorer's first answer {shown:.1f} s after `numalab explore` "
+                      f"started, the history explorer refined {refined:.1f} s after")
                 page.screenshot(path=str(shots / f"{tag}-page.png"))
                 _check_knobs(page, knobs, shots, tag, tmp_path)
             finally:
