@@ -539,13 +539,18 @@ def test_notebooks_run_and_explorers_answer(jupyter_lab, tmp_path):
                                      ".filter(e => e.offsetParent !== null).length") == 0, name
                 _check_knobs(page, KNOBS.get(name, []), shots, tag, tmp_path)
         except BaseException:
-            if page is not None:
-                page.screenshot(path=str(shots / "failure.png"), timeout=10_000)
-                print(f"\nfailure screenshot: {shots / 'failure.png'}\nserver log: {tmp_path / 'jupyter.log'}")
+            _failure_shot(page, shots, tmp_path)
             raise
         finally:
             browser.close()
     print(f"screenshots: {shots}")
+
+
+def _failure_shot(page, shots, tmp_path) -> None:
+    """On a failure: a screenshot of the page, and where it and the server's log are."""
+    if page is not None:
+        page.screenshot(path=str(shots / "failure.png"), timeout=10_000)
+        print(f"\nfailure screenshot: {shots / 'failure.png'}\nserver log: {tmp_path / 'jupyter.log'}")
 
 
 def _explore(tmp_path, budget_s, knobs, *, full_size=False):
@@ -789,9 +794,7 @@ def test_explorers_beside_other_outputs_progress_errors_and_export(jupyter_lab, 
             print(f"exported to {folder}; re-opened view shows {got}")
             assert got == want
         except BaseException:
-            if page is not None:
-                page.screenshot(path=str(shots / "failure.png"), timeout=10_000)
-                print(f"\nfailure screenshot: {shots / 'failure.png'}\nserver log: {tmp_path / 'jupyter.log'}")
+            _failure_shot(page, shots, tmp_path)
             raise
         finally:
             browser.close()
