@@ -427,7 +427,8 @@ def test_export_writes_figure_parameters_and_dataset_and_reopens(tmp_path):
 def test_export_of_futex_and_pid_views_round_trips(tmp_path):
     from numalab.widgets.display import figure_png
 
-    for ex in (W.FutexExplorer(threads=4, seeds=1), W.PidHashExplorer(threads=20, width=128)):
+    decision = W.DecisionMatrixExplorer(profile="rfc2023-p6", threads=4, passes=8).set(**{"pass": 5})
+    for ex in (W.FutexExplorer(threads=4, seeds=1), W.PidHashExplorer(threads=20, width=128), decision):
         out = ex.export(tmp_path / type(ex).__name__, formats=("png",))
         assert figure_png(W.regenerate(out)) == ex.figure.value
         assert W.reopen(out).shown_values() == ex.shown_values()
