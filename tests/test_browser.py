@@ -335,15 +335,16 @@ def _wait_views(page, n, timeout_s):
         pass
 
 
+@pytest.mark.timeout(600)
 def test_saved_notebooks_read_without_a_kernel(jupyter_lab, tmp_path):
     """Every shipped notebook, opened without running it, shows every stored figure and each
     explorer's last view; nowhere the widget's text repr."""
     from playwright.sync_api import sync_playwright
 
-    _BUDGET["end"] = time.monotonic() + 150
     base, token = jupyter_lab
     shots = _shots(tmp_path)
     names = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+    _BUDGET["end"] = time.monotonic() + 30 + 60 * len(names)  # a hang guard: opening one took 38 s on a loaded machine
     with sync_playwright() as pw:
         browser = _launch(pw)
         try:
