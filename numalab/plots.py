@@ -7,7 +7,8 @@ caller's back), draws, and returns it. Nothing here calls ``plt.show()``.
 
 The package style (``numalab.mplstyle``: bundled DejaVu Sans, fixed size and DPI, colour-blind
 safe colours) is applied with :func:`style`, a context manager, so a user's global
-``rcParams`` are never touched. Use :func:`save` to write a PNG with the same style.
+``rcParams`` are never touched. Use :func:`save` to write a figure for publication: PNG, PDF or
+SVG by the file's suffix, at a chosen ``dpi``, fonts embedded, with the same style.
 
 matplotlib is imported lazily (inside the functions), so ``import numalab`` stays cheap.
 
@@ -21,11 +22,14 @@ skip_reasons           mean count of each ``skip_<reason>`` per policy
 history_sweep          elsp / syst vs history length N, one panel per workload
 tradeoff               false skips vs idle scans along N, one line per profile
 fidelity               published vs simulated %change per row, with the acceptance band
+scan_heatmap           damo-style: per VMA and time bin, the scanner's decision, the PTEs it
+                       changed and the hinting faults taken (numalab.engine.scanmap.scan_map)
 futex_buckets          futex ops/s per thread vs number of hash buckets, one line per mode
 futex_published        published perf bench futex hash curves against the model's predictions
 samples                mmtests-style box + strip plot of the per-seed samples per policy
-paired_change          per-seed %change against a baseline policy, mean with its confidence
-                       interval and the mmtests significance mark (the effect, not the levels)
+paired_change          per-seed %change against a baseline policy, mean with its paired confidence
+                       interval (ratio scale for counts), * where it excludes 0, and the runs a
+                       real machine needs to see it (the effect, not the levels)
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ __all__ = [
     "STYLE",
     "style",
     "save",
+    "SAVE_FORMATS",
     "REASON_COLOURS",
     "pid_bit_occupancy",
     "decision_matrix",
@@ -57,9 +62,11 @@ __all__ = [
     "fidelity_machines",
     "fidelity_bands",
     "futex_buckets",
+    "futex_threads",
     "futex_published",
     "samples",
     "paired_change",
+    "scan_heatmap",
 ]
 
 #: The package style sheet (shipped as package data).
@@ -117,17 +124,43 @@ def _style_rc() -> dict:
     return {k: rc[k] for k in rc if k not in STYLE_BLACKLIST}
 
 
-def save(fig, path, **kwargs) -> Path:
-    """Write ``fig`` (PNG unless the suffix says otherwise) under the package style, through a
-    temporary name then ``os.replace`` so no half-written image is left behind."""
+#: formats :func:`save` writes, by file suffix
+SAVE_FORMATS = ("png", "pdf", "svg")
+#: how each format keeps its text: TrueType fonts embedded in PDF/PS (type 42, editable and
+#: accepted by publishers, where matplotlib's default type 3 is not), glyphs as paths in SVG
+#: (no font needed to view it), PNG pixels
+_EMBED_FONTS = {"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "path"}
+
+
+def save(fig, path, *, dpi=None, metadata=None, **kwargs) -> Path:
+    """Write ``fig`` to ``path`` under the package style, in the format its suffix names
+    (``.png``, ``.pdf`` or ``.svg``; no suffix: PNG), for publication.
+
+    ``dpi`` sets the resolution of PNGs and of the images inside vector formats (default: the
+    style's 100; 300 for print); fonts are embedded (TrueType in PDF, outlines in SVG) so the
+    file renders the same everywhere; PDF and SVG carry no creation date, so the same figure
+    gives the same bytes. Written through a temporary name and ``os.replace``: no half-written
+    image is ever left behind. Extra keywords go to ``Figure.savefig``. Returns the path."""
+    import matplotlib as mpl
+
     from .storage import atomic_write
 
     path = Path(path)
-    fmt = kwargs.pop("format", path.suffix.lstrip(".") or "png")
+    fmt = check_choice("format (the file suffix)", kwargs.pop("format", path.suffix.lstrip(".").lower() or "png"),
+                       SAVE_FORMATS)
+    if dpi is not None:
+        dpi = check_int("dpi", dpi, lo=10, hi=2400)
+    if not hasattr(fig, "savefig"):
+        raise NumalabValueError(f"fig is a {type(fig).__name__}; allowed: a matplotlib Figure")
+    meta = {"CreationDate": None} if fmt == "pdf" else {"Date": None} if fmt == "svg" else {}
+    meta.update(metadata or {})
+
+    if dpi is not None:
+        kwargs["dpi"] = dpi
 
     def write(tmp):
-        with style():
-            fig.savefig(tmp, format=fmt, **kwargs)
+        with style(), mpl.rc_context(_EMBED_FONTS):
+            fig.savefig(tmp, format=fmt, metadata=meta, **kwargs)
 
     return atomic_write(path, write)
 
@@ -537,6 +570,16 @@ def _log2_axis(a):
     a.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
 
 
+def _plain_axis(axis):
+    """Tick labels as the numbers themselves: no offset text (``1e-5``, ``+3.96e1``) far from
+    them when the values are nearly equal."""
+    from matplotlib.ticker import ScalarFormatter
+
+    fmt = ScalarFormatter(useOffset=False)
+    fmt.set_scientific(False)
+    axis.set_major_formatter(fmt)
+
+
 def _si_axis(axis):
     """Tick labels like 250k, 4M instead of an offset text (1e6) far from the numbers."""
     from matplotlib.ticker import EngFormatter
@@ -659,6 +702,7 @@ def history_sweep(ds, ax=None, *, variables=("elsp", "syst"), history_dim: str =
                     a.plot(x[best], m[best], "*", markersize=10, zorder=5, color="#000000",
                            markerfacecolor="#000000" if _clear_best(da.sel(workload=w), history_dim, best)
                            else "none")
+                _plain_axis(a.yaxis)
                 if r == 0:
                     a.set_title(str(w))
                 if c == 0:
@@ -712,26 +756,77 @@ def tradeoff(ds, ax=None, *, x: str = "idle_scans", y: str = "false_skips", alon
         fig, axes = _figure(ax, 1, len(workloads), figsize=(min(3.6 * len(workloads) + 0.8, 12), 3.8))
         for c, w in enumerate(workloads):
             a = axes[0, c]
+            texts = []
             for h in hues:
                 sel = {k: v for k, v in (("workload", w), (hue, h)) if v is not None}
                 px, py = mx.sel(sel), my.sel(sel)
                 num = _numeric(px[along].values)
                 labels = _ticklabels(px[along].values)
                 line, = a.plot(px.values[num], py.values[num], marker="o", label=str(h) if h is not None else None)
-                idx = np.flatnonzero(num)
-                marks = ({int(idx[0]), int(idx[-1])} if idx.size else set()) | set(np.flatnonzero(~num).tolist())
                 for i in np.flatnonzero(~num):  # "adaptive" is not a point on the N curve
                     a.plot(px.values[i], py.values[i], "*", markersize=10, color=line.get_color())
-                for i in sorted(marks):
-                    a.annotate(f"N={labels[i]}" if num[i] else labels[i], (px.values[i], py.values[i]),
-                               textcoords="offset points", xytext=(4, 3), fontsize=7, color=line.get_color())
+                # one label per distinct point, naming every N (and rule) that lands there: points
+                # that coincide share "N=4-8, adaptive" instead of printing their labels on top of each other
+                for xy, text in _point_labels(px.values, py.values, labels, num):
+                    texts.append(a.annotate(text, xy, textcoords="offset points", xytext=(5, 3),
+                                            fontsize=7, color=line.get_color()))
             a.set_xlabel(_label(dx, x))
             if c == 0:
                 a.set_ylabel(_label(dy, y))
             a.set_title(str(w) if w is not None else "false skips vs idle scans")
+            _declutter(fig, texts)
             if hues != [None] and c == 0:
                 a.legend(title=hue)
     return fig
+
+
+def _declutter(fig, texts, step_pt: float = 2.0, tries: int = 40):
+    """Move each annotation up (in ``step_pt`` point steps) until it overlaps no annotation placed
+    before it, so labels of nearby points stay readable; the points themselves do not move."""
+    if not texts:
+        return
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    fig.draw_without_rendering()  # lay the figure out first: extents are only known after a draw
+    renderer = canvas.get_renderer()
+    placed = []
+    for t in texts:
+        for _ in range(tries):
+            box = t.get_window_extent(renderer)
+            if not any(box.overlaps(p) for p in placed):
+                break
+            dx, dy = t.xyann
+            t.xyann = (dx, dy + step_pt)
+        placed.append(t.get_window_extent(renderer))
+
+
+def _point_labels(x, y, labels, numeric, most: int = 8):
+    """[((x, y), text)]: the distinct points of a trade-off curve, each labelled with every N of
+    ``labels`` drawn there (consecutive Ns as a range, ``N=4-8``) and the non-numeric entries
+    (``adaptive``); with more than ``most`` distinct points only the ends of the N curve and the
+    non-numeric entries are labelled."""
+    groups: dict = {}
+    for i in range(len(labels)):
+        if np.isfinite(x[i]) and np.isfinite(y[i]):
+            groups.setdefault((round(float(x[i]), 9), round(float(y[i]), 9)), []).append(i)
+    idx = np.flatnonzero(numeric)
+    ends = {int(idx[0]), int(idx[-1])} if idx.size else set()
+    out = []
+    for xy, members in groups.items():
+        if len(groups) > most and not (set(members) & ends or any(not numeric[i] for i in members)):
+            continue
+        nums = [i for i in members if numeric[i]]
+        runs, start = [], None
+        for j, i in enumerate(nums):  # consecutive positions along the curve -> one range
+            if start is None:
+                start = i
+            if j + 1 == len(nums) or nums[j + 1] != i + 1:
+                runs.append(labels[start] if start == i else f"{labels[start]}\u2013{labels[i]}")
+                start = None
+        parts = ([f"N={', '.join(runs)}"] if runs else []) + [labels[i] for i in members if not numeric[i]]
+        out.append((xy, ", ".join(parts)))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -960,6 +1055,123 @@ def _band_panel(a, rows, kind, label, interval, reproduced, robust):
 
 
 # ---------------------------------------------------------------------------------------------
+# where the scanner went (damo-style)
+
+
+def _heat_rows(ds, by):
+    """(row of each VMA index, row labels, tick positions, tick labels) for :func:`scan_heatmap`:
+    one row per VMA in index (address) order, ticked once per run of equal kinds, or one row per
+    kind."""
+    kinds = [str(k) for k in ds.attrs.get("vma_kinds") or []]
+    if not kinds:  # a plain scan_trace Dataset: the VMAs it visited
+        vma, kind = ds["vma"].values, ds["vma_kind"].values
+        kinds = ["?"] * (int(vma.max()) + 1 if vma.size else 0)
+        for v, k in zip(vma.tolist(), kind.tolist()):
+            kinds[v] = str(k)
+    mm = [int(m) for m in ds.attrs.get("vma_mm") or [0] * len(kinds)]
+    if len(set(mm)) > 1:  # several processes: say whose VMA a row is
+        kinds = [f"p{m} {k}" for m, k in zip(mm, kinds)]
+    if by == "kind":
+        names = list(dict.fromkeys(kinds))
+        return np.array([names.index(k) for k in kinds]), names, np.arange(len(names)), names
+    ticks, labels, i = [], [], 0
+    while i < len(kinds):
+        j = i
+        while j + 1 < len(kinds) and kinds[j + 1] == kinds[i]:
+            j += 1
+        ticks.append((i + j) / 2)
+        labels.append(kinds[i] if j == i else f"{kinds[i]} ×{j - i + 1}")
+        i = j + 1
+    return np.arange(len(kinds)), kinds, np.asarray(ticks), labels
+
+
+def scan_heatmap(trace, ax=None, *, seed=None, by: str = "vma", bins: int = 60):
+    """Where the scanner went, damo-style: per VMA (rows, in address order) and time bin
+    (columns) of one seed's run, the decision ``task_numa_work`` took most often there (scanned
+    by which rule, or skipped for which ``sched_skip_vma_numa`` reason; blank: not visited), the
+    base pages it made PROT_NONE and the NUMA hinting faults the VMA took.
+
+    Parameters
+    ----------
+    trace : the Dataset of :func:`numalab.engine.scanmap.scan_map` (all three panels) or of
+        :func:`numalab.scan_trace` (the decisions only: a trace has the PTEs per run, not per VMA,
+        and no faults)
+    seed : which seed (default: the first)
+    by : "vma" (one row per VMA) or "kind" (one row per VMA kind: stacks, buffer, text, ...)
+    bins : time bins over the run
+    ax : 1-D array of as many Axes as panels, optional
+    """
+    from matplotlib.colors import ListedColormap, LogNorm
+    from matplotlib.patches import Patch
+
+    if not isinstance(trace, xr.Dataset) or "visit_run" not in trace:
+        raise NumalabValueError("trace is not a scan trace; allowed: numalab.scan_trace(...) or scan_map(...)")
+    by = check_choice("by", by, ("vma", "kind"))
+    bins = check_int("bins", bins, lo=2, hi=2000)
+    seeds = [int(x) for x in trace.attrs.get("seeds", np.unique(trace["seed"].values))]
+    seed = seeds[0] if seed is None else seed
+    if seed not in seeds:
+        raise NumalabValueError(f"seed={seed!r} is not in the trace; allowed: {', '.join(map(str, seeds))}")
+    row_of, rows, ticks, tick_labels = _heat_rows(trace, by)
+    runs = np.flatnonzero(trace["seed"].values == seed)
+    keep = np.isin(trace["visit_run"].values, runs)
+    t_visit = trace["t"].values[trace["visit_run"].values[keep]]
+    r_visit = row_of[trace["vma"].values[keep]]
+    reason = trace["reason"].values[keep].astype(str)
+    mapped = "fault_t" in trace
+    end = float(trace.attrs["elsp"][seeds.index(seed)]) if "elsp" in trace.attrs else float(t_visit.max(initial=1.0))
+    edges = np.linspace(0.0, max(end, float(t_visit.max(initial=0.0))) * (1 + 1e-9), bins + 1)
+    col = np.clip(np.searchsorted(edges, t_visit, side="right") - 1, 0, bins - 1)
+    order = list(REASON_COLOURS) + sorted(set(reason) - set(REASON_COLOURS))
+    present = [r for r in order if r in set(reason)]
+    code = np.array([present.index(r) for r in reason], dtype=int) if reason.size else np.zeros(0, int)
+    counts = np.zeros((len(rows), bins, max(len(present), 1)))
+    np.add.at(counts, (r_visit, col, code), 1)
+    decision = np.where(counts.sum(-1) > 0, counts.argmax(-1), np.nan)
+    panels = [("decision", decision, "")]
+    if mapped:
+        pte = np.zeros((len(rows), bins))
+        np.add.at(pte, (r_visit, col), trace["visit_pte_updates"].values[keep])
+        fk = trace["fault_seed"].values == seed
+        faults = np.zeros((len(rows), bins))
+        fcol = np.clip(np.searchsorted(edges, trace["fault_t"].values[fk], side="right") - 1, 0, bins - 1)
+        np.add.at(faults, (row_of[trace["fault_vma"].values[fk]], fcol), trace["fault_count"].values[fk])
+        panels += [("base pages made PROT_NONE (numa_pte_updates)", pte, "pages per bin"),
+                   ("NUMA hinting faults (numa_hint_faults)", faults, "faults per bin")]
+    skips = set(_skip_reasons())
+    spare = iter(_SPARE * 4)
+    colours = [REASON_COLOURS.get(r) or next(spare) for r in present]
+    extent = (edges[0], edges[-1], len(rows) - 0.5, -0.5)
+    with style():
+        fig, axes = _figure(None if ax is None else np.asarray(ax).reshape(-1, 1), len(panels), 1,
+                            figsize=(10.0, 0.8 + (min(0.11 * len(rows), 4.5) + 0.5) * len(panels)),
+                            sharex=True)
+        for i, (name, grid, unit) in enumerate(panels):
+            a = axes[i, 0]
+            a.grid(False)
+            if name == "decision":
+                a.imshow(grid, cmap=ListedColormap(colours or ["white"]), vmin=-0.5, vmax=max(len(present), 1) - 0.5,
+                         aspect="auto", interpolation="nearest", extent=extent)
+                handles = [Patch(facecolor=c, edgecolor="none", label=("skip: " if r in skips else "scan: ") + r)
+                           for r, c in zip(present, colours)]
+                a.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="most frequent decision")
+                a.set_title(f"{trace.attrs.get('workload', '')} under {trace.attrs.get('policy', '')}, seed {seed}: "
+                            f"task_numa_work's decision per VMA and {(edges[1] - edges[0]):.2g} s", fontsize="medium")
+            else:
+                shown = np.where(grid > 0, grid, np.nan)
+                top = np.nanmax(shown) if np.isfinite(shown).any() else 1.0
+                im = a.imshow(shown, cmap="viridis", norm=LogNorm(vmin=1, vmax=max(top, 2)), aspect="auto",
+                              interpolation="nearest", extent=extent)
+                fig.colorbar(im, ax=a, label=unit, pad=0.01)
+                a.set_title(name, fontsize="medium", loc="left")
+            a.set_yticks(ticks, tick_labels)
+            a.tick_params(axis="y", labelsize=6 if len(ticks) > 16 else 8)
+            a.set_ylabel("VMA (address order)" if by == "vma" else "VMA kind")
+        axes[-1, 0].set_xlabel("time [s]")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
 # futex
 
 
@@ -993,9 +1205,30 @@ def futex_buckets(ds, ax=None, *, var: str = "ops_per_s_per_thread", buckets_dim
         _si_axis(a.yaxis)
         a.set_xlabel("hash buckets")
         a.set_ylabel(_label(da, var))
-        a.set_title("futex hash: throughput per thread vs buckets")
+        fixed = futex_threads(ds) if threads == [None] else None
+        a.set_title("futex hash: throughput per thread vs buckets" + (f", {fixed} threads" if fixed else ""))
         a.legend(title=mode_dim if threads == [None] else f"{mode_dim}, {threads_dim}")
     return fig
+
+
+def futex_threads(ds):
+    """The thread count of a futex sweep without a ``threads`` dim: its ``threads`` coordinate,
+    else the ``threads`` parameter it was run with, else (None: perf bench's default) every CPU
+    of its topology; None if the Dataset does not say."""
+    import json
+
+    if "threads" in getattr(ds, "coords", {}) and ds["threads"].ndim == 0:
+        return int(ds["threads"])
+    attrs = getattr(ds, "attrs", {})
+    try:
+        t = json.loads(attrs.get("parameters", "{}")).get("threads")
+    except (TypeError, ValueError, AttributeError):
+        t = None
+    if isinstance(t, int):
+        return t
+    if "topology_nodes" in attrs and "topology_cpus_per_node" in attrs:
+        return int(attrs["topology_nodes"]) * int(attrs["topology_cpus_per_node"])
+    return None
 
 
 def futex_published(published, models=None, ax=None, *, var: str = "ops_per_s_per_thread"):
@@ -1083,6 +1316,7 @@ def samples(ds, ax=None, *, var: str = "elsp", by: str = "policy"):
                 if d.size:
                     a.plot(x[i], d.mean(), "D", color="#000000", markersize=5, zorder=5)
             a.set_xticks(x, [str(g) for g in groups])
+            _plain_axis(a.yaxis)
             a.tick_params(axis="x", labelrotation=30 if len(groups) > 3 else 0)
             a.set_title(str(w) if w is not None else f"{var} samples per {by}")
             if c == 0:
@@ -1096,14 +1330,58 @@ def samples(ds, ax=None, *, var: str = "elsp", by: str = "policy"):
 # paired effects
 
 
+def _is_count(da) -> bool:
+    """A count (visits, faults, pages, ...): non-negative whole numbers not measured in seconds."""
+    v = np.asarray(da.values, dtype=float)
+    v = v[np.isfinite(v)]
+    return da.attrs.get("units") not in ("s", "%") and v.size > 0 and bool(np.all(v >= 0) and np.all(v == np.round(v)))
+
+
+#: %changes the ratio axis may label, most telling first (halving, doubling, ...)
+_RATIO_TICKS = (0, -50, 100, -90, 900, -75, 300, -25, 33, -99, -95, -80, 50, 200, 25, -10, 10)
+
+
+def _ratio_axis(a):
+    """A %change axis on the log-ratio scale: position log(1 + pct/100), ticks labelled in %
+    (-90, -50, 0, +100, ...), so -100 % is infinitely far and halving equals doubling."""
+    from matplotlib.ticker import FuncFormatter, Locator, NullLocator
+
+    class RatioTicks(Locator):
+        """Ticks from :data:`_RATIO_TICKS`, at least a seventh of the axis apart."""
+
+        def __call__(self):
+            lo, hi = sorted(self.axis.get_view_interval())
+            r0, r1 = np.log1p(max(lo, -99.99) / 100.0), np.log1p(hi / 100.0)
+            keep = []
+            for t in _RATIO_TICKS:
+                r = np.log1p(t / 100.0)
+                if r0 <= r <= r1 and all(abs(r - np.log1p(k / 100.0)) >= (r1 - r0) / 7 for k in keep):
+                    keep.append(t)
+            return sorted(keep)
+
+    a.set_xscale("function", functions=(lambda p: np.log1p(np.asarray(p) / 100.0),
+                                        lambda r: 100.0 * np.expm1(np.asarray(r))))
+    a.xaxis.set_major_locator(RatioTicks())
+    a.xaxis.set_minor_locator(NullLocator())
+    a.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:+.0f}%" if v else "0"))
+
+
 def paired_change(ds, ax=None, *, variables=("elsp",), along: str = "history", baseline=None,
-                  by: str = "workload", ci: float = 0.95, method: str = "t", era: str = "2023"):
-    """The effect of each policy against ``baseline``: per-seed %change (points), its mean with
-    the ``ci`` confidence interval (bar), and the mmtests significance mark (``*``), one row per
-    variable and one panel per ``by`` value (workload).
+                  by: str = "workload", ci: float = 0.95, method: str = "t", era: str = "2023",
+                  scale: str = "auto", runs: bool = True):
+    """The effect of each policy against ``baseline``, one statistic per figure: per-seed %change
+    (points) and its mean with the paired ``ci`` confidence interval (bar), ``*`` where that
+    interval excludes 0; one row per variable and one panel per ``by`` value (workload).
+
+    Times are drawn on a linear %change axis; counts (false skips, faults, pages: whole numbers
+    >= 0) on a ratio scale, with the interval of the geometric-mean change
+    (:func:`numalab.stats.paired_change` ``scale="log"``), so no interval reaches below -100 %.
+    With ``runs`` each row also says how many runs per kernel a real machine would need to see
+    the change at ``ci`` (:func:`numalab.stats.runs_needed`, from the levels' seed spread).
 
     Seeds are common random numbers across policies, so the per-seed difference is what tells
-    policies apart when their levels overlap (:func:`numalab.stats.paired_change`).
+    policies apart when their levels overlap. (mmtests' own asterisk, a t-test on the levels, is
+    what ``nl.report.mmtests`` marks; it is not this figure's statistic.)
 
     Parameters
     ----------
@@ -1111,6 +1389,7 @@ def paired_change(ds, ax=None, *, variables=("elsp",), along: str = "history", b
     variables : variable names, one row each (e.g. ("elsp", "syst"))
     along : the compared dim ("history", "policy", ...); baseline: its value to compare with
         (default: the first)
+    scale : "auto" (ratio scale for counts, linear otherwise), "linear" or "log"
     ci, method, era : see :func:`numalab.stats.paired_change`
     ax : array of len(variables) x n_by Axes, optional
     """
@@ -1118,6 +1397,7 @@ def paired_change(ds, ax=None, *, variables=("elsp",), along: str = "history", b
 
     if isinstance(variables, str):
         variables = (variables,)
+    scale = check_choice("scale", scale, ("auto", "linear", "log"))
     das = [_as_dataarray(ds, v, "ds") for v in variables]
     for v, da in zip(variables, das):
         _check_dims(da, (along, "seed"), optional=(by,), what=v)
@@ -1128,38 +1408,56 @@ def paired_change(ds, ax=None, *, variables=("elsp",), along: str = "history", b
     y = np.arange(len(others))
     jitter = (np.random.default_rng(0).random(das[0].sizes["seed"]) - 0.5) * 0.36
     cycle = [c["color"] for c in _prop_cycle()]
+    prefix = "N=" if along == "history" else ""
     with style():
         fig, axes = _figure(ax, len(variables), len(groups),
-                            figsize=(min(2.9 * len(groups) + 1.2, 12), 0.9 + (0.45 * len(others) + 0.9) * len(variables)),
+                            figsize=(min(3.1 * len(groups) + 1.4, 12), 1.1 + (0.45 * len(others) + 0.9) * len(variables)),
                             sharey=True)
         for r, (v, da) in enumerate(zip(variables, das)):
             da = da.assign_coords({along: names})
-            eff = stats.paired_change(da, along, base, ci=ci, method=method, era=era)
+            log = scale == "log" or (scale == "auto" and _is_count(da))
+            eff = stats.paired_change(da, along, base, ci=ci, method=method, era=era, scale="log" if log else "linear")
             for c, g in enumerate(groups):
                 a = axes[r, c]
                 e = eff.sel({by: g}) if g is not None else eff
+                if log:
+                    _ratio_axis(a)
+                else:
+                    _plain_axis(a.xaxis)
                 a.axvline(0, color="#444444", linewidth=0.8)
                 for i, name in enumerate(others):
-                    pts = e["pct"].sel({along: name}).values.astype(float)
-                    ok = np.isfinite(pts)
-                    a.plot(pts[ok], y[i] + jitter[: pts.size][ok], "o", color=cycle[i % len(cycle)], alpha=0.45,
-                           markersize=3.5)
-                    m, lo, hi = (float(e[k].sel({along: name})) for k in ("mean", "lo", "hi"))
-                    if np.isfinite(lo):
-                        a.errorbar([m], [y[i]], xerr=[[m - lo], [hi - m]], fmt="D", color="#000000", markersize=5,
-                                   capsize=3, zorder=5)
-                    else:
-                        a.plot([m], [y[i]], "D", color="#000000", markersize=5, zorder=5)
-                    if bool(e["significant"].sel({along: name})):
-                        a.annotate("*", (hi if np.isfinite(hi) else m, y[i]), textcoords="offset points",
-                                   xytext=(5, -4), fontsize=12, fontweight="bold")
-                a.set_yticks(y, [f"N={n}" if along == "history" else n for n in others])
+                    _paired_row(a, e.sel({along: name}), y[i], jitter, cycle[i % len(cycle)], runs)
+                a.set_yticks(y, [f"{prefix}{n}" for n in others])
                 a.set_ylim(len(others) - 0.5, -0.5)
                 a.grid(axis="y", visible=False)
-                a.set_xlabel(f"{v}: %change vs {'N=' if along == 'history' else ''}{base}")
+                a.set_xlabel(f"{v}: %change vs {prefix}{base}" + (" (ratio scale)" if log else ""))
                 if r == 0 and g is not None:
                     a.set_title(str(g))
-        how = f"{ci:.0%} {'t' if method == 't' else 'bootstrap'} interval"
-        fig.suptitle(f"effect against {'N=' if along == 'history' else ''}{base} (negative = lower): seeds (dots), "
-                     f"mean ◆ with {how}; * mmtests significant")
+        how = f"{ci:.0%} {'t' if method == 't' else 'bootstrap'} interval of the per-seed %change"
+        fig.suptitle(f"effect against {prefix}{base} (negative = lower): seeds (dots), mean ◆ with {how}\n"
+                     f"(counts: geometric mean, ratio scale); * the interval excludes 0"
+                     + (f"; n = runs per kernel a real machine needs to see it ({ci:.0%}, power 0.8)" if runs else ""),
+                     fontsize="medium")
     return fig
+
+
+def _paired_row(a, e, y, jitter, colour, runs):
+    """One compared policy of :func:`paired_change`: its seeds, mean, interval, mark and run count."""
+    pts = e["pct"].values.astype(float)
+    ok = np.isfinite(pts)
+    a.plot(pts[ok], y + jitter[: pts.size][ok], "o", color=colour, alpha=0.45, markersize=3.5)
+    m, lo, hi = (float(e[k]) for k in ("mean", "lo", "hi"))
+    if np.isfinite(lo):
+        a.errorbar([m], [y], xerr=[[m - lo], [hi - m]], fmt="D", color="#000000", markersize=5, capsize=3, zorder=5)
+    else:
+        a.plot([m], [y], "D", color="#000000", markersize=5, zorder=5)
+    end = max(hi if np.isfinite(hi) else m, np.nanmax(pts) if ok.any() else m)
+    if bool(e["resolved"]):
+        a.annotate("*", (hi if np.isfinite(hi) else m, y), textcoords="offset points", xytext=(5, -4), fontsize=12,
+                   fontweight="bold")
+    if runs:
+        n = float(e["runs"])
+        text = f"n={n:,.0f}" if np.isfinite(n) else "n>100k" if m != 0 else ""
+        a.annotate(text, (1.0, y), xycoords=("axes fraction", "data"), textcoords="offset points", xytext=(3, -3),
+                   fontsize=7, color="#555555", annotation_clip=False)
+    return end

@@ -56,6 +56,8 @@ __all__ = [
     "lkp_stats",
     "t_ppf",
     "paired_change",
+    "runs_needed",
+    "spread_vs_published",
 ]
 
 #: mmtests code generations, named by the first month they describe:
@@ -521,7 +523,7 @@ def t_ppf(q, df) -> np.ndarray:
 
 def paired_change(da, along: str, baseline=None, dim: str = "seed", *, direction: str = "lower",
                   era: str = "2023", ci: float = 0.95, method: str = "t", resamples: int = 4000,
-                  rng_seed: int = 0):
+                  rng_seed: int = 0, scale: str = "linear", power: float = 0.8):
     """Per-seed %change of ``da`` against ``baseline`` along ``along`` -- the paired view.
 
     numalab seeds are common random numbers: seed s draws the same random stream under every
@@ -534,20 +536,31 @@ def paired_change(da, along: str, baseline=None, dim: str = "seed", *, direction
     along : the dim holding the compared policies (e.g. "history", "policy")
     baseline : the ``along`` value compared against (default: the first)
     ci : confidence level of the interval of the mean %change
-    method : "t" (mean +- t_{n-1} * s / sqrt(n) of the per-seed %changes) or "bootstrap"
+    method : "t" (mean +- t_{n-1} * s / sqrt(n) of the per-seed changes) or "bootstrap"
         (percentile interval of ``resamples`` resamples of seeds, numpy Generator ``rng_seed``)
+    scale : "linear" (the interval of the mean of the per-seed %changes: for times) or "log"
+        (for counts: the interval of the mean per-seed log ratio ``log((new + 1/2) / (base + 1/2))``,
+        the 1/2 being the usual continuity correction for counts that can be 0, turned back into
+        a %change: a geometric-mean change whose interval never reaches -100 %)
     direction, era : passed to :func:`mmtests_compare`, whose significance mark (the asterisk of
         the Amean row, on the levels, as mmtests prints it) is returned as ``significant``
+    power : the power :func:`runs_needed` plans for (``runs``)
 
     Returns
     -------
     xarray.Dataset with ``pct`` (along, dim, ...) [%] (LKP's sign: negative = smaller), and over
-    (along, ...): ``mean``, ``lo``, ``hi`` [%] (the interval), ``n`` (seeds with both runs) and
-    ``significant`` (bool); attrs ``baseline``, ``ci``, ``method``.
+    (along, ...): ``mean``, ``lo``, ``hi`` [%] (the interval), ``n`` (seeds with both runs),
+    ``resolved`` (bool: the paired interval excludes 0 -- the statistic the figures mark),
+    ``significant`` (bool: mmtests' own test on the levels, what its table marks), ``cv`` [%]
+    (the levels' seed-to-seed spread, pooled over the two policies, relative to the baseline's
+    mean) and ``runs`` (:func:`runs_needed`: runs per kernel a real machine, without common
+    random numbers, would need to resolve the mean change at ``ci``; inf for no change); attrs
+    ``baseline``, ``ci``, ``method``, ``scale``.
     """
     import xarray as xr
 
     method = check_choice("method", method, ("t", "bootstrap"))
+    scale = check_choice("scale", scale, ("linear", "log"))
     if not 0 < float(ci) < 1:
         raise NumalabValueError(f"ci={ci!r}; allowed: a confidence level between 0 and 1, e.g. 0.95")
     for d in (along, dim):
@@ -559,16 +572,54 @@ def paired_change(da, along: str, baseline=None, dim: str = "seed", *, direction
     x = da.astype(float)
     b = x.isel({along: bi})
     with np.errstate(invalid="ignore", divide="ignore"):
-        pct = 100.0 * (x - b) / b.where(b != 0)
-    pct = pct.transpose(along, ..., dim)
-    v = pct.values
-    ok = ~np.isnan(v)
-    n = ok.sum(axis=-1)
+        if scale == "log":
+            per = np.log((x + 0.5) / (b + 0.5))   # per-seed log ratio, continuity-corrected
+        else:
+            per = 100.0 * (x - b) / b.where(b != 0)
+    per = per.transpose(along, ..., dim)
+    n, mean, lo, hi = _mean_interval(per.values, ci, method, resamples, rng_seed)
+    if scale == "log":  # back to a %change: 100 * (ratio - 1)
+        pct = 100.0 * np.expm1(per)
+        mean, lo, hi = (100.0 * np.expm1(a) for a in (mean, lo, hi))
+    else:
+        pct = per
+    cmp = mmtests_compare(x, along=along, baseline=base, dim=dim, direction=direction, era=era)
+    mean_label = "Amean" if direction == "lower" else "Hmean"
+    sig = cmp["significant"].sel(stat=mean_label).transpose(along, ...).values
+    levels = x.transpose(along, ..., dim).values
+    sd_lv, m_lv = stddev(levels), amean(levels)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cv = 100.0 * np.sqrt((sd_lv ** 2 + sd_lv[bi] ** 2) / 2) / np.abs(m_lv[bi])
+    runs = runs_needed(cv, mean, confidence=ci, power=power)
+    other = pct.dims[:-1]
+    coords = {k: c for k, c in pct.coords.items() if dim not in c.dims}
+    out = xr.Dataset(
+        {
+            "pct": pct.assign_attrs(units="%", long_name=f"per-seed %change of {da.name} vs {base}"),
+            "mean": (other, mean, {"units": "%", "long_name": f"mean per-seed %change vs {base}"
+                                   + (" (geometric)" if scale == "log" else "")}),
+            "lo": (other, lo, {"units": "%", "long_name": f"lower end of the {ci:.0%} interval"}),
+            "hi": (other, hi, {"units": "%", "long_name": f"upper end of the {ci:.0%} interval"}),
+            "n": (other, n),
+            "resolved": (other, (lo > 0) | (hi < 0), {"long_name": f"the paired {ci:.0%} interval excludes 0"}),
+            "significant": (other, sig.astype(bool), {"long_name": f"mmtests {era} significance (Amean row)"}),
+            "cv": (other, cv, {"units": "%", "long_name": "seed-to-seed spread of the levels (pooled CoeffVar)"}),
+            "runs": (other, runs, {"units": "1", "long_name": f"runs per kernel to resolve the change at {ci:.0%} "
+                                                              f"with power {power:g} (unpaired, a real machine)"}),
+        },
+        coords=coords,
+    )
+    return out.assign_attrs(baseline=base, ci=float(ci), method=method, era=era, variable=str(da.name), scale=scale)
+
+
+def _mean_interval(v, ci, method, resamples, rng_seed):
+    """(n, mean, lo, hi) of the last axis of ``v`` (NaN = missing): the ``ci`` interval of the
+    mean by Student's t or the percentile bootstrap; no interval from fewer than 2 samples."""
+    n = (~np.isnan(v)).sum(axis=-1)
     mean = amean(v)
     alpha = 1.0 - float(ci)
     if method == "t":
-        sd = stddev(v)
-        half = t_ppf(1.0 - alpha / 2, np.maximum(n - 1, 1)) * sd / np.sqrt(np.maximum(n, 1))
+        half = t_ppf(1.0 - alpha / 2, np.maximum(n - 1, 1)) * stddev(v) / np.sqrt(np.maximum(n, 1))
         lo, hi = mean - half, mean + half
     else:
         check_int("resamples", resamples, lo=100, hi=10**6)
@@ -578,22 +629,83 @@ def paired_change(da, along: str, baseline=None, dim: str = "seed", *, direction
         boot = amean(v[..., idx], axis=-1)  # (..., resamples)
         lo = np.nanquantile(boot, alpha / 2, axis=-1) if boot.size else boot
         hi = np.nanquantile(boot, 1 - alpha / 2, axis=-1) if boot.size else boot
-    lo = np.where(n > 1, lo, np.nan)
-    hi = np.where(n > 1, hi, np.nan)
-    cmp = mmtests_compare(x, along=along, baseline=base, dim=dim, direction=direction, era=era)
-    mean_label = "Amean" if direction == "lower" else "Hmean"
-    sig = cmp["significant"].sel(stat=mean_label).transpose(along, ...).values
-    other = pct.dims[:-1]
-    coords = {k: c for k, c in pct.coords.items() if dim not in c.dims}
-    out = xr.Dataset(
-        {
-            "pct": pct.assign_attrs(units="%", long_name=f"per-seed %change of {da.name} vs {base}"),
-            "mean": (other, mean, {"units": "%", "long_name": f"mean per-seed %change vs {base}"}),
-            "lo": (other, lo, {"units": "%", "long_name": f"lower end of the {ci:.0%} interval"}),
-            "hi": (other, hi, {"units": "%", "long_name": f"upper end of the {ci:.0%} interval"}),
-            "n": (other, n),
-            "significant": (other, sig.astype(bool), {"long_name": f"mmtests {era} significance (Amean row)"}),
-        },
-        coords=coords,
-    )
-    return out.assign_attrs(baseline=base, ci=float(ci), method=method, era=era, variable=str(da.name))
+    return n, mean, np.where(n > 1, lo, np.nan), np.where(n > 1, hi, np.nan)
+
+
+# --------------------------------------------------------------------------------------------
+# how many runs a real machine needs
+
+
+def runs_needed(spread_pct, change_pct, *, confidence: float = 0.95, power: float = 0.8,
+                max_runs: int = 100_000) -> np.ndarray:
+    """Runs per kernel a real machine needs to resolve a ``change_pct`` % change between two
+    kernels whose run-to-run spread is ``spread_pct`` % (the coefficient of variation, e.g. the
+    model's seed spread, mmtests' ``CoeffVar`` or LKP's ``%stddev``): the smallest n for which
+    a two-sided two-sample t-test at ``confidence`` finds the change with probability ``power``
+    (n runs of each kernel, equal spread). On a real machine the runs of two kernels share no
+    random stream, so this is the unpaired count, not the paired one of :func:`paired_change`.
+
+    Solves ``|change| / spread = (t_{1-a/2, 2n-2} + t_{power, 2n-2}) * sqrt(2 / n)`` (the
+    normal-approximation sample size with Student-t quantiles, iterated to its fixed point).
+    Broadcasts; returns floats: at least 2, ``inf`` where the change is 0 (nothing to resolve)
+    or more than ``max_runs`` would be needed, NaN where an input is NaN.
+
+    >>> int(runs_needed(2.0, 2.0))   # a 2 % change at a 2 % spread: 17 runs of each kernel
+    17
+    """
+    if not 0 < float(confidence) < 1:
+        raise NumalabValueError(f"confidence={confidence!r}; allowed: a level between 0 and 1, e.g. 0.95")
+    if not 0 < float(power) < 1:
+        raise NumalabValueError(f"power={power!r}; allowed: a probability between 0 and 1, e.g. 0.8")
+    max_runs = check_int("max_runs", max_runs, lo=2, hi=10**9)
+    spread, change = np.broadcast_arrays(np.abs(np.asarray(spread_pct, dtype=float)),
+                                         np.abs(np.asarray(change_pct, dtype=float)))
+    alpha = 1.0 - float(confidence)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = spread / change                       # spread in units of the change
+        z = 2.0 * (t_ppf(1 - alpha / 2, 1e9) + t_ppf(power, 1e9)) ** 2   # normal quantiles: the start
+        n = np.maximum(2.0, np.ceil(z * ratio ** 2))
+        for _ in range(30):   # the t quantiles shrink as n grows: iterate to the fixed point
+            fin = np.isfinite(n) & (n <= max_runs)
+            df = np.where(fin, 2 * n - 2, 2.0)
+            q = t_ppf(1 - alpha / 2, df) + t_ppf(power, df)
+            nxt = np.where(fin, np.maximum(2.0, np.ceil(2.0 * (q * ratio) ** 2)), n)
+            if np.array_equal(nxt, n, equal_nan=True):
+                break
+            n = nxt
+    n = np.where(np.isnan(ratio), np.nan, np.where(~np.isfinite(n) | (n > max_runs), np.inf, n))
+    return n if n.ndim else n[()]
+
+
+def spread_vs_published(published, sim, dim: str = "seed") -> list[dict]:
+    """The model's seed-to-seed spread beside the robot's published ``%stddev`` for every row of
+    a published LKP table (``numalab.data.load(...)``), to know when the model's spread -- and the
+    run counts :func:`runs_needed` derives from it -- can be trusted.
+
+    ``sim`` has ``elsp`` over (workload, policy, ``dim``) for the table's workloads and kernels
+    (e.g. from :func:`numalab.fidelity.simulate_calibration`). Both spreads are LKP's: the
+    population stddev over runs in % of the mean (:func:`lkp_stddev_pct`). The robot prints a
+    ``± r%`` only when r > 2, so a blank published cell means "2 % or less".
+
+    Returns one dict per (workload, kernel): ``table``, ``workload``, ``kernel``, ``published``
+    (% or NaN = at most 2), ``model`` (%), ``verdict``: "similar" (within a factor of 2, or
+    both at most 2 %), "model tighter" (the model's runs are more alike than the machine's:
+    run counts from it are too few) or "model wider"."""
+    rows = []
+    base = published.attrs.get("table", "")
+    for wl in [str(w) for w in published.workload.values]:
+        for kernel in [str(p) for p in published.policy.values]:
+            pub = float(published["elsp_stddev_pct"].sel(workload=wl, policy=kernel))
+            x = sim["elsp"].sel(workload=wl, policy=kernel).transpose(..., dim).values.astype(float)
+            model = float(lkp_stddev_pct(lkp_mean(x), lkp_stddev(x)))
+            if not np.isfinite(pub):
+                verdict = "similar" if model <= 2.0 else "model wider"
+            elif model < pub / 2:
+                verdict = "model tighter"
+            elif model > 2 * pub:
+                verdict = "model wider"
+            else:
+                verdict = "similar"
+            rows.append({"table": base, "workload": wl, "kernel": kernel, "published": pub, "model": model,
+                         "verdict": verdict})
+    return rows

@@ -64,9 +64,25 @@ def test_saved_notebooks_export_to_html_with_their_last_view(name):
                     for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert explorers >= 1
     assert "VBox(children=" not in body
-    assert body.count('class="numalab-snapshot"') == explorers
+    assert body.count('class="numalab-snapshot numalab-snapshot-') == explorers
     assert body.count("numalab-value") >= 5 * explorers  # the summary numbers
     figures = sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert body.count("data:image/png;base64") >= figures
     stored = json.dumps(nb)
     assert "shared/" not in stored and "spec §" not in stored
+
+
+def test_command_line_parses_without_a_deprecation_warning(tmp_path):
+    """Voilà reads the page's options as given, without traitlets' 'for containers is deprecated'
+    warning (a list option passed as one item, not as a Python list)."""
+    import warnings
+
+    pytest.importorskip("voila")
+    from voila.app import Voila
+
+    app = Voila()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        app.parse_command_line(explore.command(tmp_path / "x.ipynb", 8123)[3:])
+    assert app.config.VoilaConfiguration.file_allowlist == [r".*\.(png|jpg|gif|svg)"]
+    assert app.config.Voila.ip == "127.0.0.1"

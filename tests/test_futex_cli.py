@@ -82,6 +82,7 @@ def test_futex_sweep_writes_the_figure(capsys, tmp_path):
                      "--plot", str(png))
     assert rc == 0 and png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"wrote {png}" in out
+    assert "2s-ivb-40, 8 threads" in out  # the table says how many threads it is for
     rows = [l.split() for l in out.splitlines() if re.match(r"^\s*\d+\s", l)]
     assert [r[0] for r in rows] == ["2", "16", "256", "4096"]
     ys = np.array([[float(v) for v in r[1:]] for r in rows])

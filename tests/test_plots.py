@@ -426,3 +426,96 @@ def test_skip_reason_whiskers_never_go_below_zero():
     for coll in ax.collections:  # the error-bar segments
         for seg in coll.get_segments():
             assert seg[:, 0].min() >= 0
+
+
+@pytest.mark.parametrize("fmt", ["png", "pdf", "svg"])
+def test_save_writes_the_format_its_suffix_names_with_fonts_embedded(tmp_path, fmt):
+    fig = plots.samples(runs_ds(), var="elsp")
+    path = plots.save(fig, tmp_path / f"fig.{fmt}", dpi=200)
+    data = path.read_bytes()
+    if fmt == "png":
+        from PIL import Image
+
+        with Image.open(path) as img:
+            dpi, size = img.info["dpi"], img.size
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and round(dpi[0]) == 200
+        assert size == (round(fig.get_figwidth() * 200), round(fig.get_figheight() * 200))
+    elif fmt == "pdf":
+        assert data.startswith(b"%PDF") and b"/FontFile2" in data and b"DejaVuSans" in data  # TrueType, embedded
+        assert b"/Type3" not in data and b"CreationDate" not in data
+    else:
+        text = data.decode()
+        assert "<svg" in text and "<text" not in text and "<path" in text  # glyphs as outlines: no font needed
+    assert plots.save(fig, tmp_path / f"again.{fmt}", dpi=200).read_bytes() == data  # same figure, same bytes
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left behind
+
+
+def test_save_refuses_what_it_cannot_write(tmp_path):
+    from numalab.errors import NumalabValueError
+
+    fig = plots.samples(runs_ds(), var="elsp")
+    with pytest.raises(NumalabValueError, match="allowed: png, pdf, svg"):
+        plots.save(fig, tmp_path / "fig.jpg")
+    with pytest.raises(NumalabValueError, match="dpi"):
+        plots.save(fig, tmp_path / "fig.png", dpi=0)
+    with pytest.raises(NumalabValueError, match="matplotlib Figure"):
+        plots.save("not a figure", tmp_path / "fig.png")
+    assert not list(tmp_path.iterdir())
+
+
+def test_paired_change_marks_its_own_statistic_and_puts_counts_on_a_ratio_scale():
+    from numalab import stats
+
+    ds = history_ds()
+    rng = np.random.default_rng(5)
+    fs = rng.poisson(np.array([45, 3, 3, 2, 4])[None, :, None] * np.ones((4, 1, 4))).astype(float)
+    fs[:, 1, 0] = 0.0  # a count that fell to 0 in one seed
+    ds["false_skips"] = (("workload", "history", "seed"), fs, {"units": "visits", "long_name": "false skips"})
+    fig = plots.paired_change(ds, variables=("elsp", "false_skips"), baseline=2)
+    hist = [str(h) for h in ds.history.values]
+    for r, (var, scale) in enumerate((("elsp", "linear"), ("false_skips", "log"))):
+        eff = stats.paired_change(ds[var].assign_coords(history=hist), "history", "2", scale=scale)
+        a = fig.axes[r * 4]  # numa01
+        assert a.get_xscale() == ("function" if scale == "log" else "linear")
+        means = [ln.get_xdata()[0] for ln in a.lines if ln.get_marker() == "D"]
+        assert np.allclose(means, eff["mean"].sel(workload="numa01").values[1:])
+        stars = [t for t in a.texts if t.get_text() == "*"]
+        assert len(stars) == int(eff["resolved"].sel(workload="numa01").values[1:].sum())  # the paired interval, not mmtests
+        runs = [t.get_text() for t in a.texts if t.get_text().startswith("n=")]
+        assert len(runs) == 4
+    lo = stats.paired_change(ds["false_skips"].assign_coords(history=hist), "history", "2", scale="log")["lo"]
+    assert float(lo.min()) > -100  # no interval of a count below -100 %
+    assert "excludes 0" in fig._suptitle.get_text() and "mmtests" not in fig._suptitle.get_text()
+
+
+def test_tradeoff_gives_coinciding_points_one_label_and_labels_do_not_overlap():
+    ds = tradeoff_ds()
+    ds["false_skips"][:, 3:16] = ds["false_skips"][:, 3:4].values  # N = 4..16 all at N = 4's point
+    ds["idle_scans"][:, 3:16] = ds["idle_scans"][:, 3:4].values
+    fig = plots.tradeoff(ds)
+    texts = [t for t in fig.axes[0].texts]
+    labels = [t.get_text() for t in texts]
+    assert "N=4\u201316" in labels and not any(t in labels for t in ("N=8", "N=16"))
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw_without_rendering()
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    assert not any(boxes[i].overlaps(boxes[j]) for i in range(len(boxes)) for j in range(i))
+
+
+def test_nearly_equal_levels_get_no_offset_text():
+    ds = history_ds()
+    ds["elsp"][:] = 39.62 + 1e-5 * np.arange(ds["elsp"].size).reshape(ds["elsp"].shape)
+    fig = plots.history_sweep(ds)
+    fig.draw_without_rendering()
+    assert all(not a.yaxis.get_offset_text().get_text() for a in fig.axes)
+
+
+def test_futex_figure_states_the_thread_count():
+    import numalab as nl
+
+    sw = nl.futex.sweep(buckets=[2, 16, 128], mode=["classic"], seeds=1, topology="2s-ivb-40")
+    assert plots.futex_threads(sw) == 40 and plots.futex_buckets(sw).axes[0].get_title().endswith(", 40 threads")
+    sw = nl.futex.sweep(buckets=[2, 16, 128], mode=["classic"], seeds=1, topology="2s-ivb-40", threads=14)
+    assert plots.futex_buckets(sw).axes[0].get_title().endswith(", 14 threads")

@@ -74,5 +74,8 @@ def test_trace_table_splits_columns_and_does_not_link():
     assert str(t) == text
     out = t._repr_html_()
     assert "<caption>numa02 on 2s-128, rfc2023-p4: task_numa_work runs</caption>" in out
-    assert '<td style="text-align:left">text:shared_ro, data:disjoint_select</td>' in out
+    # the VMAs reached wrap in their cell (no nowrap cut at the box's edge); the numbers stay on one line
+    assert ('<td style="text-align:left;white-space:normal;min-width:32em">text:shared_ro, data:disjoint_select</td>'
+            in out)
+    assert '<td style="text-align:right">26287</td>' in out
     assert out.count("<th>") == len(rendering.TRACE_COLUMNS)

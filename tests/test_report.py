@@ -282,6 +282,18 @@ def test_lkp_from_runs_matches_the_email_line():
         "    186.67 ±  6%     -27.1%     136.12 ±  7%  autonuma-benchmark.numa01_THREAD_ALLOC.seconds")
 
 
+def test_lkp_names_a_cut_column_id_in_full_in_the_commit_list():
+    long = ["6.4-rc-scan-delay", "6.4"]  # 17 characters: its 16-character column shows "6.4-rc-scan-dela"
+    ds = runs(elsp={(0, "numa02"): [14.3, 14.3], (1, "numa02"): [13.8, 13.8]}, workloads=["numa02"], nseed=2,
+              kernels=long)
+    lines = report.lkp(ds, metric="elsp").splitlines()
+    i = lines.index("commit: ")
+    assert lines[i + 1:i + 3] == ["  6.4-rc-scan-delay", "  6.4"] and "6.4-rc-scan-dela " in lines[i + 4]
+    short = runs(elsp={(0, "numa02"): [14.3, 14.3], (1, "numa02"): [13.8, 13.8]}, workloads=["numa02"], nseed=2,
+                 kernels=["6.4", "6.12"])
+    assert "commit:" not in report.lkp(short, metric="elsp")  # names that fit: the block as before
+
+
 B = " " * 6  # an empty ± field
 
 

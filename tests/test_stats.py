@@ -334,3 +334,93 @@ def test_mmtests_compare_significance_matches_a_per_cell_loop(x):
             if b.size > 1 and abs(d - stats.NORM_PPF_975 * (sb + sv)) > 1e-9:
                 assert bool(bands.significant.values[k, w, 1]) == (d > stats.NORM_PPF_975 * (sb + sv))
         assert not ttest.significant.values[0, w].any() and not ttest.significant.values[:, w, 2:].any()
+
+
+# ---------------------------------------------------------------------------------------------
+# paired effects of counts, and how many runs a real machine needs
+
+# two-sample t-test sample sizes per group (two-sided alpha 0.05, power 0.8) from Cohen's table
+# (Statistical Power Analysis, 1988, table 2.4.1): effect size d = change / spread
+COHEN_N = {0.2: 394, 0.5: 64, 0.8: 26, 1.0: 17, 1.2: 12}
+
+
+@pytest.mark.parametrize("d", sorted(COHEN_N))
+def test_runs_needed_matches_the_tabulated_sample_sizes(d):
+    assert stats.runs_needed(10.0, 10.0 * d) == COHEN_N[d]
+    assert stats.runs_needed(1.0, -d) == COHEN_N[d]  # the sign of the change does not matter
+
+
+def test_runs_needed_edges_and_broadcasting():
+    got = stats.runs_needed(np.array([[2.0], [4.0]]), np.array([1.0, 2.0, 0.0]))
+    assert got.shape == (2, 3) and np.isinf(got[:, 2]).all()
+    assert got[1, 1] == got[0, 0] and got[1, 0] > got[0, 0]  # only the ratio matters; more spread, more runs
+    assert stats.runs_needed(0.0, 1.0) == 2 and np.isnan(stats.runs_needed(np.nan, 1.0))
+    assert stats.runs_needed(5.0, 1.0, confidence=0.9) < stats.runs_needed(5.0, 1.0) < \
+        stats.runs_needed(5.0, 1.0, power=0.9)
+    assert np.isinf(stats.runs_needed(1e6, 1.0))
+    with pytest.raises(ValueError, match="confidence"):
+        stats.runs_needed(1, 1, confidence=95)
+
+
+def test_runs_needed_gives_the_power_it_promises():
+    # simulate the t-test it plans for: n runs per kernel at the returned n find the change ~80 % of the time
+    rng = np.random.default_rng(0)
+    n = int(stats.runs_needed(5.0, 4.0))
+    a = 100 + rng.normal(0, 5, (4000, n))
+    b = 104 + rng.normal(0, 5, (4000, n))
+    t = (b.mean(1) - a.mean(1)) / np.sqrt((a.var(1, ddof=1) + b.var(1, ddof=1)) / n)
+    found = np.mean(np.abs(t) > stats.t_ppf(0.975, 2 * n - 2))
+    assert 0.78 <= found <= 0.86, (n, found)
+    n1 = n - 1
+    t1 = (b[:, :n1].mean(1) - a[:, :n1].mean(1)) / np.sqrt((a[:, :n1].var(1, ddof=1) + b[:, :n1].var(1, ddof=1)) / n1)
+    assert np.mean(np.abs(t1) > stats.t_ppf(0.975, 2 * n1 - 2)) < found  # one run fewer: less power
+
+
+def test_paired_change_of_counts_on_a_log_scale_stays_above_minus_100():
+    rng = np.random.default_rng(3)
+    base = rng.poisson(40, 6).astype(float)
+    new = np.where(np.arange(6) < 3, 0.0, rng.poisson(2, 6))  # falls to (nearly) nothing
+    da = xr.DataArray(np.stack([base, new]), dims=("policy", "seed"), coords={"policy": ["a", "b"]},
+                      name="false_skips")
+    lin = stats.paired_change(da, "policy")
+    log = stats.paired_change(da, "policy", scale="log")
+    assert float(lin["lo"].sel(policy="b")) < -100  # what a linear interval does to a count near 0
+    assert -100 < float(log["lo"].sel(policy="b")) < float(log["mean"].sel(policy="b")) < float(log["hi"].sel(policy="b")) < 0
+    r = np.log((new + 0.5) / (base + 0.5))
+    assert np.isclose(float(log["mean"].sel(policy="b")), 100 * np.expm1(r.mean()))
+    assert np.allclose(log["pct"].sel(policy="b").values, 100 * np.expm1(r))
+    assert bool(log["resolved"].sel(policy="b")) and log.attrs["scale"] == "log"
+
+
+def test_paired_change_reports_resolution_spread_and_runs():
+    rng = np.random.default_rng(1)
+    base = 100 + rng.normal(0, 5, 8)
+    da = xr.DataArray(np.stack([base, base * 0.97 + rng.normal(0, 0.2, 8), base * 1.0]), dims=("policy", "seed"),
+                      coords={"policy": ["a", "b", "c"]}, name="elsp")
+    eff = stats.paired_change(da, "policy")
+    assert bool(eff["resolved"].sel(policy="b")) and not bool(eff["resolved"].sel(policy="c"))
+    sd = da.std("seed", ddof=1).values
+    cv = 100 * np.sqrt((sd[1] ** 2 + sd[0] ** 2) / 2) / base.mean()
+    assert np.isclose(float(eff["cv"].sel(policy="b")), cv)
+    assert float(eff["runs"].sel(policy="b")) == stats.runs_needed(cv, float(eff["mean"].sel(policy="b")))
+    assert np.isinf(float(eff["runs"].sel(policy="c")))  # no change: nothing to resolve
+
+
+def test_spread_vs_published_reads_the_robots_blank_as_at_most_2_percent():
+    pub = xr.Dataset(
+        {"elsp_stddev_pct": (("workload", "policy"), [[6.0, np.nan], [np.nan, 7.0]])},
+        coords={"workload": ["w1", "w2"], "policy": ["p", "q"]}, attrs={"table": "t"})
+    rng = np.random.default_rng(0)
+
+    def runs(sd_pct):
+        x = rng.normal(0, 1, 16)
+        return 100 + sd_pct * (x - x.mean()) / x.std()  # population stddev exactly sd_pct %
+
+    elsp = np.stack([[runs(1.0), runs(1.5)], [runs(5.0), runs(7.5)]])  # (workload, policy, seed)
+    sim = xr.Dataset({"elsp": (("workload", "policy", "seed"), elsp)},
+                     coords={"workload": ["w1", "w2"], "policy": ["p", "q"]})
+    rows = {(r["workload"], r["kernel"]): r for r in stats.spread_vs_published(pub, sim)}
+    assert rows["w1", "p"]["verdict"] == "model tighter" and np.isclose(rows["w1", "p"]["model"], 1.0)
+    assert rows["w1", "q"]["verdict"] == "similar"        # blank (<= 2 %) and 1.5 %
+    assert rows["w2", "p"]["verdict"] == "model wider"    # blank and 5 %
+    assert rows["w2", "q"]["verdict"] == "similar" and rows["w2", "q"]["table"] == "t"

@@ -314,3 +314,151 @@ def xr_concat(parts):
     import xarray as xr
 
     return xr.concat(parts, dim="seed")
+
+
+# --- what a researcher sees: constructor errors, number format, the snapshot rule, the export ----
+
+@pytest.mark.parametrize("make, control, allowed", [
+    (lambda: W.HistoryExplorer(history=5), "history", "profile, 1, 2, 3, 4, 6, 8"),
+    (lambda: W.HistoryExplorer(topology="2s-999"), "topology", "2s-128"),
+    (lambda: W.HistoryExplorer(seeds=20), "seeds", "[1, 8]"),
+    (lambda: W.HistoryExplorer(threads=3), "threads", "default, 2, 4"),
+    (lambda: W.FutexExplorer(buckets=100), "buckets", "2, 4, 8"),
+    (lambda: W.FutexExplorer(mode="global"), "mode", "classic, numa, private"),
+    (lambda: W.FutexExplorer(threads=999), "threads", "[1, 128]"),
+    (lambda: W.PidHashExplorer(width=32), "width", "64, 128"),
+])
+def test_invalid_constructor_arguments_name_the_control_and_what_it_allows(make, control, allowed):
+    from numalab.errors import NumalabValueError
+
+    with pytest.raises(NumalabValueError) as err:  # never ipywidgets' bare TraitError
+        make()
+    text = str(err.value)
+    assert f"{control}=" in text and "Explorer" in text and allowed in text, text
+
+
+def test_a_string_spelling_an_option_is_accepted():
+    ex = W.PidHashExplorer(threads=8, width="128")
+    assert ex.controls["width"].value == 128
+
+
+def test_summary_numbers_keep_two_decimals():
+    # an Amean of 39.62 s next to a -0.37 % change: 3 significant figures (39.6) hid the move
+    assert [W._fmt(x) for x in (39.6234, 209.1, 0.0287, 0.0, 1234.5, float("nan"), 3)] == \
+        ["39.62", "209.10", "0.0287", "0.00", "1,234", "n/a", "3"]
+
+
+def test_each_explorer_hides_only_its_own_snapshot():
+    from numalab.widgets.snapshot import live_css
+
+    a, b = W.PidHashExplorer(threads=8), W.PidHashExplorer(threads=9)
+    assert a.uid != b.uid
+    css = live_css(a.uid)
+    # the rule: a live-<uid> output hides the snapshot-<uid> output after it and the PNG right after that
+    assert f":has(.numalab-live-{a.uid})~.jp-OutputArea-child:has(.numalab-snapshot-{a.uid})" in css
+    assert f"numalab-snapshot-{a.uid})+.jp-OutputArea-child" in css
+    assert f"-{b.uid})" not in css and ":first-child" not in css  # nothing else (a print, another explorer)
+    assert css in a.widget.children[0].value and f"numalab-live-{a.uid}" in a.widget.children[0]._dom_classes
+    assert f'class="numalab-snapshot numalab-snapshot-{b.uid}"' in b._snapshot_bundle(b.snapshot_html())["text/html"]
+
+
+def test_live_explorer_returns_at_once_and_display_waits_for_the_final_view(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj) or _Handle())
+    ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", history=4, threads=2, seeds=2,
+                           workload_options=SMALL, live=True, workers=0)
+    ex.prefetch_enabled = False
+    assert ex.result is None or ex._busy  # building it started the work, did not do it
+    ex._ipython_display_()
+    assert not ex._busy and ex.error is None and ex.result[4].sizes["seed"] == 2  # the refined view
+    assert [t["stage"] for t in ex.timings] == [0, 1]  # the first answer was drawn before the final one
+    assert len(shown) == 3 and "numalab-snapshot" in shown[1]["text/html"]
+
+
+def test_display_can_return_after_the_first_answer(monkeypatch):
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: _Handle())
+    ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", history=4, threads=2, seeds=3,
+                           workload_options=SMALL, live=True, workers=0)
+    ex.prefetch_enabled = False
+    ex.display_waits = "first"
+    ex._ipython_display_()
+    assert ex.timings and ex.timings[0]["stage"] == 0  # something is on screen
+    assert ex.wait(120) and ex.timings[-1]["stage"] == 1
+
+
+def test_live_progress_says_how_long_it_has_run():
+    ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", history=4, threads=2, seeds=1,
+                           workload_options=SMALL, live=True, workers=0)
+    ex.prefetch_enabled = False
+    seen = []
+    ex.status.observe(lambda ch: seen.append(ch["new"]), names="value")
+    ex.controls["seeds"].value = 3
+    assert ex.wait(120)
+    assert any(re.fullmatch(r"running N=\S+ seeds? [\d-]+: \d/\d, \d+ s \.\.\.", s) for s in seen), seen
+
+
+class _Handle:
+    def update(self, *a, **kw):
+        pass
+
+
+def test_export_writes_figure_parameters_and_dataset_and_reopens(tmp_path):
+    import json
+
+    ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", history=4, threads=2, seeds=2,
+                           workload_options=SMALL)
+    out = ex.export(tmp_path / "view")
+    assert sorted(p.name for p in out.iterdir()) == ["data.nc", "figure.pdf", "figure.png", "figure.svg", "view.json"]
+    view = json.loads((out / "view.json").read_text())
+    assert view["explorer"] == "HistoryExplorer" and view["params"] == ex.params
+    assert view["options"] == {"workload_options": SMALL} and view["shown"] == ex.shown_values()
+    # the figure again from the files alone (no engine run): the same pixels
+    from numalab.widgets.display import figure_png
+
+    assert figure_png(W.regenerate(out)) == ex.figure.value
+    again = W.reopen(out)
+    assert again.params == ex.params and again.shown_values() == view["shown"]
+
+
+def test_export_of_futex_and_pid_views_round_trips(tmp_path):
+    from numalab.widgets.display import figure_png
+
+    decision = W.DecisionMatrixExplorer(profile="rfc2023-p6", threads=4, passes=8).set(**{"pass": 5})
+    for ex in (W.FutexExplorer(threads=4, seeds=1), W.PidHashExplorer(threads=20, width=128), decision):
+        out = ex.export(tmp_path / type(ex).__name__, formats=("png",))
+        assert figure_png(W.regenerate(out)) == ex.figure.value
+        assert W.reopen(out).shown_values() == ex.shown_values()
+
+
+def test_export_button_writes_under_the_current_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    ex = W.PidHashExplorer(threads=8)
+    ex.export_button.click()
+    assert ex.exported.parent == tmp_path / "numalab-exports" and (ex.exported / "view.json").exists()
+    assert "exported to" in ex.status.value
+
+
+def test_a_refused_view_cannot_be_exported(tmp_path):
+    from numalab.errors import NumalabValueError
+
+    ex = W.FutexExplorer(threads=4, nodes=2, seeds=1)
+    ex.set(threads=100, nodes=1)
+    assert ex.error
+    with pytest.raises(NumalabValueError, match="no view to export"):
+        ex.export(tmp_path)
+    ex.export_button.click()
+    assert "export failed" in ex.status.value
+
+
+def test_reopen_names_a_folder_that_is_not_an_export(tmp_path):
+    from numalab.errors import NumalabValueError
+
+    (tmp_path / "view.json").write_text("[1, 2]")
+    with pytest.raises(NumalabValueError, match="not an exported explorer view"):
+        W.reopen(tmp_path)
+    with pytest.raises(NumalabValueError, match="does not exist"):
+        W.reopen(tmp_path / "nowhere")

@@ -213,12 +213,14 @@ def _run_sweep(args) -> int:
     ds = futex.sweep(buckets=list(args.buckets), mode=modes, threads=threads, seeds=args.seeds,
                      topology=args.topology or "2s-128", method=args.method, futexes=args.futexes)
     mean = ds["ops_per_s_per_thread"].mean("seed")
+    from ..plots import futex_threads
+
     tlist = list(ds["threads"].values) if "threads" in mean.dims else [None]
     width = max(len(str(b)) for b in ds["buckets"].values) + 2
     for t in tlist:
         sub = mean.sel(threads=t) if t is not None else mean
         print(f"# ops/s per thread (mean of {ds.sizes['seed']} seeds), {ds.attrs['workload']}, "
-              f"{ds.attrs.get('topology_name')}" + (f", {t} threads" if t is not None else ""))
+              f"{ds.attrs.get('topology_name')}, {t if t is not None else futex_threads(ds)} threads")
         print("buckets".rjust(width) + "".join(m.rjust(12) for m in modes))
         for b in ds["buckets"].values:
             print(str(b).rjust(width) + "".join(f"{float(sub.sel(mode=m, buckets=b)):12.0f}" for m in modes))

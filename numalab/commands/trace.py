@@ -3,7 +3,9 @@
 Prints one line per task_numa_work run (time, scanning thread, numa_scan_seq and
 numa_scan_offset before and after, PTEs changed, and the decision for every VMA the run
 reached, grouped by VMA kind), or with --format perf the skips as `perf script` prints the
-kernel's sched:sched_skip_vma_numa tracepoint, to put beside a trace from a real machine.
+kernel's sched:sched_skip_vma_numa tracepoint, to put beside a trace from a real machine. With
+--plot it also draws where the scanner went: per VMA and time, its decision, the PTEs it made
+PROT_NONE and the hinting faults the VMA took (a damo-style heatmap).
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add_option_arguments(p)
     add_rule_argument(p)
     add_output(p, "--out", default=None, help="also write the trace Dataset to this NetCDF file (h5netcdf)")
+    add_output(p, "--plot", default=None, metavar="PATH",
+               help="also draw where the scanner went (plots.scan_heatmap: per VMA and time, its decision, the "
+                    "PTEs it changed and the hinting faults taken) to PATH (.png, .pdf or .svg)")
+    p.add_argument("--by", choices=("vma", "kind"), default="vma",
+                   help="--plot rows: one per VMA (default) or one per VMA kind")
     p.set_defaults(command="trace")
     return p
 
@@ -48,7 +55,17 @@ def run(args) -> int:
     pol = with_rules([Policy.parse(args.profile, history=args.history)], rules)[0]
     opts = options_from_args(args)
     opts.pop("max_time", None)
-    ds = scan_trace(args.workload, pol, seed, topology=args.topology, max_time=args.max_time, **opts)
+    if args.plot:
+        from ..engine.scanmap import scan_map
+        from ..plots import SAVE_FORMATS
+        from ..errors import check_choice
+        from pathlib import Path
+
+        check_choice("--plot suffix", Path(args.plot).suffix.lstrip(".").lower() or "png", SAVE_FORMATS)
+        trace = scan_map  # the trace plus the PTEs per visit and the faults per VMA the heatmap needs
+    else:
+        trace = scan_trace
+    ds = trace(args.workload, pol, seed, topology=args.topology, max_time=args.max_time, **opts)
     if args.format == "perf":
         text = format_perf(ds)
     else:
@@ -63,4 +80,9 @@ def run(args) -> int:
 
         write_netcdf(ds, args.out)
         print(f"wrote {args.out}")
+    if args.plot:
+        from ..plots import save, scan_heatmap
+
+        save(scan_heatmap(ds, by=args.by), args.plot, dpi=150)
+        print(f"wrote {args.plot}")
     return 0

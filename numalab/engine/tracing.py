@@ -109,11 +109,16 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
     finished (0 when ``max_time`` stopped it first); ``traced_reasons`` (space-separated): the
     decisions ``sched_skip_vma_numa`` reports for this policy (its own skip rules included).
     """
-    import xarray as xr
+    b, rec, wl, pol, seed_list = _traced_batch(workload, policy, seeds, topology, max_time, options, _Recorder)
+    b.run()
+    return _trace_dataset(b, rec, wl, pol, seed_list)
 
+
+def _traced_batch(workload, policy, seeds, topology, max_time, options, recorder):
+    """The batch :func:`scan_trace` runs, with a ``recorder()`` attached as its tracer:
+    ``(batch, recorder, workload, policy, seeds)`` (also what :mod:`.scanmap` builds on)."""
     from ..errors import NumalabValueError, check_seeds
     from .api import coerce_policies, coerce_workload, make_batch
-    from .options import DEFAULTS
 
     wl = coerce_workload(workload, topology)
     if isinstance(policy, (list, tuple)):
@@ -124,10 +129,17 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
     if max_time is not None:
         options["max_time"] = max_time
     b = make_batch(wl, pol, seed_list, **options)
-    o = b.o
-    rec = b.tracer = _Recorder()
-    b.run()
+    rec = b.tracer = recorder()
+    return b, rec, wl, pol, seed_list
 
+
+def _trace_dataset(b, rec, wl, pol, seed_list):
+    """The trace Dataset of a finished traced batch (see :func:`scan_trace`)."""
+    import xarray as xr
+
+    from .options import DEFAULTS
+
+    o = b.o
     R = rec.runs
     cat = _Recorder._cat
     replica = cat(R["replica"], np.int64)

@@ -190,13 +190,14 @@ def lkp(
 ) -> str:
     """The kernel test robot's ``%stddev %change`` block for ``ds`` (§3.2-§3.3).
 
-    Column ids are the ``along`` names (policies or commits) cut to 16 / 27 characters; the
-    baseline (default: first) comes first. Rows: ``autonuma-benchmark.<test>.seconds`` per
+    Column ids are the ``along`` names (policies or commits) cut to 16 / 27 characters (when one
+    is cut, the group header's ``commit:`` list names them in full); the baseline (default:
+    first) comes first. Rows: ``autonuma-benchmark.<test>.seconds`` per
     workload from ``elsp``, ``autonuma-benchmark.time.system_time``/``user_time`` from
     ``syst``/``user`` (summed over workloads when there are several: one job ran them all) and
     ``proc-vmstat.<counter>`` for the vmstat counters -- every row, not only LKP's "changed"
-    ones. ``group_header``: print the ``====`` block with axes and commit lines (default: only
-    when an ingested report had one). Ingested summaries (:func:`read_lkp`) print as read.
+    ones. ``group_header``: print the ``====`` block with axes and commit lines (default: when an
+    ingested report had one, or a name is too long for its column). Ingested summaries (:func:`read_lkp`) print as read.
     """
     _refuse_other_summary(ds, "lkp")
     if "block" in ds.dims and _summary_kind(ds) == "lkp":  # a mail's several blocks, as read

@@ -204,7 +204,9 @@ class TextTable(str):
                 head = "".join(f"<th>{_esc(c)}</th>" for c in self.columns)
                 body = "".join(
                     "<tr>" + "".join(
-                        f'<td style="text-align:{"left" if j == n - 1 else "right"}">{_esc(f)}</td>'
+                        # the last column (the VMAs a run reached) wraps instead of running off the box
+                        (f'<td style="text-align:left;white-space:normal;min-width:32em">{_esc(f)}</td>' if j == n - 1
+                         else f'<td style="text-align:right">{_esc(f)}</td>')
                         for j, f in enumerate(r)) + "</tr>" for r in rows)
                 cap = f"<caption>{_esc(caption)}</caption>" if caption else ""
                 blocks.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")

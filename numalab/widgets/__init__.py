@@ -20,10 +20,14 @@ HistoryExplorer         workload, topology, profile, history N, threads, seeds -
 
 Display an explorer by making it the last expression of a cell; ``explorer.widget`` is the
 ipywidgets box, ``explorer.controls`` the controls by name, ``explorer.result`` the last
-computed result and ``explorer.runs`` how many points were computed (cache misses).
+computed result and ``explorer.runs`` how many points were computed (cache misses). Its
+"export" button (``explorer.export()``) writes the view's figure (PDF, SVG, PNG), parameters
+(JSON) and Dataset (NetCDF); ``regenerate(folder)`` redraws the figure from them and
+``reopen(folder)`` builds the explorer again at that view.
 
 Modules: :mod:`.compute` (the pure functions: Datasets and summary numbers), :mod:`.display`
-(figures, PNG bytes and the HTML summary table), :mod:`.explorers` (the ipywidgets classes).
+(figures, PNG bytes and the HTML summary table), :mod:`.explorers` (the ipywidgets classes),
+:mod:`.snapshot` (the static snapshot a saved notebook shows), :mod:`.export` (views as files).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from .compute import (
 )
 from .display import _fmt, decision_figure, figure_png, pid_hash_figure, summary_html
 from .explorers import DecisionMatrixExplorer, Explorer, FutexExplorer, HistoryExplorer, PidHashExplorer
+from .export import export_view, regenerate, reopen
 
 __all__ = [
     "Explorer",
@@ -66,4 +71,7 @@ __all__ = [
     "summary_html",
     "adaptive_available",
     "figure_png",
+    "export_view",
+    "regenerate",
+    "reopen",
 ]

@@ -56,10 +56,15 @@ def summary_html(rows: dict, *, title: str = "", columns=None) -> str:
 
 
 def _fmt(v) -> str:
+    """A summary number as shown: thousands grouped from 1000 on, two decimals from 1 on (an
+    Amean of 39.62 s next to a -0.37 % change must show the 0.15 s it moved), three significant
+    figures below 1."""
     if isinstance(v, (float, np.floating)):
         if not np.isfinite(v):
             return "n/a"
-        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        return f"{v:.2f}" if abs(v) >= 1 or v == 0 else f"{v:.3g}"
     return str(v)
 
 

@@ -7,15 +7,18 @@ How an update runs (:meth:`Explorer.update`):
    message that *replaces* the figure (no API wording, no stale figure left on screen);
 2. :meth:`Explorer.stages` lists the answers to show: e.g. a first answer from 2 seeds, then the
    full one. Each stage computes only what the cache lacks;
-3. in a live kernel (``live=True``, the default inside Jupyter) a knob change is handed to one
-   worker thread: the first answer is drawn as soon as it is ready, refined after, and a newer
-   change supersedes the run in flight at its next chunk (its finished chunks stay cached).
-   Outside a kernel (tests, scripts) updates run synchronously and only the last stage is drawn.
+3. in a live kernel (``live=True``, the default inside Jupyter) the first view and every knob
+   change are handed to one worker thread: the first answer is drawn as soon as it is ready,
+   refined after, and a newer change supersedes the run in flight at its next chunk (its
+   finished chunks stay cached). Building a live explorer returns at once; displaying it puts
+   the widget on screen with its progress bar moving and waits for the refined view
+   (:attr:`Snapshot.display_waits`). Outside a kernel (tests, scripts) updates run
+   synchronously and only the last stage is drawn.
 
-Displayed in a notebook, an explorer shows the live widget *and* a static snapshot (the summary
-table as HTML and the figure as PNG) that follows every update, so a saved notebook shows the
-explorer's last view without a kernel (JupyterLab, ``nbconvert --to html``); while the live
-widget is on screen a style rule hides the snapshot.
+Displayed in a notebook, an explorer shows the live widget *and* a static snapshot of its last
+view (:mod:`.snapshot`). Its "export" button writes the view to files (:mod:`.export`).
+Invalid constructor arguments raise :class:`~numalab.errors.NumalabValueError` naming the
+control and the values it allows.
 """
 
 from __future__ import annotations
@@ -42,12 +45,10 @@ from .compute import (
     history_summary,
     pid_hash_summary,
 )
-from .display import decision_figure, figure_png, pid_hash_figure, summary_html
+from .display import _fmt, decision_figure, figure_png, pid_hash_figure, summary_html
+from .export import export_view, register
 from .pool import SeedPool, pool_size
-
-#: hides the static snapshot outputs of a cell while its live widget is rendered
-_LIVE_CSS = ("<style>.jp-OutputArea:has(.numalab-live)>.jp-OutputArea-child:not(:first-child),"
-             ".output_area:has(.numalab-live)~.output_area{display:none}</style>")
+from .snapshot import Snapshot, live_css
 
 
 class _Superseded(Exception):
@@ -63,19 +64,41 @@ def _in_kernel() -> bool:
     return ip is not None and getattr(ip, "kernel", None) is not None
 
 
-class Explorer:
+def _option(explorer: str, name: str, value, options):
+    """``value`` if it is one of a Dropdown's ``options`` (values, or ``(label, value)`` pairs),
+    else a NumalabValueError naming the explorer, the control and the allowed values (ipywidgets
+    itself raises a bare TraitError); a string spelling an option (``"8"`` for 8) is accepted."""
+    values = [o[1] if isinstance(o, tuple) else o for o in options]
+    names = [str(v) for v in values]
+    if not isinstance(value, bool) and str(value) in names:
+        return values[names.index(str(value))]
+    raise NumalabValueError(f"{explorer}: {name}={value!r} is not an option; allowed: {', '.join(names)}")
+
+
+def _int(explorer: str, name: str, value, lo: int, hi: int) -> int:
+    """``value`` as an int within a slider's ``[lo, hi]`` (ipywidgets would clip it silently)."""
+    return check_int(f"{explorer}: {name}", value, lo=lo, hi=hi)
+
+
+class Explorer(Snapshot):
     """Base class: ``controls`` (name -> ipywidget), a cache of computed points, a progress bar,
-    an HTML summary and a PNG figure. Subclasses define :meth:`compute` and :meth:`render`, and
-    may define :meth:`stages`, :meth:`validate`, :meth:`notes` and :attr:`tooltips`.
+    an HTML summary, a PNG figure and an "export" button. Subclasses define :meth:`compute` and
+    :meth:`render`, and may define :meth:`stages`, :meth:`validate`, :meth:`notes`,
+    :attr:`tooltips` and (for the export) :meth:`to_dataset` / :meth:`from_dataset`.
 
     ``timings`` lists, per shown answer, ``{"stage", "stages", "seconds", "cpu_seconds", "params"}``:
-    seconds from the knob change to the new figure, and the CPU seconds spent on it by the updating
-    thread and the worker processes (:meth:`worker_cpu`) together (what ``benchmarks/bench_explorers.py``
-    reports; wall time depends on the machine's load)."""
+    seconds from the knob change (or the explorer's creation) to the new figure, and the CPU
+    seconds spent on it by the updating thread and the worker processes (:meth:`worker_cpu`)
+    together (what ``benchmarks/bench_explorers.py`` reports; wall time depends on the machine's
+    load)."""
 
     title = ""
     #: control name -> tooltip, in the kernel's words
     tooltips: dict = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        register(cls)  # reopen() / regenerate() find an exported view's explorer by its name
 
     def __init__(self, controls: dict, *, live: bool | None = None):
         import ipywidgets as w
@@ -87,35 +110,48 @@ class Explorer:
         self.error = None
         self.notes_shown: list[str] = []
         self.timings: list[dict] = []
+        self.rows: dict = {}
         self.live = _in_kernel() if live is None else bool(live)
         self._gen = 0
         self._running = 0
+        self._shown_gen = 0
+        self._t_run = None
         self._cv = threading.Condition()
         self._pending = None
         self._busy = False
         self._worker = None
-        self._handles = None
-        self._last_png = b""
+        self._fig = None
+        uid = self._new_uid()
         for name, c in controls.items():
             tip = self.tooltips.get(name)
             if tip:
                 c.tooltip = tip
         self.progress = w.IntProgress(value=0, min=0, max=1, description="", layout=w.Layout(width="220px", visibility="hidden"))
         self.status = w.HTML(value="")
+        self.export_button = w.Button(description="export", icon="download", layout=w.Layout(width="auto"),
+                                      tooltip="write this view to numalab-exports/: the figure (PDF, SVG, PNG), "
+                                              "its parameters (view.json) and its Dataset (data.nc)")
+        self.export_button.on_click(lambda _b: self._export_clicked())
         self.summary = w.HTML(value="")
         self.summary.add_class("numalab-summary")
         self.message = w.HTML(value="", layout=w.Layout(display="none"))
         self.message.add_class("numalab-message")
         self.figure = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto"))
         boxes = [w.HBox(list(controls.values())[i:i + 3]) for i in range(0, len(controls), 3)]
-        header = w.HTML(f"<b>{html.escape(self.title)}</b>{_LIVE_CSS}")
+        header = w.HTML(f"<b>{html.escape(self.title)}</b>{live_css(uid)}")
         header.add_class("numalab-live")
-        self.widget = w.VBox([header, *boxes, w.HBox([self.progress, self.status]), self.summary,
-                              self.message, self.figure])
+        header.add_class(f"numalab-live-{uid}")
+        self.widget = w.VBox([header, *boxes, w.HBox([self.export_button, self.progress, self.status]),
+                              self.summary, self.message, self.figure])
         self.widget.add_class(f"numalab-{type(self).__name__.lower()}")
         for c in controls.values():
             c.observe(self._on_change, names="value")
-        self.update()
+        if self.live:
+            # in a kernel: return at once; the worker draws the first answer, then the refined one
+            self.status.value = "starting ..."
+            self.submit()
+        else:
+            self.update()
 
     # ---- to override
     def compute(self, params: dict, stage=None):  # pragma: no cover - abstract
@@ -135,6 +171,22 @@ class Explorer:
     def notes(self, result, params: dict) -> list[str]:
         """Plain-language remarks shown under the summary (e.g. what a striking number means)."""
         return []
+
+    def to_dataset(self, result) -> xr.Dataset:
+        """The result as one Dataset (what the export writes to ``data.nc``): a Dataset as it is,
+        a dict of numbers as scalar variables."""
+        if isinstance(result, xr.Dataset):
+            return result
+        if isinstance(result, dict):
+            return xr.Dataset({str(k): ((), v) for k, v in result.items()})
+        raise NumalabValueError(f"{type(self).__name__} result of type {type(result).__name__} has no Dataset form")
+
+    @classmethod
+    def from_dataset(cls, ds: xr.Dataset):
+        """The inverse of :meth:`to_dataset` (what :func:`.export.regenerate` renders)."""
+        if all(ds[v].ndim == 0 for v in ds.data_vars) and ds.data_vars:
+            return {k: ds[k].item() for k in ds.data_vars}
+        return ds
 
     # ---- machinery
     @property
@@ -161,7 +213,12 @@ class Explorer:
         self.progress.max = max(total, 1)
         self.progress.value = done
         self.progress.layout.visibility = "visible" if done < total else "hidden"
-        self.status.value = f"running {what} {done + 1}/{total} ..." if done < total else ""
+        if done >= total:
+            self.status.value = ""
+            return
+        # live: the seconds since the change, so a long first answer visibly makes progress
+        took = f", {time.perf_counter() - self._t_run:.0f} s" if self.live and self._t_run is not None else ""
+        self.status.value = f"running {what} {done + 1}/{total}{took} ..."
 
     def update(self) -> None:
         """Recompute what is missing for the current controls and redraw (synchronously)."""
@@ -172,11 +229,13 @@ class Explorer:
 
     def _run(self, gen: int, params: dict, *, t0: float, draw_all: bool) -> None:
         self._running = gen
+        self._t_run = t0
         c0, w0 = time.thread_time(), self.worker_cpu()
         reason = self.validate(params)
         if reason:
             self.cancel_work()
             self._refuse(reason)
+            self._mark_shown(gen)
             return
         stages = self.stages(params)
         if not draw_all:
@@ -194,12 +253,19 @@ class Explorer:
                 return
             except NumalabValueError as exc:  # a combination the model refuses: say so instead of a figure
                 self._refuse(self.explain(exc, params))
+                self._mark_shown(gen)
                 return
             self._show(result, rows, fig, columns[0] if columns else None, params,
                        refining=not last, stage=stage, nstages=len(stages))
             self.timings.append({"stage": i, "stages": len(stages), "seconds": time.perf_counter() - t0,
                                  "cpu_seconds": time.thread_time() - c0 + self.worker_cpu() - w0,
                                  "params": dict(params)})
+            self._mark_shown(gen)
+
+    def _mark_shown(self, gen: int) -> None:
+        with self._cv:
+            self._shown_gen = gen
+            self._cv.notify_all()
 
     def worker_cpu(self) -> float:
         """CPU seconds spent so far by worker processes computing for this explorer."""
@@ -215,6 +281,7 @@ class Explorer:
 
     def _refuse(self, reason: str) -> None:
         self.error = reason
+        self._fig = None
         self.progress.layout.visibility = "hidden"
         self.status.value = ""
         self.summary.value = ""
@@ -227,6 +294,8 @@ class Explorer:
     def _show(self, result, rows, fig, columns, params, *, refining=False, stage=0, nstages=1) -> None:
         self.error = None
         self.result = result
+        self.rows = {"columns": columns, "rows": rows}
+        self._fig = fig
         self.notes_shown = self.notes(result, params)
         title = self.summary_title(params)
         if refining:
@@ -247,6 +316,28 @@ class Explorer:
         else:
             self.status.value = "refining with more seeds ..."
         self._snapshot(table, png)
+
+    def shown_values(self) -> dict:
+        """The numbers of the summary as shown (formatted), ``{row: value}`` or
+        ``{row: {column: value}}`` -- what a person reads off the page."""
+        rows, columns = self.rows.get("rows") or {}, self.rows.get("columns")
+        if columns is None:
+            return {str(k): _fmt(v) for k, v in rows.items()}
+        return {str(k): {str(c): _fmt(x) for c, x in zip(columns, v)} for k, v in rows.items()}
+
+    def export(self, directory=None, **kwargs):
+        """Write the current view to files (:func:`.export.export_view`); returns the folder."""
+        return export_view(self, directory, **kwargs)
+
+    def _export_clicked(self) -> None:
+        try:
+            out = self.export()
+        except (NumalabValueError, OSError) as exc:
+            self.status.value = f'<span style="color:#a00">export failed: {html.escape(str(exc))}</span>'
+            return
+        self.exported = out
+        self.status.value = (f'exported to <code class="numalab-exported">{html.escape(str(out))}</code> '
+                             f'(figure.pdf/.svg/.png, view.json, data.nc)')
 
     def stage_label(self, stage, params) -> str:
         """What a preliminary answer is made of (``stage``: an item of :meth:`stages`)."""
@@ -304,6 +395,7 @@ class Explorer:
                 last = params if self.error is None and self._gen == gen else None
             except Exception as exc:  # pragma: no cover - never leave the worker dead silently
                 self._refuse(f"Unexpected error: {type(exc).__name__}: {exc}")
+                self._mark_shown(gen)
 
     # ---- idle time: compute ahead the first answers of the likely next views
     #: in live mode, use idle time to compute the first answers of neighbouring views
@@ -350,6 +442,18 @@ class Explorer:
                 self._cv.wait(timeout=left)
         return True
 
+    def wait_first(self, timeout: float = 120.0) -> bool:
+        """Block until the newest request has an answer on screen (preliminary or final, or a
+        refusal), or nothing runs; True if so in time."""
+        end = time.monotonic() + timeout
+        with self._cv:
+            while self._busy and self._shown_gen < self._gen:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cv.wait(timeout=left)
+        return True
+
     def set(self, **values) -> "Explorer":
         """Set several controls at once, recomputing once (for notebooks and tests)."""
         for c in self.controls.values():
@@ -363,57 +467,6 @@ class Explorer:
                 c.observe(self._on_change, names="value")
         self._on_change(None)
         return self
-
-    # ---- display: the widget plus a static snapshot that follows it
-    def snapshot_html(self) -> str:
-        """The last view as static HTML: the summary table or the refusal message."""
-        return self._snapshot_parts[0] if getattr(self, "_snapshot_parts", None) else ""
-
-    def _snapshot(self, table_html: str, png) -> None:
-        if png is not None:
-            self._last_png = png
-        self._snapshot_parts = (table_html, png)
-        if self._handles is None:
-            return
-        html_handle, png_handle = self._handles
-        html_handle.update(self._snapshot_bundle(table_html), raw=True)
-        png_handle.update(self._png_bundle(png), raw=True)
-
-    def _snapshot_bundle(self, table_html: str) -> dict:
-        head = (f'<div class="numalab-snapshot"><b>{html.escape(self.title)}</b> '
-                f'<span style="color:#666">(snapshot of the explorer\'s last view; run the notebook to move '
-                f'its controls)</span><br>{self._controls_html()}{table_html}</div>')
-        return {"text/html": head, "text/plain": f"{self.title}: {self.summary_title(self.params)}"}
-
-    def _png_bundle(self, png) -> dict:
-        import base64
-
-        if not png:
-            return {"text/plain": ""}
-        return {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": f"<{self.title} figure>"}
-
-    def _controls_html(self) -> str:
-        cells = "".join(f'<span style="margin-right:1.2em" title="{html.escape(self.tooltips.get(k, ""))}">'
-                        f'{html.escape(getattr(c, "description", k) or k)}: <b>{html.escape(str(c.value))}</b></span>'
-                        for k, c in self.controls.items())
-        return f'<div style="margin:0.3em 0">{cells}</div>'
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        bundle = self.widget._repr_mimebundle_()
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        data = dict(data)
-        data["text/plain"] = (f"{type(self).__name__}: live controls need a running kernel; "
-                              "the snapshot below shows the last view")
-        display(data, raw=True)
-        table, png = getattr(self, "_snapshot_parts", ("", None))
-        self._handles = (display(self._snapshot_bundle(table), raw=True, display_id=True),
-                         display(self._png_bundle(png if png is not None else self._last_png), raw=True,
-                                 display_id=True))
-
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
 
 
 _HISTORY_TIP = ("NR_ACCESS_PID_HIST: how many pids_active[] windows vma_is_accessed() ORs before it lets "
@@ -440,10 +493,13 @@ class PidHashExplorer(Explorer):
     def __init__(self, threads: int = 16, width: int = 64, first_tid: int = 4100, *, live=None):
         import ipywidgets as w
 
+        me = type(self).__name__
         super().__init__({
-            "threads": w.IntSlider(value=threads, min=1, max=256, description="threads", continuous_update=False),
-            "width": w.Dropdown(options=[64, 128], value=width, description="map bits"),
-            "first_tid": w.BoundedIntText(value=first_tid, min=1, max=4194303, description="first tid"),
+            "threads": w.IntSlider(value=_int(me, "threads", threads, 1, 256), min=1, max=256, description="threads",
+                                   continuous_update=False),
+            "width": w.Dropdown(options=[64, 128], value=_option(me, "width", width, [64, 128]), description="map bits"),
+            "first_tid": w.BoundedIntText(value=_int(me, "first_tid", first_tid, 1, 4194303), min=1, max=4194303,
+                                          description="first tid"),
         }, live=live)
 
     def compute(self, params, stage=None):
@@ -544,18 +600,24 @@ class FutexExplorer(Explorer):
         from .. import futex
         from ..topology import Topology
 
+        me = type(self).__name__
         self.topology = topology
         self._preset = Topology.coerce(topology)      # a preset or a topology file
         self._preset.uniform("cpus_per_node")          # the futex model: one kind of node
         nodes = self._preset.nodes if nodes is None else nodes
         node_options = sorted({1, 2, 4, 8, self._preset.nodes})
+        ncpus = self._preset.ncpus
         super().__init__({
-            "mode": w.Dropdown(options=list(futex.MODES), value=mode, description="mode"),
-            "buckets": w.Dropdown(options=list(FUTEX_BUCKETS), value=buckets, description="buckets"),
-            "threads": w.IntSlider(value=threads, min=1, max=self._preset.ncpus, description="threads",
-                                   continuous_update=False),
-            "nodes": w.Dropdown(options=node_options, value=nodes, description="nodes"),
-            "seeds": w.IntSlider(value=seeds, min=1, max=8, description="seeds", continuous_update=False),
+            "mode": w.Dropdown(options=list(futex.MODES), value=_option(me, "mode", mode, futex.MODES),
+                               description="mode"),
+            "buckets": w.Dropdown(options=list(FUTEX_BUCKETS), value=_option(me, "buckets", buckets, FUTEX_BUCKETS),
+                                  description="buckets"),
+            "threads": w.IntSlider(value=_int(me, "threads", threads, 1, ncpus), min=1, max=ncpus,
+                                   description="threads", continuous_update=False),
+            "nodes": w.Dropdown(options=node_options, value=_option(me, "nodes", nodes, node_options),
+                                description="nodes"),
+            "seeds": w.IntSlider(value=_int(me, "seeds", seeds, 1, 8), min=1, max=8, description="seeds",
+                                 continuous_update=False),
         }, live=live)
 
     def validate(self, params):
@@ -688,21 +750,28 @@ class HistoryExplorer(Explorer):
         self.engine_options = engine_options
         options = ["profile", 1, 2, 3, 4, 6, 8, 12, 16] + [f"adaptive:{r}" for r in adaptive_rules()]
         names = [n for n in workloads() if n.startswith("numa0") and "BIND" not in n] or workloads()
+        me = type(self).__name__
         # a topology file joins the presets (checked, named by its path and digest: a changed file
         # is a new machine); it is labelled by the topology's name
         topology = check_topology("topology", topology)
         self._topologies = [*Topology.presets(), *([topology] if topology not in Topology.presets() else [])]
         labels = [(t if t in Topology.presets() else Topology.coerce(t).name, t) for t in self._topologies]
+        thread_options = ["default", 2, 4, 8, 16, 32, 64]
+        values = dict(history=_option(me, "history", history, options), workload=_option(me, "workload", workload, names),
+                      topology=topology,
+                      profile=_option(me, "profile", profile, Policy.profiles()),
+                      threads=_option(me, "threads", "default" if threads is None else threads, thread_options),
+                      seeds=_int(me, "seeds", seeds, 1, 8))
         live_now = _in_kernel() if live is None else bool(live)
         size = pool_size(workers) if (workers is not None or live_now) else 0
         self.pool = SeedPool(self._store, size).start() if size else None
         super().__init__({
-            "history": w.Dropdown(options=options, value=history, description="history N"),
-            "workload": w.Dropdown(options=names, value=workload, description="workload"),
-            "topology": w.Dropdown(options=labels, value=topology, description="topology"),
-            "profile": w.Dropdown(options=Policy.profiles(), value=profile, description="profile"),
-            "threads": w.Dropdown(options=["default", 2, 4, 8, 16, 32, 64], value=threads, description="threads"),
-            "seeds": w.IntSlider(value=seeds, min=1, max=8, description="seeds", continuous_update=False),
+            "history": w.Dropdown(options=options, value=values["history"], description="history N"),
+            "workload": w.Dropdown(options=names, value=values["workload"], description="workload"),
+            "topology": w.Dropdown(options=labels, value=values["topology"], description="topology"),
+            "profile": w.Dropdown(options=Policy.profiles(), value=values["profile"], description="profile"),
+            "threads": w.Dropdown(options=thread_options, value=values["threads"], description="threads"),
+            "seeds": w.IntSlider(value=values["seeds"], min=1, max=8, description="seeds", continuous_update=False),
         }, live=live)
 
     def validate(self, params):
@@ -858,22 +927,22 @@ class HistoryExplorer(Explorer):
             self.pool.plan([])
 
     def notes(self, result, params):
-        starved = []
-        for h, ds in result.items():
-            faults = float(ds["numa_hint_faults"].mean()) if "numa_hint_faults" in ds else None
-            skips = float(ds["skip_pid_inactive"].mean()) if "skip_pid_inactive" in ds else 0.0
-            if faults == 0 and skips > 0:
-                starved.append(str(ds["policy"].values[0]) if "policy" in ds.coords else str(h))
-        if not starved:
-            return []
-        return [
-            f"{' and '.join(starved)}: no hinting faults at all -- the PID filter starved every VMA. "
-            "vma_is_accessed() lets a thread scan a VMA only if the thread's PID bit is already in "
-            "pids_active[], and only hinting faults in scanned VMAs set bits. Here the unconditional first "
-            "passes (mm->numa_scan_seq < 2) went by without a fault setting any bit, so every VMA is skipped "
-            "as pid_inactive for the rest of the run: nothing is protected or migrated, and elsp is the time "
-            "with memory left where it was first touched. v6.7 added a forced scan of one PID-inactive VMA "
-            "(vma_pids_forced) and v6.12 a starvation horizon, which end this."]
+        from ..interpret import STARVATION, starvation_evidence, starved
+
+        return [f"{p}: {starvation_evidence(ds, p)} -- {STARVATION}" for ds in result.values() for p in starved(ds)]
+
+    def to_dataset(self, result):
+        """The shown policies along ``policy`` (as the figure draws them); attrs ``view_keys``
+        holds the history choices (JSON) so :meth:`from_dataset` restores the dict."""
+        import json
+
+        return _concat(list(result.values()), "policy").assign_attrs(view_keys=json.dumps(list(result)))
+
+    @classmethod
+    def from_dataset(cls, ds):
+        import json
+
+        return {k: ds.isel(policy=[i]) for i, k in enumerate(json.loads(ds.attrs["view_keys"]))}
 
     def render(self, result, params):
         from matplotlib.figure import Figure
@@ -886,10 +955,12 @@ class HistoryExplorer(Explorer):
             from ..stats import paired_change
 
             eff = paired_change(merged["elsp"].assign_coords(policy=names), "policy")
-            m, lo, hi = (float(eff[k].values[1]) for k in ("mean", "lo", "hi"))
-            mark = " *" if bool(eff["significant"].values[1]) else ""
-            rows["elsp %change vs profile, per seed (95% CI)"] = [
+            m, lo, hi, runs = (float(eff[k].values[1]) for k in ("mean", "lo", "hi", "runs"))
+            mark = " *" if bool(eff["resolved"].values[1]) else ""
+            rows["elsp %change vs profile, per seed (95% CI; * excludes 0)"] = [
                 "baseline", f"{m:+.2f}% [{lo:+.2f}, {hi:+.2f}]{mark}" if np.isfinite(lo) else f"{m:+.2f}% (no interval yet)"]
+            rows["runs per kernel a real machine needs to see it (95%, power 0.8)"] = [
+                "", f"{runs:,.0f}" if np.isfinite(runs) else "none: no change" if m == 0 else "more than 100,000"]
         with plots.style():
             fig = Figure(figsize=(11.0, 3.6))
             left, right = fig.subplots(1, 2, width_ratios=[1, 1.4])
