@@ -29,7 +29,7 @@ from .placement import task_numa_placement
 from .state import NO_NODE, PID_UNSET
 
 __all__ = ["hinting_faults", "handle_faults", "record_hint_faults", "should_migrate", "migrate_balanced",
-           "migrate_folios", "task_numa_fault", "sync_prot", "pid_window", "FaultBatch"]
+           "migrate_folios", "task_numa_fault", "sync_prot", "step_hazard", "pid_window", "FaultBatch"]
 
 
 @dataclass
@@ -68,14 +68,8 @@ def hinting_faults(b, ctx):
     cum, lam_c = b.rates.cum, b.rates.lam_c                                  # rates at the step's start
     sync_prot(b)
     pi = b.prot.idx
-    # prot_lam (flat (replica, class) index) and prot_thresh are kept aligned with prot_idx;
-    # lambda_c * dt is the same per region from step to step until the rates are refreshed
-    # or the protected set changes (a new lam array): computed once for them
-    if b.prot.step_hazard_of is not b.prot.lam:
-        b.prot.step_hazard = lam_c.take(b.prot.lam) * b.dt
-        b.prot.step_hazard_of = b.prot.lam
     hz = b.regions.hazard.ravel()                      # flat views: 1-D takes are cheaper
-    h = hz[pi] + b.prot.step_hazard
+    h = hz[pi] + step_hazard(b)
     hz[pi] = h
     hit = h >= b.prot.thresh
     if not np.count_nonzero(hit):  # most steps: no threshold reached (then lam > 0 need not be tested)
@@ -112,6 +106,17 @@ def hinting_faults(b, ctx):
     b.prot.thresh = b.prot.thresh[keep]
     b.regions.prot_none[fr, freg] = False
     handle_faults(b, ctx, fr, freg, ft, ctx.t1)
+
+
+def step_hazard(b):
+    """``lambda_c * dt`` of each protected region (aligned with ``prot.idx``): the same from
+    step to step until the rates are refreshed or the protected set changes (a new ``lam``
+    array), so computed once for them. ``prot.lam`` (flat (replica, class) index) and
+    ``prot.thresh`` are kept aligned with ``prot.idx``."""
+    if b.prot.step_hazard_of is not b.prot.lam:
+        b.prot.step_hazard = b.rates.lam_c.take(b.prot.lam) * b.dt
+        b.prot.step_hazard_of = b.prot.lam
+    return b.prot.step_hazard
 
 
 def handle_faults(b, ctx, fr, freg, ft, now):

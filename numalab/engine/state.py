@@ -147,7 +147,9 @@ class Protected:
     the flat ``r * C + class`` of each (``lam``: where its touch rate is) and its threshold
     (``thresh``); ``of`` is the ``idx`` they were built for (rebuilt when replaced).
     ``step_hazard`` is the ``lambda_c * dt`` each adds per step, computed for the ``lam`` array
-    ``step_hazard_of`` at the current rates (``progress.refresh`` drops it)."""
+    ``step_hazard_of`` at the current rates (``progress.refresh`` drops it); ``quiet_can``
+    whether each can fault (touched class, live replica), for the ``step_hazard`` array
+    ``quiet_can_of`` (:mod:`.quiet`)."""
 
     idx: np.ndarray
     lam: np.ndarray
@@ -155,6 +157,8 @@ class Protected:
     of: np.ndarray
     step_hazard: np.ndarray | None = None
     step_hazard_of: np.ndarray | None = None
+    quiet_can: np.ndarray | None = None
+    quiet_can_of: np.ndarray | None = None
 
     @classmethod
     def empty(cls):
