@@ -26,7 +26,7 @@ import numpy as np
 from ..workloads import PH_INIT
 from .groups import active_nodes, group_node_sums, group_stats, join_groups
 from .placement import task_numa_placement
-from .state import NO_NODE, PID_UNSET
+from .state import NO_NODE, PID_UNSET, flat
 
 __all__ = ["hinting_faults", "handle_faults", "record_hint_faults", "should_migrate", "migrate_balanced",
            "migrate_folios", "task_numa_fault", "sync_prot", "step_hazard", "pid_window", "FaultBatch"]
@@ -58,13 +58,6 @@ class FaultBatch:
         fv = b.lay.region_vma[freg]
         return cls(fr=fr, freg=freg, ft=ft, rt=rt, rq=rq, rv=fr * b.lay.V + fv, fv=fv, cn=b.tasks.node.take(rt),
                    fn=b.regions.node.take(rq), pages=b.lay.region_present[freg])
-
-
-def flat(a):
-    """A 1-D view of the C-contiguous state array ``a`` (never a copy: writes reach ``a``)."""
-    v = a.view()
-    v.shape = (a.size,)
-    return v
 
 
 def hinting_faults(b, ctx):

@@ -28,10 +28,20 @@ import numpy as np
 from ..counters import COUNTER_NAMES
 
 __all__ = ["Tasks", "TaskNuma", "NumaGroups", "MmNuma", "VmaNumab", "Regions", "Protected", "Counters",
-           "Outcome", "Rates", "Observations", "Draws", "StepContext", "NO_NODE", "PID_UNSET"]
+           "Outcome", "Rates", "Observations", "Draws", "StepContext", "NO_NODE", "PID_UNSET", "flat"]
 
 NO_NODE = -1               # NUMA_NO_NODE
 PID_UNSET = 0xFF           # cpupid_pid_unset(): the 8 pid bits all ones
+
+
+def flat(a, *tail):
+    """A view of the C-contiguous state array ``a`` with its leading axes merged into one
+    (1-D, or ``(-1, *tail)``), never a copy: writes through it reach ``a`` (setting a view's
+    shape raises rather than copy). 1-D takes, puts and ufunc.at, and fancy indexing of one
+    axis, are several times cheaper than their multi-index forms."""
+    v = a.view()
+    v.shape = (-1, *tail)
+    return v
 
 
 @dataclass
