@@ -141,6 +141,7 @@ def measure(row, repeat):
 def in_tree(tree: Path, row: str, repeat: int) -> float:
     """One measurement of ``row`` in a fresh process importing numalab from ``tree``."""
     env = {**os.environ, "PYTHONPATH": str(tree), "BENCH_TREE": str(tree)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)       # imports from .pyc, as an installed numalab does
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--measure", row, "--repeat", str(repeat)],
                          env=env, capture_output=True, text=True, cwd=tree)
     if out.returncode:
