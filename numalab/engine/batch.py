@@ -27,7 +27,7 @@ from .. import history as hist
 from ..adaptive import hooks_for
 from ..errors import NumalabValueError, check_int
 from ..workloads import PH_DONE, PH_INIT, PH_LOOP, PH_WAIT
-from . import balance, faults, memory, observe, placement, progress, scan
+from . import balance, faults, memory, observe, placement, progress, quiet, scan
 from .layout import Layout
 from .state import (PID_UNSET, Counters, Draws, MmNuma, NumaGroups, Observations, Outcome, Protected,
                     Rates, Regions, StepContext, TaskNuma, Tasks, VmaNumab)
@@ -60,6 +60,9 @@ class Batch:
         # optional observer of task_numa_work runs and VMA visits (numalab.engine.tracing); it only
         # reads engine state, so a traced run gives the same numbers as an untraced one
         self.tracer = None
+        # take stretches of quiet steps in one go (the same state; False steps one by one,
+        # the oracle the tests compare with)
+        self.jump_quiet = True
         init_node, pid_base, perm = self._seed_draws()
         self._init_tasks(init_node, pid_base, perm)
         self._init_memory(init_node)
@@ -185,16 +188,28 @@ class Batch:
             observe.check_invariants(self)
 
     def run(self):
-        """Step until every replica is done or ``max_time``; sample every ``time_resolution``."""
+        """Step until every replica is done or ``max_time``; sample every ``time_resolution``.
+        Stretches of quiet steps (:mod:`.quiet`) are taken in one go, with the same result."""
         res = self.o.time_resolution
         next_sample = 0.0
+        # a stretch is looked for after a step that took no fault and protected nothing (the
+        # index of protected regions is the same object), or after a stretch that ended at a
+        # sample rather than at an event: events come in runs, and a plan that fails costs
+        plan_next = self.jump_quiet
         while np.count_nonzero(self.outcome.done) < self.outcome.done.size:  # not all done
             if self.now >= next_sample - 1e-9:
                 observe.sample(self)
                 next_sample += res
             if self.now >= self.o.max_time:
                 break
-            self.step()
+            q = quiet.plan(self, next_sample) if plan_next else None
+            if q is not None:
+                quiet.skip(self, q)
+                plan_next = not q.cut
+            else:
+                idx = self.prot.idx
+                self.step()
+                plan_next = self.jump_quiet and self.prot.idx is idx
         observe.sample(self)
         if self.o.check_invariants:
             observe.check_invariants(self)
@@ -202,6 +217,21 @@ class Batch:
         self.outcome.finished = self.outcome.done.copy()
         self.outcome.elsp = np.where(self.outcome.done, self.outcome.elsp, self.now)
         return self
+
+    def _coming_times(self, next_sample):
+        """The clock after each of the coming steps, up to the first at which the run loop
+        samples or stops, and no further than the rows of draws left in the block."""
+        d = self.draw
+        if d.block is None or d.pos >= d.block.shape[1]:
+            _draw_block(self)                    # the next step draws them anyway
+        times = []
+        t, stop, dt, max_time = self.now, next_sample - 1e-9, self.dt, self.o.max_time
+        for _ in range(d.block.shape[1] - d.pos):
+            t = t + dt                           # the clock as end_step advances it
+            times.append(t)
+            if t >= stop or t >= max_time:
+                break
+        return times
 
     @property
     def elsp(self):
@@ -227,14 +257,19 @@ def draws(b):
     ``random((k, n))`` call), which yields exactly the same stream as one ``random(n)`` call
     per step: a float64 uniform takes one 64-bit output."""
     K, T = b.lay.K, b.lay.T
-    n = 2 * K + 2 * T
     d = b.draw
     if d.block is None or d.pos >= d.block.shape[1]:
-        if d.block is None:
-            d.block = np.empty((b.R, DRAW_BLOCK, n))                     # (R, k, n), reused
-        for i, g in enumerate(b.rng):
-            g.random(out=d.block[i])
-        d.pos = 0
+        _draw_block(b)
     blk = d.block[:, d.pos]
     d.pos += 1
     return blk[:, :2 * K].reshape(b.R, K, 2), blk[:, 2 * K:2 * K + T], blk[:, 2 * K + T:]
+
+
+def _draw_block(b):
+    """The next ``DRAW_BLOCK`` steps' uniforms of every replica (one Generator call each)."""
+    d = b.draw
+    if d.block is None:
+        d.block = np.empty((b.R, DRAW_BLOCK, 2 * b.lay.K + 2 * b.lay.T))     # (R, k, n), reused
+    for i, g in enumerate(b.rng):
+        g.random(out=d.block[i])
+    d.pos = 0

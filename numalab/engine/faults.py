@@ -27,24 +27,26 @@ from ..workloads import PH_INIT
 from . import memory
 from .groups import active_nodes, group_node_sums, group_stats, join_groups
 from .placement import task_numa_placement
-from .state import NO_NODE, PID_UNSET
+from .state import NO_NODE, PID_UNSET, flat
 
 __all__ = ["hinting_faults", "handle_faults", "record_hint_faults", "should_migrate", "migrate_balanced",
-           "migrate_folios", "task_numa_fault", "sync_prot", "pid_window", "FaultBatch"]
+           "migrate_folios", "task_numa_fault", "sync_prot", "step_hazard", "pid_window", "FaultBatch"]
 
 
 @dataclass
 class FaultBatch:
     """The step's hinting faults, sorted by (replica, region), one entry per fault: replica
-    ``fr``, region ``freg``, faulting thread ``ft``; flat indices ``rt`` = r*T + t and ``rq`` =
-    r*NR + region (1-D takes are cheaper); the VMA ``fv``, the task's node ``cn``, the folio's
-    node ``fn`` and its resident base pages ``pages``."""
+    ``fr``, region ``freg``, faulting thread ``ft``; flat indices ``rt`` = r*T + t, ``rq`` =
+    r*NR + region and ``rv`` = r*V + vma (1-D takes, puts and ufunc.at are much cheaper than
+    their multi-index forms); the VMA ``fv``, the task's node ``cn``, the folio's node ``fn``
+    and its resident base pages ``pages``."""
 
     fr: np.ndarray
     freg: np.ndarray
     ft: np.ndarray
     rt: np.ndarray
     rq: np.ndarray
+    rv: np.ndarray
     fv: np.ndarray
     cn: np.ndarray
     fn: np.ndarray
@@ -54,7 +56,8 @@ class FaultBatch:
     def of(cls, b, fr, freg, ft):
         rt = fr * b.lay.T + ft
         rq = fr * b.lay.NR + freg
-        return cls(fr=fr, freg=freg, ft=ft, rt=rt, rq=rq, fv=b.lay.region_vma[freg], cn=b.tasks.node.take(rt),
+        fv = b.lay.region_vma[freg]
+        return cls(fr=fr, freg=freg, ft=ft, rt=rt, rq=rq, rv=fr * b.lay.V + fv, fv=fv, cn=b.tasks.node.take(rt),
                    fn=b.regions.node.take(rq), pages=b.lay.region_present[freg])
 
 
@@ -69,14 +72,8 @@ def hinting_faults(b, ctx):
     cum, lam_c = b.rates.cum, b.rates.lam_c                                  # rates at the step's start
     sync_prot(b)
     pi = b.prot.idx
-    # prot_lam (flat (replica, class) index) and prot_thresh are kept aligned with prot_idx;
-    # lambda_c * dt is the same per region from step to step until the rates are refreshed
-    # or the protected set changes (a new lam array): computed once for them
-    if b.prot.step_hazard_of is not b.prot.lam:
-        b.prot.step_hazard = lam_c.take(b.prot.lam) * b.dt
-        b.prot.step_hazard_of = b.prot.lam
     hz = b.regions.hazard.ravel()                      # flat views: 1-D takes are cheaper
-    h = hz[pi] + b.prot.step_hazard
+    h = hz[pi] + step_hazard(b)
     hz[pi] = h
     hit = h >= b.prot.thresh
     if not np.count_nonzero(hit):  # most steps: no threshold reached (then lam > 0 need not be tested)
@@ -115,6 +112,17 @@ def hinting_faults(b, ctx):
     handle_faults(b, ctx, fr, freg, ft, ctx.t1)
 
 
+def step_hazard(b):
+    """``lambda_c * dt`` of each protected region (aligned with ``prot.idx``): the same from
+    step to step until the rates are refreshed or the protected set changes (a new ``lam``
+    array), so computed once for them. ``prot.lam`` (flat (replica, class) index) and
+    ``prot.thresh`` are kept aligned with ``prot.idx``."""
+    if b.prot.step_hazard_of is not b.prot.lam:
+        b.prot.step_hazard = b.rates.lam_c.take(b.prot.lam) * b.dt
+        b.prot.step_hazard_of = b.prot.lam
+    return b.prot.step_hazard
+
+
 def handle_faults(b, ctx, fr, freg, ft, now):
     """do_numa_page for a batch of faults (sorted by replica, region) at ``now`` (s): record
     them, run the migrate filter, migrate what fits, charge the kernel time, then
@@ -123,20 +131,22 @@ def handle_faults(b, ctx, fr, freg, ft, now):
     inc, local = record_hint_faults(b, f)
     kt = b.costs.hint_fault_us * 1e-6 * inc
     # last_cpupid as read before the filter
-    last = (b.regions.last_pid8.take(f.rq), b.regions.last_set.take(f.rq), b.regions.last_node.take(f.rq),
-            b.regions.last_task.take(f.rq))
+    rg = b.regions
+    last = (rg.last_pid8.take(f.rq), rg.last_set.take(f.rq), rg.last_node.take(f.rq), rg.last_task.take(f.rq))
     my8 = b.tasks.pid8.take(f.rt)
     check, want_mig = should_migrate(b, f, local, last, my8)
     migrate, failed = migrate_balanced(b, f, want_mig)
     # the filter records the new accessor (only when it ran)
-    b.regions.last_pid8[fr[check], freg[check]] = my8[check]
-    b.regions.last_set[fr[check], freg[check]] = True
-    b.regions.last_node[fr[check], freg[check]] = f.cn[check]
-    b.regions.last_task[fr[check], freg[check]] = ft[check]
+    if np.count_nonzero(check):
+        rqc = f.rq[check]
+        flat(rg.last_pid8)[rqc] = my8[check]
+        flat(rg.last_set)[rqc] = True
+        flat(rg.last_node)[rqc] = f.cn[check]
+        flat(rg.last_task)[rqc] = ft[check]
     kt = migrate_folios(b, f, migrate, kt)
     mem_node = np.where(migrate, f.cn, f.fn)
-    np.add.at(b.tasks.kdebt, (fr, ft), kt)
-    np.add.at(b.tasks.ksys, (fr, ft), kt)
+    np.add.at(flat(b.tasks.kdebt), f.rt, kt)
+    np.add.at(flat(b.tasks.ksys), f.rt, kt)
     np.add.at(b.counters.syst, fr, kt)
     task_numa_fault(b, ctx, f, now, local, last, my8, mem_node, failed)
 
@@ -149,15 +159,19 @@ def record_hint_faults(b, f):
     # PID bit, when the VMA has numab state (history.set_pid_bits without its argument
     # checks: the indices are the engine's own)
     if b.pol.numab_state:
-        hs = b.vmas.has_state.take(fr * b.lay.V + fv)
-        if np.count_nonzero(hs):
-            hr, hv = fr[hs], fv[hs]
-            rth = f.rt[hs]
+        hs = b.vmas.has_state.take(f.rv)
+        n = np.count_nonzero(hs)
+        if n:
+            if n == hs.size:                              # the usual case: every VMA has state
+                hr, hv, rv, rth = fr, fv, f.rv, f.rt
+            else:
+                hr, hv, rv, rth = fr[hs], fv[hs], f.rv[hs], f.rt[hs]
             word, mask = b.tasks.tid_word.take(rth), b.tasks.tid_mask.take(rth)
-            window = pid_window(b, hr, hv)
-            np.bitwise_or.at(b.vmas.pids_active, (hr, hv, window, word), mask)
+            W, words = b.vmas.pids_active.shape[-2:]
+            window = _window_at(b, rv)
+            np.bitwise_or.at(flat(b.vmas.pids_active), (rv * W + window) * words + word, mask)
             b.vmas.adapt = b.rule.on_fault(b.vmas.adapt, (hr, hv))
-    b.vmas.faulted[fr, fv] = True
+    flat(b.vmas.faulted)[f.rv] = True
     inc = b.lay.fault_inc[f.freg]
     local = f.fn == f.cn
     np.add.at(b.counters.events["numa_hint_faults"], fr, inc)
@@ -174,11 +188,10 @@ def should_migrate(b, f, local, last, my8):
     T, N = b.lay.T, b.lay.N
     fr, ft, rt, cn, fn = f.fr, f.ft, f.rt, f.cn, f.fn
     last8, _, lnode, _ = last
-    gm, gc, gsize = group_stats(b)
     # mpol_misplaced: bind task policy -> no; local -> not misplaced (no cpupid refresh)
     bindp = ((b.tasks.phase.take(rt) == PH_INIT) & wl.init_bind[ft]) | wl.mem_bind[ft]
     check = ~bindp & ~local
-    if not b.o.migrate_filter:
+    if not b.o.migrate_filter or not np.count_nonzero(check):
         return check, check
     # two-stage filter (should_numa_migrate_memory)
     unset = last8 == PID_UNSET
@@ -186,16 +199,18 @@ def should_migrate(b, f, local, last, my8):
     early = ((b.numa.numa_preferred_nid.take(rt) == NO_NODE) | (b.numa.numa_scan_seq.take(rt) <= 4)) & (unset | mine)
     second_stage_fail = ~unset & (lnode != cn)
     g = b.groups.gid.take(rt)
-    ing = g >= 0
-    gg = np.where(ing, g, 0)
-    gm_n, gc_n = group_node_sums(b, gm, gc)                  # (R, T, N): private + shared
-    rg = (fr * T + gg) * N
-    gcpu_dst = gc_n.take(rg + cn)
-    gcpu_src = gc_n.take(rg + fn)
-    gmem_dst = gm_n.take(rg + cn)
-    gmem_src = gm_n.take(rg + fn)
-    grp_ok = (gcpu_dst > 3 * gcpu_src) | (3 * gcpu_dst * gmem_src > 4 * gcpu_src * gmem_dst)
-    return check, check & (early | (~second_stage_fail & (mine | ~ing | grp_ok)))
+    want = early | (~second_stage_fail & (mine | (g < 0)))
+    # the numa-group CPU / memory ratio test decides the rest (grouped, not mine, stage 2 passed)
+    need = check & ~want & ~second_stage_fail
+    if np.count_nonzero(need):
+        gm, gc, _ = group_stats(b)
+        gm_n, gc_n = group_node_sums(b, gm, gc)              # (R, T, N): private + shared
+        rg = (fr[need] * T + g[need]) * N
+        dst, src = rg + cn[need], rg + fn[need]
+        gcpu_dst, gcpu_src = gc_n.take(dst), gc_n.take(src)
+        gmem_dst, gmem_src = gm_n.take(dst), gm_n.take(src)
+        want[need] = (gcpu_dst > 3 * gcpu_src) | (3 * gcpu_dst * gmem_src > 4 * gcpu_src * gmem_dst)
+    return check, check & want
 
 
 def migrate_balanced(b, f, want_mig):
@@ -205,7 +220,8 @@ def migrate_balanced(b, f, want_mig):
     fr, cn, pages = f.fr, f.cn, f.pages
     N = b.lay.N
     migrate, failed = want_mig, np.zeros_like(want_mig)
-    if np.count_nonzero(want_mig):
+    # every candidate fits when the fullest node takes all of them (the usual case)
+    if np.count_nonzero(want_mig) and b.regions.node_pages.max() + pages[want_mig].sum() > b.lay.node_cap:
         key = np.where(want_mig, fr * N + cn, -1)
         order = np.argsort(key, kind="stable")
         ks, pg = key[order], np.where(want_mig, pages, 0)[order]
@@ -237,40 +253,40 @@ def task_numa_fault(b, ctx, f, now, local, last, my8, mem_node, failed):
     task per step, when its retry time has passed, before this step's faults are added),
     then the fault buffers and numa_faults_locality (a shared remote fault between two of the
     group's active nodes counts as local)."""
-    R, T = b.R, b.lay.T
-    fr, ft, cn, pages = f.fr, f.ft, f.cn, f.pages
+    R, T, N = b.R, b.lay.T, b.lay.N
+    fr, ft, rt, cn, pages = f.fr, f.ft, f.rt, f.cn, f.pages
     last8, lset, _, ltask = last
     priv = ~lset | (last8 == my8)
     shared_f = ~priv
-    gm, gc, gsize = group_stats(b)
-    if b.o.numa_groups and shared_f.any():
+    if b.o.numa_groups and np.count_nonzero(shared_f):
         join_groups(b, fr[shared_f], ft[shared_f], ltask[shared_f], last8[shared_f])
-        gm, gc, gsize = group_stats(b)
     seen = np.zeros(R * T, dtype=bool)
-    seen[f.rt] = True
+    seen[rt] = True
     uk = np.flatnonzero(seen)                                   # np.unique(fr * T + ft)
-    pr_, pt_ = np.divmod(uk, T)
-    due = now > b.numa.numa_migrate_retry[pr_, pt_]
+    due = now > b.numa.numa_migrate_retry.take(uk)
     if np.count_nonzero(due):
-        task_numa_placement(b, ctx, pr_[due], pt_[due], now, gm, gc, gsize)
+        gm, gc, gsize = group_stats(b)                          # after this batch's joins
+        pr_, pt_ = np.divmod(uk[due], T)
+        task_numa_placement(b, ctx, pr_, pt_, now, gm, gc, gsize)
     # buffers
     flocal = local.copy()
-    ing2 = b.groups.gid[fr, ft] >= 0
+    gid_f = b.groups.gid.take(rt)
+    ing2 = gid_f >= 0
     if (shared_f & ~flocal & ing2).any():
         gm, gc, gsize = group_stats(b)
         active = active_nodes(b, gc)                                  # (R, T(gid), N)
-        gid = np.where(ing2, b.groups.gid[fr, ft], 0)
+        gid = np.where(ing2, gid_f, 0)
         nact = active[fr, gid].sum(axis=-1)
         relabel = shared_f & ~flocal & ing2 & (nact > 1) & active[fr, gid, cn] & active[fr, gid, mem_node]
         flocal = flocal | relabel
     p_i = priv.astype(np.int64)
-    np.add.at(b.numa.buf_mem, (fr, ft, mem_node, p_i), pages)
-    np.add.at(b.numa.buf_cpu, (fr, ft, cn, p_i), pages)
-    np.add.at(b.numa.numa_faults_locality, (fr, ft, flocal.astype(np.int64)), pages)
+    np.add.at(flat(b.numa.buf_mem), (rt * N + mem_node) * 2 + p_i, pages)
+    np.add.at(flat(b.numa.buf_cpu), (rt * N + cn) * 2 + p_i, pages)
+    np.add.at(flat(b.numa.numa_faults_locality), rt * 3 + flocal, pages)
     if np.count_nonzero(failed):
-        np.add.at(b.numa.numa_faults_locality, (fr[failed], ft[failed], 2), pages[failed])
+        np.add.at(flat(b.numa.numa_faults_locality), rt[failed] * 3 + 2, pages[failed])
         np.add.at(b.counters.events["numa_migrate_fail"], fr[failed], 1)
-    b.numa.has_faults[fr, ft] = True
+    flat(b.numa.has_faults)[rt] = True
 
 
 def sync_prot(b):
@@ -284,6 +300,11 @@ def sync_prot(b):
 
 def pid_window(b, r, v):
     """The window hinting faults of VMAs (r, v) write to (history.current_window_index)."""
+    return _window_at(b, r * b.lay.V + v)
+
+
+def _window_at(b, rv):
+    """:func:`pid_window` of the VMAs at flat (replica, VMA) indices ``rv``."""
     if b.pol.rotation == "shift":
-        return np.full(r.shape, b.pol.windows - 1, dtype=np.int64)
-    return np.mod(b.vmas.pids_idx[r, v], b.pol.windows).astype(np.int64)
+        return np.full(rv.shape, b.pol.windows - 1, dtype=np.int64)
+    return np.mod(b.vmas.pids_idx.take(rv), b.pol.windows).astype(np.int64)

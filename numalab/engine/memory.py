@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..workloads import INIT_B, INIT_MAIN, INIT_OWNER
+from .state import flat
 
 __all__ = ["first_touch", "counts", "migrate", "node_free", "capacity_pages"]
 
@@ -78,15 +79,18 @@ def migrate(b, r, regions, dst) -> np.ndarray:
     replicas' rates (marked for a refresh). Returns the nodes they came from. The caller checks
     room (:func:`node_free`) and counts the event (``numa_pages_migrated``, a tiering counter)."""
     rg = b.regions
-    src = rg.node[r, regions]
-    rg.node[r, regions] = dst
+    N, C = b.lay.N, b.lay.C
+    rq = r * rg.node.shape[1] + regions                 # flat (replica, region): 1-D takes and puts
+    node = flat(rg.node)
+    src = node[rq]
+    node[rq] = dst
     b.rates.dirty[r] = True
-    cls = b.lay.region_class[regions]
-    np.add.at(rg.cls_node, (r, cls, src), -1)
-    np.add.at(rg.cls_node, (r, cls, dst), 1)
+    rc = (r * C + b.lay.region_class[regions]) * N
+    np.add.at(flat(rg.cls_node), rc + src, -1)
+    np.add.at(flat(rg.cls_node), rc + dst, 1)
     pages = b.lay.region_present[regions]
-    np.add.at(rg.node_pages, (r, src), -pages)
-    np.add.at(rg.node_pages, (r, dst), pages)
+    np.add.at(flat(rg.node_pages), r * N + src, -pages)
+    np.add.at(flat(rg.node_pages), r * N + dst, pages)
     return src
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from .groups import group_stats, group_stats_rows
 from .progress import running_mask
 from .scan_period import task_scan_max, task_scan_start, update_task_scan_period
-from .state import NO_NODE
+from .state import NO_NODE, flat
 
 __all__ = ["task_numa_placement", "numa_migrate_preferred", "task_swap", "move_task"]
 
@@ -26,49 +26,54 @@ def task_numa_placement(b, ctx, r, t, now, gm, gc, gsize):
     """task_numa_placement (spec §5.5) for tasks (r, t) at ``now`` (s), then their
     numa_migrate_preferred request (recorded in ``ctx.want``, served by
     :func:`numa_migrate_preferred` at the end of the step)."""
-    seq = b.mm.numa_scan_seq[r, b.lay.thread_mm[t]]
-    go = b.numa.numa_scan_seq[r, t] != seq
+    T, N = b.lay.T, b.lay.N
+    nm = b.numa
+    rt = r * T + t                                      # flat (r, t): 1-D takes and puts
+    seq = b.mm.numa_scan_seq.take(r * b.lay.M + b.lay.thread_mm[t])
+    go = nm.numa_scan_seq.take(rt) != seq
     # numa_migrate_preferred runs regardless; placement only once per sequence
-    r2, t2 = r[go], t[go]
-    if r2.size:
-        b.numa.numa_scan_seq[r2, t2] = seq[go]
-        b.numa.numa_scan_period_max[r2, t2] = task_scan_max(b, (r2, t2), gm, gsize)
-        total = (b.numa.numa_faults_locality[r2, t2, 0] + b.numa.numa_faults_locality[r2, t2, 1]).astype(float)
-        runtime = b.tasks.runtime[r2, t2] - b.numa.last_sum_exec_runtime[r2, t2]
-        period = now - b.numa.last_task_numa_placement[r2, t2]
-        b.numa.last_sum_exec_runtime[r2, t2] = b.tasks.runtime[r2, t2]
-        b.numa.last_task_numa_placement[r2, t2] = now
-        bm = b.numa.buf_mem[r2, t2].astype(float)                              # (n, N, 2)
-        bc = b.numa.buf_cpu[r2, t2].astype(float)
+    if np.count_nonzero(go):
+        r2, t2, rt2 = r[go], t[go], rt[go]
+        flat(nm.numa_scan_seq)[rt2] = seq[go]
+        flat(nm.numa_scan_period_max)[rt2] = task_scan_max(b, (r2, t2), gm, gsize)
+        loc = flat(nm.numa_faults_locality, 3)[rt2]
+        total = (loc[:, 0] + loc[:, 1]).astype(float)
+        run_now = b.tasks.runtime.take(rt2)
+        runtime = run_now - nm.last_sum_exec_runtime.take(rt2)
+        period = now - nm.last_task_numa_placement.take(rt2)
+        flat(nm.last_sum_exec_runtime)[rt2] = run_now
+        flat(nm.last_task_numa_placement)[rt2] = now
+        buf_mem, buf_cpu = flat(nm.buf_mem, N, 2), flat(nm.buf_cpu, N, 2)
+        faults_mem, faults_cpu = flat(nm.faults_mem, N, 2), flat(nm.faults_cpu, N, 2)
+        bm = buf_mem[rt2].astype(float)                                    # (n, N, 2)
+        bc = buf_cpu[rt2].astype(float)
         ftypes = bm.sum(axis=1)                                            # (n, 2): shared, private
         w = (65536.0 * runtime / (period + 1e-9))[:, None, None] * bc / (total + 1)[:, None, None]
-        diff = bm - b.numa.faults_mem[r2, t2] / 2
-        fdiff = w - b.numa.faults_cpu[r2, t2] / 2
-        b.numa.faults_mem[r2, t2] += diff
-        b.numa.faults_cpu[r2, t2] += fdiff
-        b.numa.buf_mem[r2, t2] = 0
-        b.numa.buf_cpu[r2, t2] = 0
+        fm = faults_mem[rt2]
+        fm += bm - fm / 2
+        faults_mem[rt2] = fm
+        faults_cpu[rt2] += w - faults_cpu[rt2] / 2
+        buf_mem[rt2] = 0
+        buf_cpu[rt2] = 0
         gm, gc, gsize = group_stats_rows(b, np.unique(r2))
-        g = b.groups.gid[r2, t2]
+        g = b.groups.gid.take(rt2)
         ing = g >= 0
-        own = b.numa.faults_mem[r2, t2].sum(axis=-1)                              # (n, N)
-        grp = gm[r2, np.where(ing, g, 0)].sum(axis=-1)
-        score = np.where(ing[:, None], grp, own)
+        own = fm.sum(axis=-1)                                              # (n, N)
+        score = np.where(ing[:, None], gm.reshape(-1, N, 2)[r2 * T + np.where(ing, g, 0)].sum(axis=-1), own)
         best = score.argmax(axis=1)                                        # lowest nid wins ties
-        bscore = score[np.arange(r2.size), best]
-        setp = bscore > 0
+        setp = score[np.arange(rt2.size), best] > 0
         # a CPU-less choice becomes its nearest node with CPUs (5c7b1aaf139d, v5.18)
         best = b.topo.nearest_cpu_node.take(best)
-        b.numa.numa_preferred_nid[r2[setp], t2[setp]] = best[setp]
+        flat(nm.numa_preferred_nid)[rt2[setp]] = best[setp]
         update_task_scan_period(b, r2, t2, ftypes[:, 0], ftypes[:, 1], gm, gsize)
     # numa_migrate_preferred
-    per = b.numa.numa_scan_period[r, t]
-    b.numa.numa_migrate_retry[r, t] = now + np.minimum(1.0, per / 16.0 / 1000.0)
-    want = (b.numa.numa_preferred_nid[r, t] != NO_NODE) & (b.tasks.node[r, t] != b.numa.numa_preferred_nid[r, t]) & \
-        (b.wl.cpu_bind[t] < 0)
+    per = nm.numa_scan_period.take(rt)
+    flat(nm.numa_migrate_retry)[rt] = now + np.minimum(1.0, per / 16.0 / 1000.0)
+    pref = nm.numa_preferred_nid.take(rt)
+    want = (pref != NO_NODE) & (b.tasks.node.take(rt) != pref) & (b.wl.cpu_bind[t] < 0)
     if ctx.want is None:
-        ctx.want = np.zeros((b.R, b.lay.T), dtype=bool)
-    ctx.want[r[want], t[want]] = True
+        ctx.want = np.zeros((b.R, T), dtype=bool)
+    flat(ctx.want)[rt[want]] = True
 
 
 def numa_migrate_preferred(b, ctx):

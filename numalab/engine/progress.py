@@ -17,7 +17,8 @@ import numpy as np
 from ..costs import progress_rates
 from ..workloads import PH_DONE, PH_INIT, PH_LOOP, PH_WAIT
 
-__all__ = ["running_mask", "thread_frac", "live_entry_rates", "cumulative_rates", "refresh", "advance", "record_locality", "run_threads"]
+__all__ = ["running_mask", "thread_frac", "live_entry_rates", "cumulative_rates", "refresh", "advance", "locality_increments",
+           "record_locality", "run_threads"]
 
 
 def running_mask(b):
@@ -137,14 +138,21 @@ def advance(b, speed, work_t, used_k, t0, running):
         b.rates.dirty[go.any(axis=1)] = True
 
 
-def record_locality(b, speed, frac):
-    """Accumulate the step's local and total written bytes (the ``local_fraction`` series).
-    The increments depend only on speeds, shares and nodes, which change only with a refresh
-    (a task move marks its replica dirty): computed once per refresh, the same floats added."""
+def locality_increments(b):
+    """The (local, total) bytes every step writes, (R,) each, at the current rates. They
+    depend only on speeds, shares and nodes, which change only with a refresh (a task move
+    marks its replica dirty): computed once per refresh."""
     if b.rates.step_local is None:
-        loc = frac.take(b.rates.rt_base + b.tasks.node)                # frac[r, t, node[r, t]]
+        speed = b.rates.speed
+        loc = b.rates.frac.take(b.rates.rt_base + b.tasks.node)              # frac[r, t, node[r, t]]
         b.rates.step_local = ((speed * loc).sum(axis=1) * b.dt, speed.sum(axis=1) * b.dt)
-    inc_local, inc_w = b.rates.step_local
+    return b.rates.step_local
+
+
+def record_locality(b, speed, frac):
+    """Accumulate the step's local and total written bytes (the ``local_fraction`` series;
+    ``speed`` and ``frac`` are the batch's current rates, :func:`locality_increments`)."""
+    inc_local, inc_w = locality_increments(b)
     b.obs.local_acc += inc_local
     b.obs.local_w += inc_w
 

@@ -113,7 +113,13 @@ def to_dataset(wl, policies, seeds, batches, o, costs):
                  title=f"numalab simulation of {wl.name} on {wl.topology.name}")
     attrs.update({k: (json.dumps(v) if isinstance(v, (bool, dict, list, type(None))) else v)
                   for k, v in wl.topology.to_attrs().items()})
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    # the arrays are numpy arrays already: fastpath Variables skip xarray's duck-array checks,
+    # whose first call imports dask.array when dask is installed (a third of a second nl.simulate
+    # does not need; an xarray operation that does imports it then)
+    def var(dims, values, var_attrs):
+        return xr.Variable(dims, np.asarray(values), var_attrs, fastpath=True)
+    return xr.Dataset({k: var(*v) for k, v in data.items()}, coords={k: var(*v) for k, v in coords.items()},
+                      attrs=attrs)
 
 
 def per_run(ds):

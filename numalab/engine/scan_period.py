@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .state import flat
+
 __all__ = ["task_scan_min", "task_scan_start", "task_scan_max", "update_task_scan_period"]
 
 
@@ -65,11 +67,13 @@ def update_task_scan_period(b, r, t, shared, private, gm, gsize):
     cross-node move's reset) gave it, and numa_faults_locality[] is never cleared."""
     if not b.o.scan_period_adapt:
         return
-    loc = b.numa.numa_faults_locality[r, t]
+    rt = r * b.lay.T + t                                  # flat (r, t): 1-D takes and puts
+    loc = flat(b.numa.numa_faults_locality, 3)[rt]
     remote, local_, failed = loc[:, 0], loc[:, 1], loc[:, 2]
-    smin = task_scan_min(b, b.lay.thread_mm[t])
-    smax = b.numa.numa_scan_period_max[r, t]
-    per = b.numa.numa_scan_period[r, t]
+    mm = b.lay.thread_mm[t]
+    smin = task_scan_min(b, mm)
+    smax = b.numa.numa_scan_period_max.take(rt)
+    per = b.numa.numa_scan_period.take(rt)
     slow = (local_ + shared == 0) | (failed > 0)
     # early return: double, numa_next_scan pushed, locality kept (sticky) or cleared (fix)
     doubled = np.minimum(smax, 2 * per)
@@ -78,12 +82,11 @@ def update_task_scan_period(b, r, t, shared, private, gm, gsize):
     ps = private * 10 // np.maximum(private + shared, 1)
     diff = np.where(ps >= 7, np.maximum(ps - 7, 1) * slot,
                     np.where(lr >= 7, np.maximum(lr - 7, 1) * slot, -(7 - np.maximum(lr, ps)) * slot))
-    adj = np.clip(per + diff, smin, np.maximum(smin, smax))
+    # np.clip's bounds, lo <= hi (np.clip is defined as this and costs a Python wrapper more)
+    adj = np.minimum(np.maximum(per + diff, smin), np.maximum(smin, smax))
     new = np.where(slow, doubled, adj).astype(np.int64)
-    b.numa.numa_scan_period[r, t] = new
+    flat(b.numa.numa_scan_period)[rt] = new
     if np.count_nonzero(slow):
-        rs, ts = r[slow], t[slow]
-        m = b.lay.thread_mm[ts]
-        b.mm.numa_next_scan[rs, m] = b.now + b.dt + new[slow] / 1000.0
+        flat(b.mm.numa_next_scan)[r[slow] * b.lay.M + mm[slow]] = b.now + b.dt + new[slow] / 1000.0
     clear = ~slow | (not b.o.sticky_locality)
-    b.numa.numa_faults_locality[r[clear], t[clear]] = 0
+    flat(b.numa.numa_faults_locality, 3)[rt[clear]] = 0

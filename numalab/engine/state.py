@@ -28,10 +28,20 @@ import numpy as np
 from ..counters import COUNTER_NAMES
 
 __all__ = ["Tasks", "TaskNuma", "NumaGroups", "MmNuma", "VmaNumab", "Regions", "Protected", "Counters",
-           "Outcome", "Rates", "Observations", "Draws", "StepContext", "NO_NODE", "PID_UNSET"]
+           "Outcome", "Rates", "Observations", "Draws", "StepContext", "NO_NODE", "PID_UNSET", "flat"]
 
 NO_NODE = -1               # NUMA_NO_NODE
 PID_UNSET = 0xFF           # cpupid_pid_unset(): the 8 pid bits all ones
+
+
+def flat(a, *tail):
+    """A view of the C-contiguous state array ``a`` with its leading axes merged into one
+    (1-D, or ``(-1, *tail)``), never a copy: writes through it reach ``a`` (setting a view's
+    shape raises rather than copy). 1-D takes, puts and ufunc.at, and fancy indexing of one
+    axis, are several times cheaper than their multi-index forms."""
+    v = a.view()
+    v.shape = (-1, *tail)
+    return v
 
 
 @dataclass
@@ -147,7 +157,9 @@ class Protected:
     the flat ``r * C + class`` of each (``lam``: where its touch rate is) and its threshold
     (``thresh``); ``of`` is the ``idx`` they were built for (rebuilt when replaced).
     ``step_hazard`` is the ``lambda_c * dt`` each adds per step, computed for the ``lam`` array
-    ``step_hazard_of`` at the current rates (``progress.refresh`` drops it)."""
+    ``step_hazard_of`` at the current rates (``progress.refresh`` drops it); ``quiet_can``
+    whether each can fault (touched class, live replica), for the ``step_hazard`` array
+    ``quiet_can_of`` (:mod:`.quiet`)."""
 
     idx: np.ndarray
     lam: np.ndarray
@@ -155,6 +167,8 @@ class Protected:
     of: np.ndarray
     step_hazard: np.ndarray | None = None
     step_hazard_of: np.ndarray | None = None
+    quiet_can: np.ndarray | None = None
+    quiet_can_of: np.ndarray | None = None
 
     @classmethod
     def empty(cls):
