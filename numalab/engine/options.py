@@ -83,6 +83,10 @@ class EngineOptions:
                                 "together) moves lines between caches: one DRAM write-back per line, "
                                 "cross-socket pulls on the links (costs.progress_rates); False = every "
                                 "sweep charged its full DRAM traffic", kind="bool")
+    first_arrival: bool = _opt(True, "a swept region's hinting fault is taken by the first writer to reach it "
+                               "(do_huge_pmd_numa_page restores the PMD; writers behind find it changed), at "
+                               "the step its sweep crosses it (engine.faults.sweep_faults); False = every "
+                               "region on the Poisson clock with a rate-proportional faulting thread", kind="bool")
     harness_overhead: bool = _opt(True, "add costs.harness_overhead_s to elsp (default cost 0 s, so a no-op "
                                   "unless costs set it)", kind="bool")
     pid_base: int | None = _opt(None, "first pid of the run; None = drawn per seed in [pid_lo, pid_hi)",
@@ -154,4 +158,4 @@ DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}
 #: the mechanism off-switches (bool options whose False removes one mechanism), and
 #: lb_migrate_hz, whose 0 removes the load balancer's pulls
 SWITCHES = ("lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter", "thp",
-            "init_coherence", "harness_overhead")
+            "init_coherence", "first_arrival", "harness_overhead")

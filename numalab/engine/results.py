@@ -12,8 +12,9 @@ import json
 import numpy as np
 
 from .._version import __version__
-from ..counters import COUNTER_NAMES, VARIABLE_ATTRS as _VARIABLE_ATTRS, reason_variable
+from ..counters import COUNTER_NAMES, HISTORY_VARIABLES, VARIABLE_ATTRS as _VARIABLE_ATTRS, reason_variable
 from ..reasons import REASONS, SKIP_REASONS
+from . import history_stats
 
 __all__ = ["to_dataset", "VARIABLE_ATTRS"]
 
@@ -57,6 +58,9 @@ def to_dataset(wl, policies, seeds, batches, o, costs):
     for k in COUNTER_NAMES:
         per_run(k, lambda b, k=k: b.counters.events[k], np.int64)
     per_run("finished", lambda b: b.outcome.finished, np.int8)
+    stats = [history_stats.summary(b) for b in batches]
+    for c in HISTORY_VARIABLES:
+        data[c.name] = (("policy", "seed"), np.stack([s_[c.name] for s_ in stats]), dict(c.attrs))
     for i, reason in enumerate(REASONS):
         var = reason_variable(reason, reason in SKIP_REASONS)
         arr = np.stack([b.counters.reasons[:, i] for b in batches]).astype(np.int64)
