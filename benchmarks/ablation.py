@@ -25,6 +25,7 @@ CONFIGS = {
     "no 2-stage filter": {"migrate_filter": False},
     "no THP": {"thp": False},
     "no init coherence": {"init_coherence": False},
+    "no first arrival": {"first_arrival": False},
     "no harness overhead": None,
 }
 

@@ -12,10 +12,15 @@ link-bound init of a few seconds). This prints, per preset and setting, the init
 (first and last worker out of the init, seed 0 under v6.4) and the %changes the published
 tables judge, with the published number beside each.
 
+``--spread`` prints instead how far apart one process's init writers are while the init runs
+(max - min of the bytes they have written, and the mean position per node): the coherence
+mechanism assumes writers close enough to hand lines over from cache (docs/fidelity.md, "0.4.0").
+
 Run::
 
     python benchmarks/init_window.py                 # 4 seeds, ~6 min CPU
     python benchmarks/init_window.py --seeds 8 --presets 2s-224-spr
+    python benchmarks/init_window.py --spread --presets 2s-128
 """
 
 from __future__ import annotations
@@ -55,12 +60,45 @@ def init_span(topo, coherence):
     return first, float("nan")
 
 
+def init_spread(topo, every=0.5):
+    """Lines ``(t, mm, writers in the init, spread MiB, mean position per node GiB)`` while
+    numa01's bound init runs (seed 0, v6.4, the default mechanism)."""
+    wl = nl.workload("numa01", topo)
+    b = make_batch(wl, nl.Policy.profile("6.4"), [0])
+    pb = wl.phase_bytes[:, 0]
+    init = wl.init_bind & (pb > 0)
+    out, next_t = [], 0.0
+    for _ in range(4000):
+        b.step()
+        ph = b.tasks.phase[0]
+        if not (init & (ph == PH_INIT)).any():
+            break
+        if b.now + 1e-9 < next_t:
+            continue
+        next_t += every
+        for m in range(wl.nproc):
+            sel = init & (wl.thread_mm == m) & (ph == PH_INIT)
+            if sel.sum() > 1:
+                x = pb[sel] - b.tasks.bytes_left[0, sel]
+                nodes = b.tasks.node[0, sel]
+                out.append((b.now, m, int(sel.sum()), (x.max() - x.min()) / 2**20,
+                            {int(n): x[nodes == n].mean() / 2**30 for n in np.unique(nodes)}))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--presets", default="2s-224-spr,2s-88-csl,2s-128")
+    ap.add_argument("--spread", action="store_true", help="the init writers' spread instead (seed 0)")
     args = ap.parse_args(argv)
     t0 = time.process_time()
+    if args.spread:
+        for preset in args.presets.split(","):
+            for t, m, n, spread, pos in init_spread(nl.Topology.preset(preset)):
+                print(f"{preset} t={t:5.2f} s mm{m}: {n:3d} writers in the init, spread {spread:7.1f} MiB; "
+                      "mean position " + ", ".join(f"node {k} {v:.2f} GiB" for k, v in pos.items()))
+        return
     for preset in args.presets.split(","):
         topo = nl.Topology.preset(preset)
         print(f"\n{preset}: %change, simulated (published); init = first..last worker out of the bound init")

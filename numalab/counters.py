@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Counter", "COUNTERS", "COUNTER_NAMES", "RUN_VARIABLES", "VARIABLE_ATTRS", "VMSTAT",
+__all__ = ["Counter", "COUNTERS", "COUNTER_NAMES", "RUN_VARIABLES", "HISTORY_VARIABLES", "VARIABLE_ATTRS", "VMSTAT",
            "reason_variable", "counter"]
 
 
@@ -70,6 +70,15 @@ COUNTERS = (
             "(engine option lb_migrate_hz)"),
     Counter("scan_period_resets", "resets", "numa_scan_period reset to task_scan_start by a "
             "cross-node move (update_scan_period)"),
+    # the access-PID history on the workload's buffer VMAs (numalab.engine.history_stats)
+    Counter("pid_windows", "windows", "buffer pids_active windows retired by a rotation in task_numa_work",
+            "pids_active rotation (pids_active_reset)"),
+    Counter("pid_window_bits", "PIDs", "distinct hashed PIDs the retired buffer windows recorded, summed",
+            "bitmap_weight(pids_active[i])"),
+    Counter("pid_tests", "visits", "buffer visits that reached vma_is_accessed's access test"),
+    Counter("pid_test_passes", "visits", "of those, visits whose scanning thread's bit was in the union of "
+            "the windows the own-PID test ORs", "vma_is_accessed: pid_bit(current) in pids_active[*]"),
+    Counter("buffer_protections", "regions", "buffer regions made PROT_NONE by change_prot_numa"),
 )
 COUNTER_NAMES = tuple(c.name for c in COUNTERS)
 #: the vmstat counters, in mmtests' print order
@@ -83,10 +92,20 @@ RUN_VARIABLES = (
     Counter("finished", "1", "1 if every thread finished before max_time"),
 )
 
-#: variable name -> attrs, for every per-run variable but the per-reason visit counts
-VARIABLE_ATTRS = {c.name: c.attrs for c in (*RUN_VARIABLES[:2], *COUNTERS, *RUN_VARIABLES[2:])}
+#: per-run ratios of the access-PID history's counters (numalab.engine.history_stats.summary)
+HISTORY_VARIABLES = (
+    Counter("pids_per_window", "PIDs", "distinct hashed PIDs one buffer window recorded before its rotation "
+            "(mean over retired windows)", "bitmap_weight(pids_active[idx]) at rotation"),
+    Counter("pid_pass_rate", "1", "share of buffer visits whose scanner's bit was in the windows the "
+            "own-PID test ORs", "vma_is_accessed own-PID test"),
+    Counter("scan_coverage", "1", "buffer regions made PROT_NONE per completed pass, as a share of the "
+            "buffer's regions", "change_prot_numa per numa_scan_seq"),
+)
 
-_BY_NAME = {c.name: c for c in (*COUNTERS, *RUN_VARIABLES)}
+#: variable name -> attrs, for every per-run variable but the per-reason visit counts
+VARIABLE_ATTRS = {c.name: c.attrs for c in (*RUN_VARIABLES[:2], *COUNTERS, *RUN_VARIABLES[2:], *HISTORY_VARIABLES)}
+
+_BY_NAME = {c.name: c for c in (*COUNTERS, *RUN_VARIABLES, *HISTORY_VARIABLES)}
 
 
 def counter(name: str) -> Counter:

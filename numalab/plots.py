@@ -57,6 +57,7 @@ __all__ = [
     "convergence",
     "skip_reasons",
     "history_sweep",
+    "history_mechanism",
     "tradeoff",
     "fidelity",
     "fidelity_machines",
@@ -713,6 +714,61 @@ def history_sweep(ds, ax=None, *, variables=("elsp", "syst"), history_dim: str =
                     a.set_xlabel("history length N")
         fig.suptitle("PID-history length sweep (mean ± stddev over seeds; ★ lowest mean, "
                      "hollow when not significantly lower than another N)")
+    return fig
+
+
+#: the links from the history length to the run time (numalab.engine.history_stats)
+HISTORY_MECHANISM = ("pids_per_window", "pid_pass_rate", "scan_coverage", "convergence_time", "elsp")
+
+
+def history_mechanism(ds, ax=None, *, variables=HISTORY_MECHANISM, history_dim: str = "history",
+                      by: str = "topology"):
+    """How the access-PID history length N acts, link by link: the distinct PIDs a buffer
+    window records, the own-PID test's pass rate, the scan coverage per pass, the time to
+    converge and the run time, against N; one column per workload, one line per ``by`` value
+    (a preset), mean over seeds.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset with dims (workload, history, seed) and optionally ``by`` (e.g. a
+        ``numalab.sweep`` over workload x topology x history); the variables of
+        :mod:`numalab.engine.history_stats`.
+    ax : array of len(variables) x n_workloads Axes, optional
+    """
+    if isinstance(variables, str):
+        variables = (variables,)
+    das = [_as_dataarray(ds, v, "ds") for v in variables]
+    for v, da in zip(variables, das):
+        _check_dims(da, ("workload", history_dim), optional=("seed", by), what=v)
+    workloads = das[0]["workload"].values.tolist()
+    groups = das[0][by].values.tolist() if by in das[0].dims else [None]
+    num = _numeric(das[0][history_dim].values)
+    x = das[0][history_dim].values[num].astype(float)
+    colours = [c["color"] for c in _prop_cycle()]
+    with style():
+        fig, axes = _figure(ax, len(variables), len(workloads),
+                            figsize=(min(2.6 * len(workloads) + 1.8, 13), 2.0 * len(variables) + 0.8),
+                            sharex=True)
+        for r, (v, da) in enumerate(zip(variables, das)):
+            mean = da.mean("seed") if "seed" in da.dims else da
+            for c, w in enumerate(workloads):
+                a = axes[r, c]
+                for k, g in enumerate(groups):
+                    m = mean.sel(workload=w) if g is None else mean.sel({"workload": w, by: g})
+                    a.plot(x, m.values[num], marker="o", markersize=3, color=colours[k % len(colours)],
+                           label=None if g is None else str(g))
+                if r == 0:
+                    a.set_title(str(w))
+                if c == 0:
+                    label = _label(da, v)
+                    a.set_ylabel(label if len(label) <= 24 else f"{v} [{da.attrs.get('units', '')}]".replace(" []", ""))
+                if r == len(variables) - 1:
+                    a.set_xticks(x, [str(int(n)) for n in x])
+                    a.set_xlabel("history length N")
+        if groups != [None]:
+            axes[0, -1].legend(fontsize="x-small", loc="best")
+        fig.suptitle("How the PID-history length acts: PIDs a window records -> own-PID test passes -> "
+                     "scan coverage -> convergence (mean over seeds)")
     return fig
 
 

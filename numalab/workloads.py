@@ -102,6 +102,12 @@ class Workload:
     Access entries ``e``: ``entry_class``, ``entry_thread``, ``entry_phase``,
     ``entry_touch_per_byte`` (1/range bytes), ``entry_share`` (share of the thread's bytes
     per region of the class), ``entry_fixed_hz``.
+    Sweep segments ``s`` (the byte ranges threads write in order, for the hinting-fault clock:
+    the first writer to reach a PROT_NONE region takes its fault): ``seg_thread``,
+    ``seg_phase``, ``seg_vma``, ``seg_lo``/``seg_hi`` (bytes from the VMA's start),
+    ``seg_sigma`` (where the segment starts in its thread's sweep of ``seg_range`` bytes) and
+    ``seg_range``; only a thread-phase whose segments tile its range (a true sequential sweep)
+    has them.
     """
 
     name: str
@@ -134,6 +140,13 @@ class Workload:
     entry_touch_per_byte: np.ndarray
     entry_share: np.ndarray
     entry_fixed_hz: np.ndarray
+    seg_thread: np.ndarray
+    seg_phase: np.ndarray
+    seg_vma: np.ndarray
+    seg_lo: np.ndarray
+    seg_hi: np.ndarray
+    seg_sigma: np.ndarray
+    seg_range: np.ndarray
     zero_bytes_init: float = 0.0
 
     @property
@@ -263,6 +276,7 @@ def _finish(b: _Builder, name, topo, params, nproc, threads, *, zero_bytes_init=
                 ent.append((cls, t, ph, k, share, hz))
         region_class[r] = cls
     ent = np.array(ent, dtype=float).reshape(-1, 6)
+    seg = _sweep_segments(b.segments)
     th = threads
     return Workload(
         name=name, topology=topo, params=params, nproc=nproc,
@@ -289,8 +303,37 @@ def _finish(b: _Builder, name, topo, params, nproc, threads, *, zero_bytes_init=
         entry_class=ent[:, 0].astype(np.int64), entry_thread=ent[:, 1].astype(np.int64),
         entry_phase=ent[:, 2].astype(np.int64), entry_touch_per_byte=ent[:, 3],
         entry_share=ent[:, 4], entry_fixed_hz=ent[:, 5],
+        seg_thread=seg[:, 0].astype(np.int64), seg_phase=seg[:, 1].astype(np.int64),
+        seg_vma=seg[:, 2].astype(np.int64), seg_lo=seg[:, 3], seg_hi=seg[:, 4], seg_sigma=seg[:, 5],
+        seg_range=seg[:, 6],
         zero_bytes_init=float(zero_bytes_init),
     )
+
+
+def _sweep_segments(segments) -> np.ndarray:
+    """The byte segments of the thread-phases that sweep their range in order: (S, 7) rows of
+    (thread, phase, vma, lo, hi, sigma, range) in the order they were added. A thread-phase's
+    segments tile its range when their lengths add up to its ``range_bytes``; each then starts
+    at ``sigma`` = the lengths of the segments before it (the thread writes them in that order,
+    as ``perf bench numa mem`` writes its global, process and thread regions). A thread that
+    writes part of a chunk per loop (an access matrix's fractional rate) does not sweep: its
+    regions keep the Poisson clock (``engine.faults``)."""
+    by_tp: dict = {}
+    for (t, ph, vi, lo, hi, range_bytes, hz) in segments:
+        if hz > 0 or hi <= lo:
+            continue
+        by_tp.setdefault((t, ph), []).append((vi, lo, hi, range_bytes))
+    rows = []
+    for (t, ph), segs in by_tp.items():
+        total = sum(hi - lo for _, lo, hi, _ in segs)
+        if any(r != total for *_, r in segs):
+            continue
+        sigma = 0
+        for vi, lo, hi, r in segs:
+            rows.append((t, ph, vi, lo, hi, sigma, r))
+            sigma += hi - lo
+    rows.sort(key=lambda x: (x[0], x[1]))   # by thread, then phase; a thread-phase's own order kept
+    return np.array(rows, dtype=float).reshape(-1, 7)
 
 
 def _threads_table():

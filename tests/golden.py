@@ -9,8 +9,11 @@ The stored fingerprint (``tests/data/golden.json``) was taken from the engine *b
 restructure of issue 10 (``python tests/golden.py --write``) and must never be regenerated to
 make a test pass: a changed fingerprint means a changed result. Intentional model changes retake
 only the keys they change, checked key by key: the futex keys (the hardware-derived futex costs),
-and the two numa01 keys (the shared init as coherence traffic), whose earlier fingerprints stay
-stored under ``.../init_coherence=False`` and are still met with that switch off.
+the two numa01 keys (the shared init as coherence traffic), whose earlier fingerprints stay
+stored under ``.../init_coherence=False`` and are still met with that switch (and
+``first_arrival``) off, and the three ``simulate/`` keys (first-arrival faults on swept regions,
+0.4.0), whose earlier fingerprints stay stored under ``.../first_arrival=False``. Those older
+fingerprints predate the history-length counters, so only their own variables are compared.
 """
 
 from __future__ import annotations
@@ -30,10 +33,16 @@ WORKLOADS = [("numa01_THREAD_ALLOC", "2s-128"), ("numa02", "2s-128"), ("numa01",
 POLICIES = ["pre-6.4", "6.4", "6.12", "rfc2023-p5", "rfc2024-hot-shared",
             "6.12+adaptive:grow-shrink", "6.12+adaptive:span", "6.12+adaptive:popcount"]
 SEEDS = [0, 1, 7]
-#: the workloads with a shared bound init, also run with ``init_coherence=False``: their
-#: fingerprint is the one stored before that mechanism (docs/fidelity.md, "The shared init is
-#: coherence traffic"), so the switch restores the earlier model bit for bit
+#: the workloads with a shared bound init, also run with ``init_coherence=False`` and
+#: ``first_arrival=False``: their fingerprint is the one stored before the shared init became
+#: coherence traffic (docs/fidelity.md), so the two switches restore that model bit for bit
 COHERENCE_OFF = [("numa01_THREAD_ALLOC", "2s-128"), ("numa01", "2s-ivb-40")]
+#: every workload also run with ``first_arrival=False``: the fingerprint stored before swept
+#: regions took first-arrival faults (0.3.0), so the switch restores that model bit for bit
+FIRST_ARRIVAL_OFF = WORKLOADS
+#: case keys whose stored fingerprint predates the history-length counters
+#: (numalab.engine.history_stats): only the variables it holds are compared
+OLDER = ("init_coherence=False", "first_arrival=False")
 MAX_TIME = 60.0   # s simulated: enough for every mechanism to act, short enough for CI
 
 
@@ -71,8 +80,13 @@ def fingerprints() -> dict[str, dict[str, str]]:
     for wname, topo in COHERENCE_OFF:
         wl = nl.workload(wname, nl.Topology.preset(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
-                         init_coherence=False)
+                         init_coherence=False, first_arrival=False)
         out[f"simulate/{wname}/{topo}/init_coherence=False"] = digest(ds)
+    for wname, topo in FIRST_ARRIVAL_OFF:
+        wl = nl.workload(wname, nl.Topology.preset(topo))
+        ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
+                         first_arrival=False)
+        out[f"simulate/{wname}/{topo}/first_arrival=False"] = digest(ds)
     fx = nl.futex.sweep(buckets=[2, 16, 256], mode=["classic", "numa", "private"], threads=[8, 32],
                         seeds=2, topology="2s-ivb-40")
     out["futex.sweep/mva"] = digest(fx)

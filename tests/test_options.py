@@ -10,6 +10,7 @@ import pytest
 import numalab as nl
 from numalab.engine import DEFAULTS, SWITCHES, EngineOptions, run_batch, simulate
 from numalab.errors import NumalabValueError
+from numalab.topology import Topology
 
 IVB = nl.Topology.preset("2s-ivb-40")
 MiB = 1 << 20
@@ -167,3 +168,19 @@ def test_cli_switches_come_from_the_options(tmp_path, capsys):
     assert params["numa_groups"] is False and params["scan_size_mb"] == 64
     assert main(["simulate", "--workload", "numa02", "--option", "frobnicate=1"]) == 2
     assert "frobnicate" in capsys.readouterr().err
+
+
+def test_first_arrival_off_lets_every_writer_of_a_shared_buffer_fault():
+    # numa01's buffer is written by all of a process's workers: with first arrival only the
+    # writer nearest behind a protected huge page takes its fault, so a window records far
+    # fewer distinct PIDs than the process has writers; on the Poisson clock the faulting
+    # thread is drawn afresh for every page and a window soon holds them all
+    topo = Topology(nodes=2, cpus_per_node=16, smt=2, name="t")
+    wl = nl.workload("numa01", topo, size_bytes=1 << 30, loops=30)
+    on = nl.simulate(wl, ["rfc2023-p3"], seeds=3, max_time=60)
+    off = nl.simulate(wl, ["rfc2023-p3"], seeds=3, max_time=60, first_arrival=False)
+    writers = topo.ncpus // 2
+    assert float(off.pids_per_window.max()) >= 0.9 * writers
+    assert float(on.pids_per_window.max()) < 0.6 * writers
+    # and the own-PID test fails more often, which is what a longer history would repair
+    assert float(on.pid_pass_rate.mean()) < float(off.pid_pass_rate.mean())

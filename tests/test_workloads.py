@@ -199,3 +199,47 @@ def test_perf_bench_and_matrix():
 def test_bad_input(call, needle):
     with pytest.raises(NumalabValueError, match=needle):
         call()
+
+
+def test_sweep_segments_say_where_each_writer_is_in_its_range():
+    """The hinting-fault clock of a sweep (engine.faults.sweep_faults) needs each segment's place
+    in its thread's sweep: numa01 sweeps its whole buffer (init and loop), numa01_THREAD_ALLOC
+    its slice in the loop, perf-bench-numa-mem the global region then its own (sigma = the
+    global region's length), and an access matrix's partial chunk writes do not sweep."""
+    topo = Topology(nodes=2, cpus_per_node=8, smt=2, name="t")
+    wl = nl.workload("numa01", topo)
+    GiB = 1 << 30
+    workers = np.flatnonzero(~wl.thread_main)
+    for ph in (1, PH_LOOP):
+        sel = wl.seg_phase == ph
+        assert sorted(wl.seg_thread[sel].tolist()) == sorted(workers.tolist())
+        assert np.all(wl.seg_lo[sel] == 0) and np.all(wl.seg_hi[sel] == 3 * GiB)
+        assert np.all(wl.seg_sigma[sel] == 0) and np.all(wl.seg_range[sel] == 3 * GiB)
+    ta = nl.workload("numa01_THREAD_ALLOC", topo)
+    loop = ta.seg_phase == PH_LOOP
+    S = 3 * GiB // (topo.ncpus // 2)      # one slice per worker of a process
+    assert np.all(ta.seg_hi[loop] - ta.seg_lo[loop] == S) and np.all(ta.seg_range[loop] == S)
+    pb = nl.workloads.perf_bench_numa_mem(topo, threads=2, global_mb=4, thread_mb=2)
+    t = int(np.flatnonzero(~pb.thread_main)[1])
+    mine = np.flatnonzero(pb.seg_thread == t)
+    assert pb.seg_sigma[mine].tolist() == [0.0, 4 << 20] and np.all(pb.seg_range[mine] == 6 << 20)
+    m = from_access_matrix(np.array([[1.0, 0.5], [0.0, 1.0]]), topology=topo, chunk_bytes=4 << 20)
+    # thread 1 writes half of chunk 1 per loop: no sweep; thread 2 sweeps chunk 1
+    assert m.seg_thread.tolist() == [2]
+
+
+def test_layout_marks_swept_classes_and_shared_loops():
+    from numalab.engine import EngineOptions
+    from numalab.engine.layout import Layout
+
+    topo = Topology(nodes=2, cpus_per_node=8, smt=2, name="t")
+    for name, shared in (("numa01", True), ("numa01_THREAD_ALLOC", False), ("numa02", False)):
+        wl = nl.workload(name, topo)
+        lay = Layout(wl, EngineOptions())
+        kinds = np.array(wl.vma_kind)[wl.region_vma]
+        buf = wl.region_class[kinds == "buffer"]
+        stack = wl.region_class[(kinds == "stack") & (wl.region_present > 0)]
+        assert lay.cls_sweep[buf].all() and not lay.cls_sweep[stack].any(), name
+        assert lay.loop_shared[~wl.thread_main].all() == shared and not lay.loop_shared[wl.thread_main].any()
+        off = Layout(wl, EngineOptions(first_arrival=False))
+        assert not off.cls_sweep.any()

@@ -63,26 +63,31 @@ class Batch:
         # take stretches of quiet steps in one go (the same state; False steps one by one,
         # the oracle the tests compare with)
         self.jump_quiet = True
-        init_node, pid_base, perm = self._seed_draws()
-        self._init_tasks(init_node, pid_base, perm)
+        init_node, pid_base, perm, phi = self._seed_draws()
+        self._init_tasks(init_node, pid_base, perm, phi)
         self._init_memory(init_node)
         self._init_rest()
 
     # ------------------------------------------------------------------ initial state
     def _seed_draws(self):
         """Per-seed draws, fixed order: init node (node B: one of the nodes with CPUs), pid base,
-        CPU permutation. The option ``init_node`` may name any node with memory, a memory-only
-        one included (numa01's init bound there); the main threads then run on its nearest
-        node with CPUs."""
-        R, N, o, ncpus = self.R, self.lay.N, self.o, self.topo.ncpus
+        CPU permutation, each thread's sweep phase (a uniform per thread, used by the threads
+        whose loop range is shared; drawn only with option ``first_arrival``, so that without it
+        a seed draws what it drew before). The option ``init_node`` may name any node with
+        memory, a memory-only one included (numa01's init bound there); the main threads then
+        run on its nearest node with CPUs."""
+        R, N, o, ncpus, T = self.R, self.lay.N, self.o, self.topo.ncpus, self.lay.T
         cpu_nodes = self.topo.cpu_nodes
         init_node = np.zeros(R, dtype=np.int64)
         pid_base = np.zeros(R, dtype=np.int64)
         perm = np.zeros((R, ncpus), dtype=np.int64)
+        phi = np.zeros((R, T))
         for i, g in enumerate(self.rng):
             init_node[i] = cpu_nodes[g.integers(cpu_nodes.size)]
             pid_base[i] = g.integers(o.pid_lo, o.pid_hi)
             perm[i] = g.permutation(ncpus)
+            if o.first_arrival:
+                phi[i] = g.random(T)
         if o.init_node is not None:
             init_node[:] = check_int("init_node", o.init_node, lo=0, hi=N - 1)
             if not self.topo.has_memory[o.init_node]:
@@ -90,9 +95,9 @@ class Batch:
                                         f"allowed: a node with memory, {np.flatnonzero(self.topo.has_memory).tolist()}")
         if o.pid_base is not None:
             pid_base[:] = o.pid_base
-        return init_node.astype(np.int64), pid_base, perm
+        return init_node.astype(np.int64), pid_base, perm, phi
 
-    def _init_tasks(self, init_node, pid_base, perm):
+    def _init_tasks(self, init_node, pid_base, perm, phi):
         wl, lay, o, R, T, N = self.wl, self.lay, self.o, self.R, self.lay.T, self.lay.N
         tid = (pid_base[:, None] + wl.thread_tid_offset[None, :]).astype(np.int64)
         # each task's bit in the access-PID maps (history.bit_masks), fixed for the run
@@ -111,7 +116,8 @@ class Batch:
         self.tasks = Tasks(tid=tid, pid8=tid & 0xFF, tid_word=tid_word, tid_mask=tid_mask, node=node, phase=phase,
                            bytes_left=np.where(phase == PH_DONE, 0.0, bytes_left),
                            finish=np.where(phase == PH_DONE, 0.0, np.nan), runtime=np.zeros((R, T)),
-                           kdebt=np.zeros((R, T)), ksys=np.zeros((R, T)))
+                           kdebt=np.zeros((R, T)), ksys=np.zeros((R, T)),
+                           sweep_phase=self._sweep_phase(phi))
         # clone staggers each new thread's first trigger by 2 ticks (init_numa_balancing)
         stamp = np.where(wl.thread_main, 0.0, 2 * scan.TICK_S)[None, :].repeat(R, 0)
         self.numa = TaskNuma.fresh(R, T, N, o.scan_delay_ms, o.scan_period_max_ms, stamp)
@@ -127,6 +133,14 @@ class Batch:
                              pids_active_reset=z(), start_scan_seq=z(np.int64), prev_scan_seq=z(np.int64),
                              scan_select=z(np.int64), scanned=z(bool), faulted=z(bool),
                              adapt=self.rule.init_state(R, M, V))
+
+    def _sweep_phase(self, phi):
+        """Where each thread's loop sweep starts, bytes into its range. Threads writing a shared
+        range (numa01's buffer) sweep it as independent streams: the cost model charges each its
+        own DRAM traffic, which holds only when the writers are far apart in the buffer, not
+        bunched on the same cache lines; so each starts at an independent uniform phase
+        (``phi``) of its range. A thread alone on its range starts at its beginning."""
+        return np.where(self.lay.loop_shared[None, :], phi * self.lay.loop_range[None, :], 0.0)
 
     def _init_memory(self, init_node):
         """First touch: each region starts where :func:`.memory.first_touch` puts it (node B, a

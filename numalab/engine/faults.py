@@ -11,10 +11,23 @@ full target node fails: ``TNF_MIGRATE_FAIL``), and ``task_numa_fault`` (numa gro
 ``task_numa_placement`` when ``numa_migrate_retry`` passed, the fault buffers and
 ``numa_faults_locality``).
 
-When a region faults: each protected region of access class ``c`` adds ``lambda_c dt`` to its
-hazard and faults in the step the hazard reaches its Exp(1) threshold (an inhomogeneous
-Poisson first touch); the faulting thread is the class entry where ``selector * lambda_c``
-falls in the cumulative touch rates.
+When a region faults, and who takes the fault:
+
+* **Sweeps: the first writer to reach it** (:func:`sweep_faults`). A thread writing its byte
+  range in order (autonuma-benchmark's ``bzero`` sweeps) reaches a PROT_NONE region when its
+  sweep position passes the region's first byte. Only that first thread takes the hinting
+  fault: ``do_huge_pmd_numa_page`` / ``do_numa_page`` restore the entry, and a writer arriving
+  behind it finds the PMD changed (the "is the PTE/PMD still the same" check fails, spec §2.2)
+  and records nothing -- no PID bit, no fault statistics. So consecutive protected huge pages
+  are faulted by the same writer until it meets the next writer ahead, and a window of the
+  VMA's ``pids_active`` records that few distinct PIDs. Each step, every sweep's position
+  advances by the bytes it wrote (after the kernel time it owed), and a protected region of
+  a class written only by sweeps faults in the step some writer crosses it, taken by the
+  writer that crosses it first (ties: the lower thread index).
+* **Fixed-rate touches: a Poisson clock** (stacks, globals: written on every call, in no
+  order): each protected region of such a class adds ``lambda_c dt`` to its hazard and faults
+  in the step the hazard reaches its Exp(1) threshold; the faulting thread is the class entry
+  where ``selector * lambda_c`` falls in the cumulative touch rates.
 """
 
 from __future__ import annotations
@@ -23,14 +36,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..workloads import PH_INIT
+from ..workloads import PH_INIT, PH_LOOP, REGION_BYTES
 from . import memory
 from .groups import active_nodes, group_node_sums, group_stats, join_groups
 from .placement import task_numa_placement
 from .state import NO_NODE, PID_UNSET, flat
 
-__all__ = ["hinting_faults", "handle_faults", "record_hint_faults", "should_migrate", "migrate_balanced",
-           "migrate_folios", "task_numa_fault", "sync_prot", "step_hazard", "pid_window", "FaultBatch"]
+__all__ = ["hinting_faults", "poisson_faults", "sweep_faults", "sweep_pieces", "sweep_horizon", "handle_faults",
+           "record_hint_faults", "should_migrate", "migrate_balanced", "migrate_folios", "task_numa_fault",
+           "sync_prot", "step_hazard", "pid_window", "FaultBatch"]
 
 
 @dataclass
@@ -62,30 +76,56 @@ class FaultBatch:
 
 
 def hinting_faults(b, ctx):
-    """The step's fault phase: protected regions accumulate hazard ``lambda_c * dt`` (rates
-    of the step's start); a region faults in the step its hazard reaches its Exp(1) threshold
-    (an inhomogeneous Poisson first touch). Faults are handled at the step's end time."""
+    """The step's fault phase: the protected regions of sweep classes fault when a writer's
+    sweep crosses them (:func:`sweep_faults`), the others by their hazard clock
+    (:func:`poisson_faults`). Faults are handled at the step's end time, sorted by (replica,
+    region)."""
     if b.prot.idx.size == 0:
         return
-    wl = b.wl
-    NR = b.lay.NR
-    cum, lam_c = b.rates.cum, b.rates.lam_c                                  # rates at the step's start
     sync_prot(b)
+    pq, pt = poisson_faults(b)
+    sq, st = sweep_faults(b, ctx)
+    if pq.size + sq.size == 0:
+        return
+    q = np.concatenate([pq, sq])
+    ft = np.concatenate([pt, st])
+    order = np.argsort(q, kind="stable")
+    q, ft = q[order], ft[order]
+    keep = np.ones(b.prot.idx.size, dtype=bool)
+    keep[np.searchsorted(b.prot.idx, q)] = False
+    b.prot.idx = b.prot.of = b.prot.idx[keep]
+    b.prot.lam = b.prot.lam[keep]
+    b.prot.thresh = b.prot.thresh[keep]
+    fr, freg = np.divmod(q, b.lay.NR)
+    b.regions.prot_none[fr, freg] = False
+    handle_faults(b, ctx, fr, freg, ft, ctx.t1)
+
+
+def poisson_faults(b):
+    """The hazard clock of the protected regions whose class is not a sweep class: each adds
+    ``lambda_c * dt`` (rates of the step's start) and faults in the step its hazard reaches its
+    Exp(1) threshold (an inhomogeneous Poisson first touch); the faulting thread is drawn in
+    proportion to the entries' touch rates. Returns the faulting regions' flat indices
+    ``r * NR + region`` (sorted) and threads."""
+    wl = b.wl
+    NR, C = b.lay.NR, b.lay.C
+    cum, lam_c = b.rates.cum, b.rates.lam_c                                  # rates at the step's start
     pi = b.prot.idx
+    none = np.zeros(0, dtype=np.int64)
     hz = b.regions.hazard.ravel()                      # flat views: 1-D takes are cheaper
     h = hz[pi] + step_hazard(b)
     hz[pi] = h
     hit = h >= b.prot.thresh
     if not np.count_nonzero(hit):  # most steps: no threshold reached (then lam > 0 need not be tested)
-        return
+        return none, none
     lam = lam_c.take(b.prot.lam)
-    hit &= lam > 0
+    hit &= (b.prot.step_hazard > 0)
     if not np.count_nonzero(hit):
-        return
+        return none, none
     hi = np.flatnonzero(hit)
     hi = hi[~b.outcome.done[pi[hi] // NR]]
     if hi.size == 0:
-        return
+        return none, none
     fr, freg = np.divmod(pi[hi], NR)
     fc = b.lay.region_class[freg]
     a, z = b.lay.cls_start[fc], b.lay.cls_end[fc]
@@ -102,23 +142,159 @@ def hinting_faults(b, ctx):
         pos = np.minimum(a[:, None] + 1 + j[None, :], b.lay.E)
         le = (cum.take(row[:, None] + pos) <= target[:, None]) & (j[None, :] < (z - a - 1)[:, None])
         e = a + np.count_nonzero(le, axis=1)
-    ft = wl.entry_thread[e]
-    keep = np.ones(pi.size, dtype=bool)
-    keep[hi] = False
-    b.prot.idx = b.prot.of = pi[keep]
-    b.prot.lam = b.prot.lam[keep]
-    b.prot.thresh = b.prot.thresh[keep]
-    b.regions.prot_none[fr, freg] = False
-    handle_faults(b, ctx, fr, freg, ft, ctx.t1)
+    return pi[hi], wl.entry_thread[e]
+
+
+def sweep_pieces(b, ctx):
+    """Where every thread's sweep went this step, as up to two pieces per thread (R, T): the
+    phase it started the step in (``ph_a``; its position ``x_a`` in bytes of that phase, bytes
+    written ``w_a``, from ``tau_a`` s into the step, after the kernel time it owed) and, for a
+    thread whose init ended in the step, the start of its loop (``w_b`` bytes from position 0
+    at ``tau_b``). Loop positions include the thread's sweep phase. Returns
+    ``(ph_a, x_a, w_a, tau_a, x_b, w_b, tau_b, speed)``."""
+    pb = b.wl.phase_bytes
+    ph0, left0, used_k = ctx.phase0, ctx.left0, ctx.used_k
+    ph1, left1 = b.tasks.phase, b.tasks.bytes_left
+    speed = b.rates.speed
+    writing = ctx.running & ((ph0 == PH_INIT) | (ph0 == PH_LOOP))
+    same = ph1 == ph0
+    pbt = np.where(ph0 == PH_INIT, pb[None, :, 0], pb[None, :, 1])
+    x_a = pbt - left0 + np.where(ph0 == PH_LOOP, b.tasks.sweep_phase, 0.0)
+    w_a = np.where(writing, np.where(same, left0 - left1, np.maximum(left0, 0.0)), 0.0)
+    switched = writing & (ph0 == PH_INIT) & (ph1 == PH_LOOP)
+    w_b = np.where(switched, pb[None, :, 1] - left1, 0.0)
+    tau_b = used_k + np.maximum(left0, 0.0) / np.maximum(speed, 1e-30)
+    return ph0, x_a, w_a, used_k, b.tasks.sweep_phase, w_b, tau_b, speed
+
+
+def sweep_faults(b, ctx):
+    """First arrival (module docstring): the protected regions of sweep classes that a writer's
+    sweep crossed this step, each taken by the writer that crossed it first. A region ``k`` of
+    a segment (``Workload.seg_*``) lies at ``p = sigma + max(0, k * 2 MiB - lo)`` in its
+    thread's sweep of ``range`` bytes; a sweep piece that starts at position ``x`` (mod range)
+    and writes ``w`` bytes crosses it ``d = (p - x) mod range`` bytes in, when ``d < w``, at
+    ``tau + d / speed``. Returns the faulting regions' flat indices (sorted) and threads."""
+    lay = b.lay
+    none = np.zeros(0, dtype=np.int64)
+    if lay.S == 0 or ctx.phase0 is None:
+        return none, none
+    ph_a, x_a, w_a, tau_a, x_b, w_b, tau_b, speed = sweep_pieces(b, ctx)
+    st = lay.seg_thread
+    R = b.R
+    # per (replica, segment): the piece of the segment's phase
+    use_a = ph_a[:, st] == lay.seg_phase[None, :]
+    use_b = ~use_a & (lay.seg_phase[None, :] == PH_LOOP) & (w_b[:, st] > 0)
+    w = np.where(use_a, w_a[:, st], np.where(use_b, w_b[:, st], 0.0))
+    w = np.where(b.outcome.done[:, None], 0.0, w)
+    rs, ss = np.nonzero(w > 0)
+    if rs.size == 0:
+        return none, none
+    tt = st[ss]
+    rng_ = lay.seg_range[ss]
+    ua = use_a[rs, ss]
+    x = np.where(ua, x_a[rs, tt], x_b[rs, tt])
+    tau = np.where(ua, tau_a[rs, tt], tau_b[rs, tt])
+    wp = w[rs, ss]
+    a = np.mod(x, rng_)
+    sig, lo = lay.seg_sigma[ss], lay.seg_lo[ss]
+    end = sig + (lay.seg_hi[ss] - lo)
+    kf, kl = lay.seg_kfirst[ss], lay.seg_klast[ss]
+    full = wp >= rng_
+    # the swept positions [a, a + w) mod range, cut to the segment: two intervals at most
+    u1 = np.where(full, sig, np.maximum(a, sig))
+    v1 = np.where(full, end, np.minimum(a + wp, end))
+    u2 = sig
+    v2 = np.where(full, sig, np.minimum(a + wp - rng_, end))
+
+    def kidx(xx):
+        # the first region of the segment whose crossing position is >= xx, widened by one
+        k = np.ceil((xx - sig + lo) / REGION_BYTES).astype(np.int64)
+        return np.where(xx <= sig, kf, np.maximum(kf + 1, k))
+
+    base = rs * lay.NR + lay.seg_region0[ss]
+    lo_q, hi_q = [], []
+    for u, v in ((u1, v1), (u2, v2)):
+        ok = u < v
+        k0 = np.maximum(kidx(u) - 1, kf)
+        k1 = np.minimum(kidx(v) + 1, kl + 1)
+        lo_q.append(np.where(ok, base + k0, 0))
+        hi_q.append(np.where(ok & (k1 > k0), base + k1, 0))
+    lo_q, hi_q = np.concatenate(lo_q), np.concatenate(hi_q)
+    pidx = b.prot.idx
+    i0 = np.searchsorted(pidx, lo_q)
+    i1 = np.maximum(np.searchsorted(pidx, hi_q), i0)
+    n = i1 - i0
+    tot = int(n.sum())
+    if tot == 0:
+        return none, none
+    piece = np.repeat(np.arange(n.size), n)
+    pos = np.arange(tot) - np.repeat(np.cumsum(n) - n, n) + np.repeat(i0, n)
+    q = pidx[pos]
+    j = piece % rs.size                                  # the (replica, segment) of the piece
+    reg = q - rs[j] * lay.NR
+    k = reg - lay.seg_region0[ss[j]]
+    p = sig[j] + np.maximum(0.0, k * float(REGION_BYTES) - lo[j])
+    d = np.mod(p - a[j], rng_[j])
+    sp = speed[rs[j], tt[j]]
+    hit = (d < wp[j]) & lay.cls_sweep[lay.region_class[reg]]
+    if not np.count_nonzero(hit):
+        return none, none
+    q, j, d = q[hit], j[hit], d[hit]
+    when = tau[j] + d / np.maximum(sp[hit], 1e-30)
+    thread = tt[j]
+    order = np.lexsort((thread, when, q))
+    q, thread = q[order], thread[order]
+    first = np.ones(q.size, dtype=bool)
+    first[1:] = q[1:] != q[:-1]
+    return q[first], thread[first]
+
+
+def sweep_horizon(b, running):
+    """``(R, T)`` bytes each running thread's sweep can still write, from where it stands,
+    before it reaches a protected region of a sweep class in its current phase: the step whose
+    bytes pass this crosses one (:func:`sweep_faults`, the same positions); ``inf`` where none
+    lies ahead. :func:`numalab.engine.quiet.plan` ends a quiet stretch before it."""
+    lay = b.lay
+    out = np.full((b.R, lay.T), np.inf)
+    if lay.S == 0 or b.prot.idx.size == 0:
+        return out
+    st = lay.seg_thread
+    live = running[:, st] & (b.tasks.phase[:, st] == lay.seg_phase[None, :]) & ~b.outcome.done[:, None]
+    rs, ss = np.nonzero(live)
+    if rs.size == 0:
+        return out
+    tt, phase, rng_ = st[ss], lay.seg_phase[ss], lay.seg_range[ss]
+    pbt = np.where(phase == PH_INIT, b.wl.phase_bytes[tt, 0], b.wl.phase_bytes[tt, 1])
+    x = pbt - b.tasks.bytes_left[rs, tt] + np.where(phase == PH_LOOP, b.tasks.sweep_phase[rs, tt], 0.0)
+    a = np.mod(x, rng_)
+    base = rs * lay.NR + lay.seg_region0[ss]
+    pidx = b.prot.idx
+    i0 = np.searchsorted(pidx, base + lay.seg_kfirst[ss])
+    n = np.maximum(np.searchsorted(pidx, base + lay.seg_klast[ss] + 1), i0) - i0
+    tot = int(n.sum())
+    if tot == 0:
+        return out
+    j = np.repeat(np.arange(n.size), n)                  # the (replica, segment) of each region
+    q = pidx[np.arange(tot) - np.repeat(np.cumsum(n) - n, n) + np.repeat(i0, n)]
+    reg = q - rs[j] * lay.NR
+    k = reg - lay.seg_region0[ss[j]]
+    p = lay.seg_sigma[ss[j]] + np.maximum(0.0, k * float(REGION_BYTES) - lay.seg_lo[ss[j]])
+    d = np.mod(p - a[j], rng_[j])
+    keep = lay.cls_sweep[lay.region_class[reg]]
+    np.minimum.at(out, (rs[j][keep], tt[j][keep]), d[keep])
+    return out
 
 
 def step_hazard(b):
-    """``lambda_c * dt`` of each protected region (aligned with ``prot.idx``): the same from
+    """``lambda_c * dt`` of each protected region (aligned with ``prot.idx``; 0 for a sweep
+    class's regions, which fault by position, :func:`sweep_faults`): the same from
     step to step until the rates are refreshed or the protected set changes (a new ``lam``
     array), so computed once for them. ``prot.lam`` (flat (replica, class) index) and
     ``prot.thresh`` are kept aligned with ``prot.idx``."""
     if b.prot.step_hazard_of is not b.prot.lam:
-        b.prot.step_hazard = b.rates.lam_c.take(b.prot.lam) * b.dt
+        # a sweep class has no hazard: its regions fault by sweep position (sweep_faults)
+        lam = b.rates.lam_c.take(b.prot.lam)
+        b.prot.step_hazard = np.where(b.lay.cls_sweep[b.prot.lam % b.lay.C], 0.0, lam) * b.dt
         b.prot.step_hazard_of = b.prot.lam
     return b.prot.step_hazard
 

@@ -48,6 +48,7 @@ class Layout:
         self.nr_scan_windows = np.array([-(-(int(rss) or self.scan_size_pages) // self.scan_size_pages)
                                          for rss in self.mm_rss], dtype=np.int64)
         self._entries(wl)
+        self._sweeps(wl, opts)
         self.K = protect_bound(M, sum(len(v) for v in self.mm_vmas), opts.scan_size_mb)
         self._threads(wl)
         # per node: what its memory can take (migrate_balanced_pgdat), base pages, and how many
@@ -133,6 +134,45 @@ class Layout:
             np.array_equal(cls_mm[wl.region_class], self.region_mm)
         self.cls_pages = cls_pp if uniform else None
         self.cls_mm = cls_mm if uniform else None
+
+    def _sweeps(self, wl, opts):
+        """The sweep segments (``Workload.seg_*``) as the fault phase reads them: per segment its
+        VMA's first region (``seg_region0``), the regions it covers within the VMA
+        (``seg_kfirst`` .. ``seg_klast``), and per class whether every access to it is a
+        sweep (``cls_sweep``: its hinting faults are taken by the first writer to reach a
+        PROT_NONE region, ``faults.sweep_faults``; the other classes, and every class with option
+        ``first_arrival=False``, keep the Poisson clock).
+        ``loop_shared`` (T,): the thread's loop range overlaps another thread's (numa01's
+        buffer), so its sweep position is an independent phase (``Batch._seed_draws``)."""
+        RB = REGION_PAGES * 4096
+        self.S = wl.seg_thread.size
+        self.seg_thread, self.seg_phase = wl.seg_thread, wl.seg_phase
+        self.seg_lo, self.seg_hi, self.seg_sigma, self.seg_range = wl.seg_lo, wl.seg_hi, wl.seg_sigma, wl.seg_range
+        self.seg_region0 = self.vma_first[wl.seg_vma]
+        nreg = self.vma_first[wl.seg_vma + 1] - self.seg_region0
+        self.seg_kfirst = (wl.seg_lo // RB).astype(np.int64)
+        self.seg_klast = np.minimum(-(-wl.seg_hi // RB).astype(np.int64) - 1, nreg - 1)
+        swept = set(zip(wl.seg_thread.tolist(), wl.seg_phase.tolist()))
+        sweep_entry = np.array([wl.entry_fixed_hz[e] == 0 and (int(wl.entry_thread[e]), int(wl.entry_phase[e])) in swept
+                                for e in range(self.E)], dtype=bool)
+        self.cls_sweep = np.array([opts.first_arrival and self.cls_start[c] < self.cls_end[c]
+                                   and bool(sweep_entry[self.cls_start[c]:self.cls_end[c]].all())
+                                   for c in range(self.C)], dtype=bool)
+        loop = np.flatnonzero(wl.seg_phase == PH_LOOP)
+        shared = np.zeros(self.T, dtype=bool)
+        for i in loop:
+            o = loop[(wl.seg_vma[loop] == wl.seg_vma[i]) & (wl.seg_thread[loop] != wl.seg_thread[i])
+                     & (wl.seg_lo[loop] < wl.seg_hi[i]) & (wl.seg_hi[loop] > wl.seg_lo[i])]
+            if o.size:
+                shared[wl.seg_thread[i]] = True
+        self.loop_shared = shared
+        # the workload's buffer VMAs and regions (history_stats: the PID history's counters)
+        self.vma_buffer = np.array([k == "buffer" for k in wl.vma_kind], dtype=bool)
+        self.region_buffer = self.vma_buffer[wl.region_vma]
+        self.mm_buffer_regions = np.bincount(self.region_mm[self.region_buffer], minlength=self.M)
+        # each thread's loop range (its sweep's period in bytes), 0 without a loop sweep
+        self.loop_range = np.zeros(self.T)
+        self.loop_range[wl.seg_thread[loop]] = wl.seg_range[loop]
 
     def _threads(self, wl):
         T, V, M = self.T, self.V, self.M

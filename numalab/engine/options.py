@@ -131,6 +131,15 @@ class EngineOptions:
                                 source=_assumed("our reading of the first-touch fault path (the racers serialise "
                                                 "on each huge page, so the init sweeps move as one convoy); the "
                                                 "spec notes do not cover it (docs/fidelity.md)"))
+    first_arrival: bool = _opt(True, "a swept region's hinting fault is taken by the first writer to reach it "
+                               "(do_huge_pmd_numa_page restores the PMD; writers behind find it changed), at "
+                               "the step its sweep crosses it (engine.faults.sweep_faults); False = every "
+                               "region on the Poisson clock with a rate-proportional faulting thread", kind="bool",
+                               source=Provenance("kernel", "the hinting fault path (spec: do_numa_page / "
+                                                 "do_huge_pmd_numa_page restore the entry before the fault is "
+                                                 "accounted; only a hinting fault sets a PID bit); the writers' "
+                                                 "independent phases on a shared range are assumed "
+                                                 "(docs/fidelity.md, '0.4.0')"))
     harness_overhead: bool = _opt(True, "add costs.harness_overhead_s to elsp (default cost 0 s, so a no-op "
                                   "unless costs set it)", kind="bool",
                                   source=Provenance("derived", "a no-op with the default "
@@ -212,4 +221,4 @@ DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}
 #: the mechanism off-switches (bool options whose False removes one mechanism), and
 #: lb_migrate_hz, whose 0 removes the load balancer's pulls
 SWITCHES = ("lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter", "thp",
-            "init_coherence", "harness_overhead")
+            "init_coherence", "first_arrival", "harness_overhead")

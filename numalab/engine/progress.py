@@ -170,4 +170,6 @@ def run_threads(b, ctx):
     b.tasks.kdebt -= used_k
     work_t = np.where(running, dt - used_k, 0.0)
     b.tasks.runtime += np.where(running, dt, 0.0)
+    # where each sweep was before this step's bytes (the fault phase's first-arrival clock)
+    ctx.phase0, ctx.left0, ctx.used_k = b.tasks.phase.copy(), b.tasks.bytes_left, used_k
     advance(b, speed, work_t, used_k, ctx.t0, running)

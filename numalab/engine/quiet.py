@@ -2,7 +2,8 @@
 
 Kernel counterpart: none -- this is the engine's own bookkeeping. Most steps of a run are
 quiet: no ``task_tick_numa`` that starts ``task_numa_work`` or sets a first scan period, no
-hinting fault (no protected region's hazard reaches its threshold), no thread ending its
+hinting fault (no protected region's hazard reaches its threshold, no sweep reaches a protected
+region of its class: first arrival), no thread ending its
 phase, no load-balancer pull, no replica whose rates need a refresh. In such a step
 :meth:`.batch.Batch.step` only
 
@@ -31,7 +32,7 @@ import math
 import numpy as np
 
 from ..workloads import PH_DONE, PH_WAIT
-from .faults import step_hazard, sync_prot
+from .faults import step_hazard, sweep_horizon, sync_prot
 from .observe import check_invariants
 from .progress import locality_increments, running_mask
 from .scan import TICK_S
@@ -124,6 +125,16 @@ def plan(b, next_sample) -> QuietPlan | None:
         k = min(k, _quiet_steps(left, db, (k + 1) * _ULP_BOUND * float(left.max())))
         if k < 1:
             return None
+        # first arrival: a sweep that reaches a protected region of its class faults there
+        # (faults.sweep_faults); the stretch ends before the step whose bytes pass it
+        if P and b.lay.S:
+            ahead = sweep_horizon(b, running)[running]
+            near = np.isfinite(ahead)
+            if np.count_nonzero(near):
+                err = (k + 1) * _ULP_BOUND * (float(left.max()) + float(b.lay.seg_range.max())) + 1.0
+                k = min(k, _quiet_steps(ahead[near], db[near], err))
+                if k < 1:
+                    return None
     # kernel debt is paid first (progress.run_threads): the bytes of its steps
     kd, first = tasks.kdebt, []
     while len(first) < k and np.count_nonzero(kd):
@@ -141,8 +152,8 @@ def _hazard_increments(b):
     (a refresh, a new protected set or a finished replica renews both)."""
     s = step_hazard(b)
     if b.prot.quiet_can_of is not s:
-        lam = b.rates.lam_c.take(b.prot.lam)
-        b.prot.quiet_can = np.flatnonzero((lam > 0) & ~b.outcome.done[b.prot.idx // b.lay.NR])
+        # a sweep class's regions have no hazard (they fault by position: sweep_horizon)
+        b.prot.quiet_can = np.flatnonzero((s > 0) & ~b.outcome.done[b.prot.idx // b.lay.NR])
         b.prot.quiet_can_of = s
     return s, b.prot.quiet_can
 

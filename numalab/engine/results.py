@@ -12,7 +12,8 @@ import json
 import numpy as np
 
 from .._version import __version__
-from ..counters import COUNTER_NAMES, VARIABLE_ATTRS as _VARIABLE_ATTRS, reason_variable
+from ..counters import COUNTER_NAMES, HISTORY_VARIABLES, VARIABLE_ATTRS as _VARIABLE_ATTRS, reason_variable
+from . import history_stats
 
 __all__ = ["to_dataset", "VARIABLE_ATTRS"]
 
@@ -56,6 +57,9 @@ def to_dataset(wl, policies, seeds, batches, o, costs):
     for k in COUNTER_NAMES:
         per_run(k, lambda b, k=k: b.counters.events[k], np.int64)
     per_run("finished", lambda b: b.outcome.finished, np.int8)
+    stats = [history_stats.summary(b) for b in batches]
+    for c in HISTORY_VARIABLES:
+        data[c.name] = (("policy", "seed"), np.stack([s_[c.name] for s_ in stats]), dict(c.attrs))
     # one variable per decision of any policy (a user rule's only where a policy has it: 0 elsewhere)
     decisions = [p.decisions for p in policies]
     names = list(dict.fromkeys(n for d in decisions for n in d.names))

@@ -24,6 +24,7 @@ from ..errors import EngineInvariantError
 from ..policy import ALLOWED, CODE, decide_unchecked, unfiltered_reasons
 from ..scanview import ScanView
 from ..workloads import INACCESSIBLE, PH_INIT, REGION_PAGES, SHARED_RO, UNSUITABLE
+from . import history_stats
 from .faults import sync_prot
 from .scan_period import task_scan_min
 
@@ -215,6 +216,7 @@ def _decide_numab(b, rows, m, scanner, now_v, forced, lo, st, flags):
         st["reset"] = np.where(due, st["reset"] + 4 * delay, st["reset"])
         visit = rule.on_rotate(visit, due, now_ms=now * 1000.0, reset_period_ms=reset_ms)
     wa = rule.windows_active(b.vmas.adapt, visit, rows, m)
+    st["windows_active"] = wa
     allowed, reason, sel = decide_unchecked(pol, ScanView(
         pids_active=pids, idx=pidx, scanner_tid=tid[:, None], numa_scan_seq=seq[:, None],
         start_scan_seq=st["start_seq"], prev_scan_seq=st["prev_seq"], scan_offset=off[:, None],
@@ -402,6 +404,7 @@ def book_visits(b, ev, i, r, scanner, k0, k_end):
         if nfs:
             b.counters.events["false_skips"][r] += nfs
     if b.pol.numab_state:
+        history_stats.record_visits(b, ev, i, r, scanner, k0, k_end)
         commit_visits(b, r, m, k0, k_end, ev.st, i, lo)
     return pids_skipped
 
@@ -420,6 +423,7 @@ def arm_fault_clocks(b, ctx, r, idx):
     b.regions.hazard[r, idx] = 0.0
     b.regions.selector[r, idx] = u[:, 1]
     ctx.new_prot.append(r * b.lay.NR + idx)
+    history_stats.record_protections(b, r, idx)
 
 
 def commit_visits(b, r, m, k0, k1, st, i, lo=0):

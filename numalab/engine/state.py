@@ -59,6 +59,7 @@ class Tasks:
     runtime: np.ndarray      # float: s on a CPU (se.sum_exec_runtime)
     kdebt: np.ndarray        # float: s of kernel work charged and not yet taken from its progress
     ksys: np.ndarray         # float: s of kernel work charged in total
+    sweep_phase: np.ndarray  # float: bytes ahead of 0 the loop sweep starts (a shared range's independent phase)
 
 
 @dataclass
@@ -253,7 +254,9 @@ class StepContext:
     threads on a CPU; the draws ``u_prot`` (R, K, 2) (threshold, selector) per region the step
     protects, ``u_task`` (R, T) and ``u_lb`` (R, T); ``slot`` (R,) how many ``u_prot`` pairs
     are used; ``new_prot`` the flat indices protected by the current task_numa_work call;
-    ``want`` (R, T) numa_migrate_preferred requests (None: none)."""
+    ``want`` (R, T) numa_migrate_preferred requests (None: none); ``phase0``, ``left0`` and
+    ``used_k`` (R, T): each thread's phase and bytes left before the step's progress and the
+    kernel time it paid first (s) -- where its sweep was (``faults.sweep_faults``)."""
 
     t0: float
     t1: float
@@ -265,3 +268,6 @@ class StepContext:
     slot: np.ndarray
     new_prot: list = field(default_factory=list)
     want: np.ndarray | None = None
+    phase0: np.ndarray | None = None
+    left0: np.ndarray | None = None
+    used_k: np.ndarray | None = None

@@ -23,6 +23,7 @@ from ..costs import Costs, progress_rates
 from ..workloads import (INIT_B, INIT_MAIN, INIT_OWNER, PH_DONE, PH_INIT, PH_LOOP, PH_WAIT, REGION_PAGES,
                          SHARED_RO, UNSUITABLE, INACCESSIBLE)
 from . import history as H
+from .hashing import pid_bit
 from . import policy as RP
 
 NO_NODE = -1
@@ -30,7 +31,8 @@ PID_UNSET = 0xFF
 TICK_S = 1e-3
 COUNTERS = ("numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
             "numa_pages_migrated", "false_skips", "idle_scans", "scan_runs", "task_migrations",
-            "numa_migrate_fail", "group_joins", "lb_migrations", "scan_period_resets")
+            "numa_migrate_fail", "group_joins", "lb_migrations", "scan_period_resets", "pid_windows",
+            "pid_window_bits", "pid_tests", "pid_test_passes", "buffer_protections")
 
 
 def nearest_node(topo, nid, ok):
@@ -83,10 +85,44 @@ class Replica:
         self.node_cpus = [int(c) for c in np.broadcast_to(topo.cpus_per_node, (N,))]
         mem = [float(g) for g in np.broadcast_to(topo.mem_per_node_GiB, (N,))]
         self.cpu_nodes = [n for n in range(N) if self.node_cpus[n] > 0]
+        # sweep segments: (thread, phase, first region, k_first, k_last, lo, hi, sigma, range)
+        RB = REGION_PAGES * 4096
+        self.segs = []
+        for i in range(int(wl.seg_thread.size)):
+            v = int(wl.seg_vma[i])
+            nreg = self.vma_first[v + 1] - self.vma_first[v]
+            lo, hi = float(wl.seg_lo[i]), float(wl.seg_hi[i])
+            self.segs.append((int(wl.seg_thread[i]), int(wl.seg_phase[i]), self.vma_first[v], int(lo // RB),
+                              min(int(math.ceil(hi / RB)) - 1, nreg - 1), lo, hi, float(wl.seg_sigma[i]),
+                              float(wl.seg_range[i])))
+        swept = {(s_[0], s_[1]) for s_ in self.segs}
+        self.cls_sweep = []
+        for c in range(self.C):
+            es = range(self.cls_start[c], self.cls_end[c])
+            self.cls_sweep.append(o["first_arrival"] and len(es) > 0 and all(
+                float(wl.entry_fixed_hz[e]) == 0 and (int(wl.entry_thread[e]), int(wl.entry_phase[e])) in swept
+                for e in es))
+        # a thread's loop range shared with another thread's: an independent sweep phase
+        self.loop_range = [0.0] * T
+        shared = [False] * T
+        loops = [s_ for s_ in self.segs if s_[1] == PH_LOOP]
+        for s_ in loops:
+            self.loop_range[s_[0]] = s_[8]
+        for i in range(int(wl.seg_thread.size)):
+            if int(wl.seg_phase[i]) != PH_LOOP:
+                continue
+            for j in range(int(wl.seg_thread.size)):
+                if (int(wl.seg_phase[j]) == PH_LOOP and int(wl.seg_vma[j]) == int(wl.seg_vma[i])
+                        and int(wl.seg_thread[j]) != int(wl.seg_thread[i])
+                        and wl.seg_lo[j] < wl.seg_hi[i] and wl.seg_hi[j] > wl.seg_lo[i]):
+                    shared[int(wl.seg_thread[i])] = True
+        self.loop_shared = shared
+
         # initial draws: node B among the nodes with CPUs
         init_node = self.cpu_nodes[int(self.rng.integers(len(self.cpu_nodes)))]
         pid_base = int(self.rng.integers(o["pid_lo"], o["pid_hi"]))
         perm = self.rng.permutation(topo.ncpus)
+        phi = self.rng.random(T) if o["first_arrival"] else np.zeros(T)
         if o["init_node"] is not None:
             init_node = int(o["init_node"])
         if o["pid_base"] is not None:
@@ -115,6 +151,7 @@ class Replica:
             self.left.append(0.0 if ph == PH_DONE else float(pb[t, 0] if ph == PH_INIT else pb[t, 1]))
             self.finish.append(0.0 if ph == PH_DONE else math.nan)
         self.runtime = [0.0] * T
+        self.sweep_phase = [float(phi[t]) * self.loop_range[t] if self.loop_shared[t] else 0.0 for t in range(T)]
         self.node_stamp = [0.0 if main[t] else 2 * TICK_S for t in range(T)]
         self.period = [o["scan_delay_ms"]] * T
         self.period_max = [o["scan_period_max_ms"]] * T
@@ -304,9 +341,10 @@ class Replica:
             work[t] = dt - used[t] if running[t] else 0.0
             if running[t]:
                 self.runtime[t] = self.runtime[t] + dt
+        self.phase0, self.left0, self.used = list(self.phase), list(self.left), used
         self.advance(work, used, t0, running)
         self.scan_trigger(t0, running)
-        self.faults(t0 + dt)
+        self.faults(t0 + dt, running)
         self.move_tasks()
         self.lb_moves()
         self.now = t0 + dt
@@ -420,6 +458,22 @@ class Replica:
                 st["reset"] = st["reset"] + 4 * delay
         return reason, st
 
+    def history_stats(self, v, reason, st, scanner):
+        """The access-PID history's counters of a buffer VMA's visit (engine.history_stats):
+        the window a rotation retired, and the own-PID test's answer."""
+        if self.wl.vma_kind[v] != "buffer":
+            return
+        pol, old = self.pol, self.state[v]
+        if old is not None and st["reset"] > old["reset"]:
+            cur = old["hist"][H.current_window_index(old["idx"], len(old["hist"]), pol.rotation)]
+            self.cnt["pid_windows"] += 1
+            self.cnt["pid_window_bits"] += H.popcount(cur)
+        if pol.own_pid and reason not in ("unsuitable", "shared_ro", "inaccessible", "scan_delay"):
+            self.cnt["pid_tests"] += 1
+            union = H.union(st["hist"], st["idx"], None, pol.rotation)
+            if H.test_bit(union, pid_bit(self.tid[scanner], pol.width)):
+                self.cnt["pid_test_passes"] += 1
+
     def task_numa_work(self, m, scanner, now):
         vm = self.mm_vmas[m]
         vend = [int(self.wl.vma_end[v]) for v in vm]
@@ -456,6 +510,7 @@ class Replica:
             v = vm[kk]
             reason, st = tentative[kk]
             if pol.numab_state and st is not None:
+                self.history_stats(v, reason, st, scanner)
                 self.state[v] = st
             self.reasons[reason] += 1
             vstart, vend = int(wl.vma_start[v]), int(wl.vma_end[v])
@@ -482,6 +537,8 @@ class Replica:
                 if chg:
                     for q in chg:
                         self.prot[q] = True
+                        if self.wl.vma_kind[v] == "buffer":
+                            self.cnt["buffer_protections"] += 1
                         pte += self.present[q]
                         huge += int(self.huge[q])
                     newly += chg
@@ -525,12 +582,17 @@ class Replica:
         return self.costs.scan_time_s(pte, huge, walked, changed_any), retry, budget, virt
 
     # ------------------------------------------------------------------ faults
-    def faults(self, now):
+    def faults(self, now, running):
         hits = []
         for q in range(self.NR):
             if not self.prot[q]:
                 continue
             c = self.rclass[q]
+            if self.cls_sweep[c]:
+                t = self.first_arrival(q, running)
+                if t is not None and not self.done:
+                    hits.append((q, t))
+                continue
             lam = self.lam_c[c]
             h = self.hazard[q] + lam * self.dt
             self.hazard[q] = h
@@ -546,6 +608,44 @@ class Replica:
         for q, _ in hits:
             self.prot[q] = False
         self.handle(hits, now)
+
+    def pieces(self, t, running):
+        """The thread's sweep pieces of this step: (phase, position, bytes written, start s)."""
+        pb = self.wl.phase_bytes
+        ph0, left0, used = self.phase0[t], self.left0[t], self.used[t]
+        out = []
+        if not running[t] or ph0 not in (PH_INIT, PH_LOOP):
+            return out
+        ph1, left1 = self.phase[t], self.left[t]
+        x = float(pb[t, 0] if ph0 == PH_INIT else pb[t, 1]) - left0
+        if ph0 == PH_LOOP:
+            x = x + self.sweep_phase[t]
+        w = left0 - left1 if ph1 == ph0 else max(left0, 0.0)
+        out.append((ph0, x, w, used))
+        if ph0 == PH_INIT and ph1 == PH_LOOP:
+            tau = used + max(left0, 0.0) / max(self.speed[t], 1e-30)
+            out.append((PH_LOOP, self.sweep_phase[t], float(pb[t, 1]) - left1, tau))
+        return out
+
+    def first_arrival(self, q, running):
+        """The thread whose sweep crossed region q first this step, or None."""
+        RB = REGION_PAGES * 4096
+        best = None
+        for (t, ph, r0, kf, kl, lo, hi, sig, rng) in self.segs:
+            k = q - r0
+            if k < kf or k > kl:
+                continue
+            for (pph, x, w, tau) in self.pieces(t, running):
+                if pph != ph or not w > 0:
+                    continue
+                p = sig + max(0.0, k * float(RB) - lo)
+                d = float(np.mod(p - float(np.mod(x, rng)), rng))
+                if not d < w:
+                    continue
+                when = tau + d / max(self.speed[t], 1e-30)
+                if best is None or (when, t) < best:
+                    best = (when, t)
+        return None if best is None else best[1]
 
     def handle(self, hits, now):
         pol, costs = self.pol, self.costs
