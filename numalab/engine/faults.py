@@ -396,8 +396,8 @@ def migrate_balanced(b, f, want_mig):
     fr, cn, pages = f.fr, f.cn, f.pages
     N = b.lay.N
     migrate, failed = want_mig, np.zeros_like(want_mig)
-    # every candidate fits when the fullest node takes all of them (the usual case)
-    if np.count_nonzero(want_mig) and b.regions.node_pages.max() + pages[want_mig].sum() > b.lay.node_cap:
+    # every candidate fits when every node has room for all of them (the usual case)
+    if np.count_nonzero(want_mig) and np.count_nonzero(memory.node_free(b) < pages[want_mig].sum()):
         key = np.where(want_mig, fr * N + cn, -1)
         order = np.argsort(key, kind="stable")
         ks, pg = key[order], np.where(want_mig, pages, 0)[order]
