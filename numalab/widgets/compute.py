@@ -62,10 +62,9 @@ def decision_passes(profile="6.12", *, history=None, threads: int = 4, passes: i
                     rotate_every: int = 4, pattern: str = "disjoint", seed: int = 0,
                     first_tid: int = 4100) -> xr.Dataset:
     """Replay ``passes`` scan passes of one small process through a policy's scan filter
-    (``Policy.parse(profile, history=history)``: a profile, any policy text -- a user rule's
-    too, ``"6.12+my_rule"`` -- or a Policy; history None / "profile" / N). A policy with an
-    adaptive history is refused: its window count changes with the faults the engine runs
-    (``numalab.simulate`` or the HistoryExplorer replay it).
+    (``Policy.parse(profile, history=history)``: any policy text, ``"6.12+my_rule"`` too, or a
+    Policy; history None / "profile" / N; an adaptive history is refused, ``numalab.simulate``
+    runs it).
 
     The process: ``threads`` threads (consecutive TIDs from ``first_tid``), a shared buffer
     VMA, one stack VMA per thread and a VMA only the main thread initialises (passes 0-1).
