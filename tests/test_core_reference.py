@@ -36,7 +36,11 @@ def policies(draw):
         pol = draw(policies())
         if not pol.numab_state:
             return pol
-        chosen = draw(st.lists(st.sampled_from(USER_RULES), min_size=1, max_size=2, unique_by=lambda r: r.name))
+        # a nested draw may hold user rules already: a policy has each rule once
+        free = [r for r in USER_RULES if r.name not in {u.name for u in pol.user_rules}]
+        if not free:
+            return pol
+        chosen = draw(st.lists(st.sampled_from(free), min_size=1, max_size=2, unique_by=lambda r: r.name))
         chosen = [r(k=draw(st.integers(1, 4))) if r.name == "any_or_k" else
                   r(pages=draw(st.sampled_from([1, 100, 1024]))) if r.name == "refuse_big" else r for r in chosen]
         return pol.replace(add_rules=chosen)

@@ -101,10 +101,8 @@ def decision_passes(profile="6.12", *, history=None, threads: int = 4, passes: i
     seed = check_int("seed", seed, lo=0)
     pol = Policy.parse(profile, history=history)
     if pol.adapt is not None:
-        raise NumalabValueError(
-            f"history={history!r}: the pass-by-pass replay keeps a fixed number of PID windows, and an adaptive "
-            "history changes it with the faults the engine runs; allowed: None, 'profile' or N in 1..64 (run "
-            "adaptive rules with numalab.simulate or HistoryExplorer)")
+        raise NumalabValueError(f"history={history!r}: the replay keeps a fixed number of PID windows, an adaptive "
+                                "history changes it with the engine's faults; allowed: None, 'profile' or N in 1..64")
     names = _vma_layout(threads)
     nvma = len(names)
     tids = np.arange(first_tid, first_tid + threads, dtype=np.uint32)
