@@ -99,6 +99,8 @@ REASON_COLOURS = {
 #: scans, warm ones for skips, as the fixed colours are
 _SPARE_SCAN = ("#6a3d9a", "#33a02c", "#1f78b4", "#cab2d6", "#80cdc1", "#35978f")
 _SPARE_SKIP = ("#b15928", "#e31a1c", "#fb9a99", "#ff7f00", "#8c510a", "#f46d43")
+#: the heatmap's colours for decisions without a fixed one, scan or skip alike
+_SPARE = ("#b15928", "#6a3d9a", "#ff7f00", "#33a02c", "#e31a1c", "#1f78b4", "#fb9a99", "#cab2d6")
 
 
 @contextlib.contextmanager

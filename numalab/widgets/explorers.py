@@ -602,7 +602,10 @@ class FutexExplorer(Explorer):
 
         me = type(self).__name__
         self.topology = topology
-        self._preset = Topology.coerce(topology)      # a preset or a topology file
+        try:
+            self._preset = Topology.coerce(topology)  # a preset or a topology file
+        except NumalabValueError as exc:
+            raise NumalabValueError(f"{me}: topology: {exc}") from None
         self._preset.uniform("cpus_per_node")          # the futex model: one kind of node
         nodes = self._preset.nodes if nodes is None else nodes
         node_options = sorted({1, 2, 4, 8, self._preset.nodes})
@@ -753,7 +756,10 @@ class HistoryExplorer(Explorer):
         me = type(self).__name__
         # a topology file joins the presets (checked, named by its path and digest: a changed file
         # is a new machine); it is labelled by the topology's name
-        topology = check_topology("topology", topology)
+        try:
+            topology = check_topology("topology", topology)
+        except NumalabValueError as exc:            # name the explorer, as every control does
+            raise NumalabValueError(f"{me}: {exc}") from None
         self._topologies = [*Topology.presets(), *([topology] if topology not in Topology.presets() else [])]
         labels = [(t if t in Topology.presets() else Topology.coerce(t).name, t) for t in self._topologies]
         thread_options = ["default", 2, 4, 8, 16, 32, 64]
