@@ -8,7 +8,9 @@ numalab version and option names, which a restructure may reword without changin
 The stored fingerprint (``tests/data/golden.json``) was taken from the engine *before* the
 restructure of issue 10 (``python tests/golden.py --write``) and must never be regenerated to
 make a test pass: a changed fingerprint means a changed result. Intentional model changes retake
-only the keys they change, checked key by key: the futex keys (the hardware-derived futex costs),
+only the keys they change, checked key by key: the futex keys (the hardware-derived futex costs;
+retaken again for issue 24's kernel and hardware mechanisms: nanosleep slack, line ownership,
+conflicts, node-sorted rounds, the refcount as an atomic line),
 and the two numa01 keys (the shared init as coherence traffic), whose earlier fingerprints stay
 stored under ``.../init_coherence=False`` and are still met with that switch off.
 """
