@@ -8,12 +8,14 @@ numalab version and option names, which a restructure may reword without changin
 The stored fingerprint (``tests/data/golden.json``) was taken from the engine *before* the
 restructure of issue 10 (``python tests/golden.py --write``) and must never be regenerated to
 make a test pass: a changed fingerprint means a changed result. Intentional model changes retake
-only the keys they change, checked key by key: the futex keys (the hardware-derived futex costs),
-the two numa01 keys (the shared init as coherence traffic), whose earlier fingerprints stay
-stored under ``.../init_coherence=False`` and are still met with that switch (and
-``first_arrival``) off, and the three ``simulate/`` keys (first-arrival faults on swept regions,
-0.4.0), whose earlier fingerprints stay stored under ``.../first_arrival=False``. Those older
-fingerprints predate the history-length counters, so only their own variables are compared.
+only the keys they change, checked key by key: the futex keys (the hardware-derived futex costs;
+retaken again for issue 24's kernel and hardware mechanisms: nanosleep slack, line ownership,
+conflicts, node-sorted rounds, the refcount as an atomic line), the two numa01 keys (the shared
+init as coherence traffic), whose earlier fingerprints stay stored under
+``.../init_coherence=False`` and are still met with that switch (and ``first_arrival``) off, and
+the three ``simulate/`` keys (first-arrival faults on swept regions, 0.4.0), whose earlier
+fingerprints stay stored under ``.../first_arrival=False``. Those older fingerprints predate the
+history-length counters, so only their own variables are compared.
 """
 
 from __future__ import annotations

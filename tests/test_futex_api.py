@@ -110,7 +110,8 @@ def test_calibrate_recovers_known_constants_from_synthetic_rows():
         assert fit.constants[name] == pytest.approx(value, rel=0.02), name
     # rows at 1 to 40 threads on one and two nodes pin all three down
     assert not fit.unidentified and all(0 < v < 0.5 for v in fit.relative_uncertainty.values())
-    assert np.max(np.abs(fit.residuals)) < 1e-3
+    # exact rows: the residuals are what the priors (the constants' bands) pull, a few 0.1 %
+    assert np.max(np.abs(fit.residuals)) < 5e-3
     assert fit.predictions.sizes["row"] == len(rows)
     assert fit.predictions.ops_per_s_per_thread.attrs["units"] == "1/s"
     # the documented defaults are far from the truth: the fit had work to do

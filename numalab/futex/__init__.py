@@ -38,7 +38,9 @@ The cost model (which term dominates where, every default and its source) is in
 """
 
 from .api import DISTS, METHODS, simulate, solve_points, sweep
-from .calibration import DEFAULT_FIT, CalibrationResult, calibrate, predict
+from .calibration import (
+    DEFAULT_FIT, CalibrationResult, CrossValidation, banded_constants, calibrate, cross_validate, predict, predict_band,
+)
 from .hash import (
     CLASSIC, HASH_MODES, HASHES, MODES, NUMA, PRIVATE, ClassicHash, HashMode, KeyView, NodeHash, PrivateHash,
     classic_hashsize, hash_mode, mode_names, node_hashsize, private_default_slots, register_mode,
@@ -62,5 +64,6 @@ __all__ = [
     # costs and solvers
     "FutexCosts", "coerce_costs", "network", "mva",
     # results
-    "simulate", "sweep", "solve_points", "calibrate", "predict", "CalibrationResult",
+    "simulate", "sweep", "solve_points", "calibrate", "predict", "CalibrationResult", "cross_validate",
+    "CrossValidation", "predict_band", "banded_constants",
 ]

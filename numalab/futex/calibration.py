@@ -21,11 +21,13 @@ import numpy as np
 from ..errors import NumalabValueError, check_choice, check_int, check_seeds
 from ..topology import Topology
 from .hash import hash_mode
+from ..provenance import provenance_of
+from .costs import _UNIT_WEIGHTS, RELATIVE_BANDS
 from .solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
 from .workloads import PERF_BENCH, route, workload_for
 
-__all__ = ["CalibrationResult", "calibrate", "predict", "measurement_rows", "DEFAULT_FIT", "NOISE_FLOOR",
-           "IDENTIFIABLE_REL"]
+__all__ = ["CalibrationResult", "CrossValidation", "calibrate", "predict", "predict_band", "cross_validate",
+           "banded_constants", "measurement_rows", "prior_sigma", "DEFAULT_FIT", "NOISE_FLOOR", "IDENTIFIABLE_REL"]
 
 #: the per-operation CPU cost outside the lock (syscall entry/exit: the mitigations and the
 #: clock vary most between machines) and the cross-node line transfer: both pinned down by
@@ -154,6 +156,17 @@ def predict(measurements, topology, *, costs=None, seeds=4, futexes=1024, **work
         coerce_costs(costs).resolve(topology))
 
 
+def prior_sigma(name: str) -> float:
+    """Log-space standard deviation of a constant's prior: a quarter of the log width of its
+    band (the band spans +-2 sigma; relative bands are factors of the Topology's figure);
+    1 (a factor e) for a constant without a band or with a band reaching 0 (the weights)."""
+    prov = provenance_of(FutexCosts).get(name)
+    if prov is None or prov.band is None or prov.band[0] <= 0:
+        return 1.0
+    lo, hi = prov.band
+    return max(np.log(hi / lo) / 4.0, 1e-3)
+
+
 def _fit_names(fit) -> tuple:
     """``fit`` as a tuple, checked: at least one name, each a :data:`COST_NAMES` entry, none twice."""
     fit = tuple(fit)
@@ -262,9 +275,12 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, f
     :func:`~numalab.futex.perf_bench_hash` (e.g. ``refcount="immutable"`` for ``-I`` runs).
 
     ``fit`` names the constants to fit (default :data:`DEFAULT_FIT`); the others stay at
-    ``costs`` (defaults: the documented constants). Returns a :class:`CalibrationResult`
-    with the fitted constants, their standard errors and identification flags
-    (``fit.summary()`` prints them).
+    ``costs`` (defaults: the documented constants). Each fitted constant's plausible band
+    (its provenance) is a log-normal prior around its starting value (:func:`prior_sigma`),
+    so the fit is a maximum a posteriori estimate: the rows decide what they can see, the
+    sources the rest. The standard errors and identification flags are the rows' alone (the
+    Jacobian of the residuals without the prior). Returns a :class:`CalibrationResult`
+    (``fit.summary()`` prints it).
     """
     import time
 
@@ -276,7 +292,7 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, f
     base = coerce_costs(costs).resolve(topology)
     model_rows = _Model(rows, topology, check_seeds(seeds), futexes, workload_kw)
     y = np.log(rows["ops_per_s_per_thread"])
-    bounds = {"home_lookup": 1.0, "smt_gain": 1.0}
+    bounds = {n: 1.0 for n in _UNIT_WEIGHTS}
 
     def priced(theta):
         vals = {n: float(np.exp(v)) for n, v in zip(fit, theta)}
@@ -285,11 +301,141 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, f
     def residual(theta):
         return np.log(model_rows(priced(theta))) - y
 
-    theta = np.log(np.array([max(getattr(base, n), 1e-3) for n in fit], dtype=float))
-    theta, r, J, it = _levenberg_marquardt(residual, theta, max_iter)
+    # maximum a posteriori: each constant's band is its prior (log-normal, the band +-2 sigma
+    # around the default), so a constant the rows cannot see stays where its source puts it
+    # instead of drifting along a flat direction; the rows are weighed as NOISE_FLOOR-noisy
+    theta0 = np.log(np.array([max(getattr(base, n), 1e-3) for n in fit], dtype=float))
+    sigma = np.array([prior_sigma(n) for n in fit])
+    ny = y.size
+
+    def posterior(theta):
+        return np.concatenate([residual(theta), NOISE_FLOOR * (theta - theta0) / sigma])
+
+    theta, r_all, J_all, it = _levenberg_marquardt(posterior, theta0.copy(), max_iter)
+    r, J = r_all[:ny], J_all[:ny]          # what the rows alone say (errors, identification)
     best = priced(theta)
     fitted = {n: float(getattr(best, n)) for n in fit}
     unc, rel_d, corr, ident = _standard_errors(fit, fitted, r, J)
     ds = _fit_dataset(rows, r, y, fit, best, unc, ident, topology)
     return CalibrationResult(best, fitted, unc, rel_d, corr, ident, r, ds, it,
                              model_rows.evaluations, time.perf_counter() - t0)
+
+
+def _band_box(names, base: FutexCosts, topology: Topology) -> dict:
+    """name -> (lo, hi) in the constant's units for the band sampling: the provenance band,
+    a factor of the Topology's figure for the relative ones."""
+    box = {}
+    c = base.resolve(topology)
+    for n in names:
+        prov = provenance_of(FutexCosts)[n]
+        if prov.band is None:
+            raise NumalabValueError(f"names={n!r} has no band in its provenance; allowed: constants with a band")
+        lo, hi = prov.band
+        if n in RELATIVE_BANDS:
+            lo, hi = lo * getattr(c, n), hi * getattr(c, n)
+        box[n] = (float(lo), float(hi))
+    return box
+
+
+def banded_constants() -> tuple:
+    """The constants whose provenance gives a plausible band (what :func:`predict_band`
+    samples by default)."""
+    return tuple(n for n, p in provenance_of(FutexCosts).items() if p.band is not None)
+
+
+def predict_band(measurements, topology, *, names=None, costs=None, samples=24, sample_seed=0, seeds=2,
+                 futexes=1024, **workload_kw):
+    """The model's range for each row when every banded constant ranges over its plausible
+    band (its provenance): a Latin hypercube of ``samples`` points over the box (log-uniform
+    for positive bands, uniform for the weights), each row's minimum and maximum over them,
+    and the prediction at ``costs`` (the defaults). Returns an xarray Dataset over ``row``
+    (``ops_per_s_per_thread``, ``low``, ``high``, the ``samples``; the box as attributes; with
+    measured rows also ``measured`` and ``inside``). A wide band is the model saying what to
+    measure."""
+    topology = Topology.coerce(topology)
+    rows = measurement_rows(measurements, need_rate=False)
+    names = banded_constants() if names is None else tuple(names)
+    samples = check_int("samples", samples, lo=2, hi=4096)
+    base = coerce_costs(costs).resolve(topology)
+    box = _band_box(names, base, topology)
+    model = _Model(rows, topology, check_seeds(seeds), futexes, workload_kw, tol=1e-8)
+    centre = model(base)
+    rng = np.random.default_rng(check_int("sample_seed", sample_seed, lo=0))
+    # Latin hypercube: each constant's range cut into `samples` strata, one draw per stratum
+    u = (rng.permuted(np.tile(np.arange(samples), (len(names), 1)), axis=1) + rng.random((len(names), samples))) / samples
+    preds = np.empty((samples, centre.size))
+    for s in range(samples):
+        vals = {}
+        for i, n in enumerate(names):
+            lo, hi = box[n]
+            vals[n] = lo * (hi / lo) ** u[i, s] if lo > 0 else lo + (hi - lo) * u[i, s]
+        preds[s] = model(replace(base, **vals))
+    import xarray as xr
+
+    out = xr.Dataset(
+        {"ops_per_s_per_thread": ("row", centre, {"units": "1/s", "long_name": "prediction at the given constants"}),
+         "low": ("row", np.minimum(preds.min(axis=0), centre), {"units": "1/s", "long_name": "lowest over the band box"}),
+         "high": ("row", np.maximum(preds.max(axis=0), centre), {"units": "1/s", "long_name": "highest over the band box"}),
+         "samples": (("sample", "row"), preds, {"units": "1/s", "long_name": "prediction at each Latin-hypercube point"})},
+        coords={"row": np.arange(centre.size), "threads": ("row", rows["threads"]), "buckets": ("row", rows["buckets"]),
+                "mode": ("row", rows["mode"])},
+        attrs={"banded": ",".join(names), **{f"band_{n}": f"{lo:g} {hi:g}" for n, (lo, hi) in box.items()},
+               **topology.to_attrs()},
+    )
+    try:
+        meas = measurement_rows(measurements)["ops_per_s_per_thread"]
+    except NumalabValueError:
+        meas = None                          # rows without a measured rate: a prediction only
+    if meas is not None:
+        out["measured"] = ("row", meas, {"units": "1/s", "long_name": "measured ops/s per thread"})
+        out["inside"] = ("row", (meas >= out["low"].values) & (meas <= out["high"].values),
+                         {"long_name": "measured value inside the band"})
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class CrossValidation:
+    """:func:`cross_validate`'s answer: ``fits`` (group value -> :class:`CalibrationResult`
+    of the rows of that group), ``table`` (one dict per (calibrated on, scored on) pair:
+    ``train``, ``test``, ``in_sample``, ``rms_log`` and ``max_error`` = max |predicted /
+    measured - 1|) and ``predictions`` (train -> predicted ops/s per thread of every row)."""
+
+    by: str
+    fits: dict
+    table: list
+    predictions: dict
+
+    def summary(self) -> str:
+        lines = [f"{'calibrated on':>14} {'scored on':>10} {'':>15} {'rms log':>8} {'max |err|':>10}"]
+        for r in self.table:
+            kind = "in-sample" if r["in_sample"] else "cross-validated"
+            lines.append(f"{self.by + '=' + str(r['train']):>14} {self.by + '=' + str(r['test']):>10} "
+                         f"{kind:>15} {r['rms_log']:8.3f} {100 * r['max_error']:9.0f} %")
+        return "\n".join(lines)
+
+
+def cross_validate(measurements, topology, *, by="threads", fit=DEFAULT_FIT, costs=None, seeds=4, futexes=1024,
+                   **workload_kw) -> CrossValidation:
+    """Calibrate on the rows of each value of ``by`` (a column: "threads", "buckets" or
+    "mode") and score the prediction on every group, itself (in-sample) and the others
+    (cross-validated): a constant the model needs to be right for one thread count but wrong
+    for another shows as the gap between the two."""
+    topology = Topology.coerce(topology)
+    rows = measurement_rows(measurements)
+    check_choice("by", by, ("threads", "buckets", "mode"))
+    groups = list(dict.fromkeys(rows[by].tolist()))
+    if len(groups) < 2:
+        raise NumalabValueError(f"by={by!r} has {len(groups)} group(s); allowed: a column with at least 2 values")
+    y = rows["ops_per_s_per_thread"]
+    fits, preds, table = {}, {}, []
+    for g in groups:
+        sel = rows[by] == g
+        sub = {k: (v[sel] if isinstance(v, np.ndarray) else [x for x, m in zip(v, sel) if m]) for k, v in rows.items()}
+        fits[g] = calibrate(sub, topology, fit=fit, costs=costs, seeds=seeds, futexes=futexes, **workload_kw)
+        preds[g] = predict(rows, topology, costs=fits[g].costs, seeds=seeds, futexes=futexes, **workload_kw)
+        for h in groups:
+            m = rows[by] == h
+            ratio = preds[g][m] / y[m]
+            table.append(dict(train=g, test=h, in_sample=g == h, rms_log=float(np.sqrt(np.mean(np.log(ratio) ** 2))),
+                              max_error=float(np.max(np.abs(ratio - 1.0)))))
+    return CrossValidation(by, fits, table, preds)

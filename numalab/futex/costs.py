@@ -48,108 +48,170 @@ from dataclasses import asdict, dataclass, fields, replace
 import numpy as np
 
 from ..errors import check_number, coerce_dataclass
+from ..provenance import constant, provenance_of
 from ..topology import Topology
 
-__all__ = ["FutexCosts", "COST_NAMES", "coerce_costs", "line_matrix", "handoff_matrix", "core_load",
-           "smt_slowdown"]
+__all__ = ["FutexCosts", "COST_NAMES", "RELATIVE_BANDS", "coerce_costs", "provenance_table", "line_matrix",
+           "handoff_matrix", "contended_matrix", "core_load", "smt_slowdown"]
 
 @dataclass(frozen=True)
 class FutexCosts:
-    """Hardware cost constants of one futex operation [ns]. Defaults are documented figures
-    (``docs/futex.md`` lists each with its source), NOT fitted to published benchmark
-    results; every one can be overridden. The line latencies come from the Topology.
+    """Hardware cost constants of one futex operation [ns, or counts and weights as named].
 
-    syscall_ns : 100
-        Syscall entry + exit of a null syscall on an x86-64 server core without
-        speculative-execution mitigations: lmbench ``lat_syscall null`` / a ``getpid`` loop
-        measure about 0.1 us (roughly 300 ns with KPTI + retpoline on Meltdown-affected
-        Intel parts, which this default does not assume).
-    hash_ns : 15
-        ``get_futex_key`` for a private futex (``access_ok`` only) plus ``jhash2`` of 4 words
-        (about 40 ALU instructions, lookup3 "mix"/"final"), at ~3 GHz.
-    futex_path_ns : 15
-        The rest of the futex syscall's own path: ``do_futex`` dispatch, ``futex_wait`` /
-        ``futex_wait_setup`` bookkeeping (``futex_q`` initialisation, flag and timeout checks,
-        the -EAGAIN return): some 50 branchy kernel instructions at ~1 per cycle, ~3 GHz.
-    atomic_ns : 7
-        One uncontended locked read-modify-write on a line already in L1 (``lock xadd`` /
-        ``lock cmpxchg``): ~18-20 cycles on Intel cores from Sandy Bridge to Skylake (Agner
-        Fog's instruction tables), ~7 ns at 2.7 GHz. An op does two outside the lock (the
-        ``waiters`` increment with its full barrier, ``spin_lock``'s cmpxchg); the ones inside
-        are in ``critical_section_ns``. The transfer of the line itself is counted apart.
-    user_ns : 2
-        The benchmark's own loop per operation (an index increment and a branch).
-    critical_section_ns : 25
-        CPU work with the hb lock held on the fail-fast WAIT path: the user-word read
-        (``futex_get_value_locked``, an L1 hit), the compare, ``atomic_dec`` of ``waiters``
-        and the unlock store; a locked RMW costs ~20 cycles on Intel cores (Agner Fog's
-        instruction tables). Line transfers are counted apart (``lines_*``).
-    lines_per_op : 1
-        Bucket-line pulls per visit of an idle bucket: ``atomic_inc(waiters)`` brings the
-        line in exclusive state; the lock, the value check, the decrement and the unlock
-        then hit in L1 (spec §1.5 order of operations).
-    lines_contended : 5
-        Bucket-line pulls per visit that finds the lock held: the waiters increment, the
-        queued spinlock's fast-path ``cmpxchg`` (which needs the line exclusive even when it
-        fails), the acquisition at the head of the queue after the holder's release, and
-        the waiters decrement and unlock store after the queue's arrivals and the spinning
-        head pulled the line away -- each finds the line in another CPU's cache (spec §1.6
-        "2-4 per op" counts the four futex accesses; the fifth is qspinlock's).
-    line_self_ns : 4
-        Touching a line this thread held last and which is still in its L2 (a thread cycles
-        through up to 1024 bucket lines, 64 KiB, more than L1D): ~12-14 cycles L2 latency
-        (Intel 64 and IA-32 Optimization Reference Manual, Sandy Bridge to Skylake-SP).
-    line_same_node_ns, line_remote_ns : None
-        Cache-to-cache transfer within a node / across the interconnect; ``None`` takes the
-        Topology's ``line_same_node_ns`` / ``line_remote_ns`` (Intel MLC c2c latencies and
-        Molka et al., PACT 2009, give ~40-60 ns on-socket and ~100-170 ns cross-socket).
-    home_lookup : 1
-        Whether (1) or not (0) a cache-to-cache handoff of a bucket line consults the line's
-        home node when that node is neither the holder's nor the requester's (home-snoop /
-        directory protocol; see the module docstring); fractions in between weight the
-        extra trip. The trip itself costs the Topology's remote - local DRAM latency.
-    smt_gain : 0.25
-        Extra throughput a core gets from each additional busy hardware thread: two
-        hyperthreads together run 1.25x one (Intel's "up to 30%" for Hyper-Threading, Marr
-        et al., Intel Technology Journal 6(1), 2002), so each runs 1.6x slower than alone.
-        CPU work (think time, hold time) of a thread whose core also runs another busy
-        thread is scaled by :func:`smt_slowdown`; line transfers are not.
-    rcuref_lines : 2
-        ``rcuref_get`` + ``rcuref_put`` of the 6.16 private hash: two RMWs on one per-process
-        line per op (spec §4.4), served as one visit of ``rcuref_lines`` transfers.
-    percpu_ref_ns : 2
-        6.17 per-CPU reference: ``this_cpu_inc`` + ``this_cpu_dec``, no shared line.
-    gup_ns : 60
-        Shared (non-PRIVATE) futexes: ``get_user_pages_fast`` page walk plus the folio
-        reference get/put on an uncontended line (one per-thread page in perf bench -S).
-    timer_slack_ns : 50000
-        Default ``timer_slack_ns`` of a normal task (prctl PR_SET_TIMERSLACK, 50 us): a
-        non-zero ``nanosleep`` lasts at least its request plus the slack.
+    Every default's source is its field's provenance record (:func:`numalab.provenance.
+    provenance_of` ``(FutexCosts)``: kind, source, plausible band and its source; the table in
+    ``docs/futex.md`` is :func:`provenance_table`). None is fitted to a published benchmark;
+    :func:`~numalab.futex.calibrate` fits chosen ones to rows a user gives. The line latencies
+    come from the Topology (``None``). Every one can be overridden.
     """
 
-    syscall_ns: float = 100.0
-    hash_ns: float = 15.0
-    futex_path_ns: float = 15.0
-    atomic_ns: float = 7.0
-    user_ns: float = 2.0
-    critical_section_ns: float = 25.0
-    lines_per_op: float = 1.0
-    lines_contended: float = 5.0
-    line_self_ns: float = 4.0
-    line_same_node_ns: float | None = None
-    line_remote_ns: float | None = None
-    home_lookup: float = 1.0
-    smt_gain: float = 0.25
-    rcuref_lines: float = 2.0
-    percpu_ref_ns: float = 2.0
-    gup_ns: float = 60.0
-    timer_slack_ns: float = 50000.0
+    syscall_ns: float = constant(
+        100.0, kind="measurement",
+        source="null syscall round trip on an x86-64 server core without speculative-execution "
+               "mitigations: lmbench lat_syscall null / a getpid loop, ~0.1 us",
+        band=(70.0, 400.0),
+        band_source="an unmitigated 3 GHz core (~70-100 ns) to a Meltdown/MDS-affected Intel part "
+                    "running KPTI CR3 switches, retpolines or IBRS and the VERW buffer clear on "
+                    "every entry and exit (several hundred ns)")
+    hash_ns: float = constant(
+        15.0, kind="derived",
+        source="get_futex_key for a private key (access_ok only) plus jhash2 of 4 words: ~40 ALU "
+               "instructions of lookup3's mix and final at ~3 GHz",
+        band=(8.0, 30.0), band_source="1-2 instructions per cycle, 2-4 GHz")
+    futex_path_ns: float = constant(
+        15.0, kind="derived",
+        source="do_futex dispatch, futex_wait / futex_wait_setup bookkeeping and the -EAGAIN "
+               "return: ~50 branchy kernel instructions at ~1 per cycle, ~3 GHz",
+        band=(8.0, 40.0), band_source="0.5-2 instructions per cycle, 2-4 GHz")
+    atomic_ns: float = constant(
+        7.0, kind="measurement",
+        source="one uncontended locked RMW on a line in L1 (lock xadd / lock cmpxchg): ~18-20 "
+               "cycles on Intel cores Sandy Bridge to Skylake (Agner Fog's instruction tables); "
+               "two per op outside the lock (the waiters increment, spin_lock's cmpxchg)",
+        band=(5.0, 12.0), band_source="18-25 cycles at 2-3.5 GHz (Agner Fog's tables)")
+    user_ns: float = constant(
+        2.0, kind="derived", source="the benchmark's own loop per operation: an index increment and a branch")
+    critical_section_ns: float = constant(
+        25.0, kind="derived",
+        source="CPU work with the hb lock held on the wrong-value path: the user-word read "
+               "(futex_get_value_locked, an L1 hit), the compare, atomic_dec of waiters (~20 "
+               "cycles, Agner Fog) and the unlock store; line transfers are counted apart",
+        band=(15.0, 50.0), band_source="the same instructions at 2-4 GHz, with or without a second "
+                                       "locked RMW's pipeline drain")
+    lines_per_op: float = constant(
+        1.0, kind="kernel",
+        source="futex_q_lock's atomic_inc(waiters) pulls an idle bucket's line exclusive; spin_lock, "
+               "the value check, atomic_dec and spin_unlock then hit in L1 (futex_wait_setup's "
+               "order, spec section 1.5)")
+    lines_contended: float = constant(
+        5.0, kind="derived",
+        source="a visit that finds the lock held pulls the line for the waiters increment, the "
+               "queued spinlock's fast-path cmpxchg, the acquisition at the queue head after the "
+               "release, the waiters decrement and the unlock, each after another CPU took it "
+               "(spec section 1.6 counts the futex's four, the fifth is qspinlock's)",
+        band=(3.0, 8.0),
+        band_source="3 (the head's read and upgrade after the release, one re-fetch for the "
+                    "decrement) to 8 (add the xchg_tail, the MCS link and the baton pass)")
+    line_self_ns: float = constant(
+        4.0, kind="measurement",
+        source="touching a line this thread held last, still in its L2 (1024 bucket lines, 64 KiB, "
+               "exceed L1D): 12-14 cycles L2 latency (Intel Optimization Reference Manual, Sandy "
+               "Bridge to Skylake-SP)",
+        band=(3.0, 8.0), band_source="12-16 cycles at 2-4 GHz")
+    line_same_node_ns: float | None = constant(
+        None, kind="derived",
+        source="cache-to-cache transfer within a node: the Topology's line_same_node_ns (Intel MLC "
+               "local HITM latency and core-to-core measurements, ~40-70 ns on Xeon sockets)",
+        band=(0.8, 1.6),
+        band_source="x the Topology's figure: core-to-core data for one machine spread ~+-25 % with "
+                    "the uncore clock and the two cores' distance on the ring or mesh, more on "
+                    "low-clocked parts")
+    line_remote_ns: float | None = constant(
+        None, kind="derived",
+        source="cache-to-cache transfer between nodes: the Topology's line_remote_ns (Intel MLC "
+               "remote HITM latency, Molka et al. PACT 2009: ~100-200 ns cross-socket)",
+        band=(0.8, 1.8),
+        band_source="x the Topology's figure: MLC's remote HITM latency homed in the writer's "
+                    "socket vs in the reader's socket differ by ~1.5x, and low-clocked parts are "
+                    "slower")
+    home_lookup: float = constant(
+        1.0, kind="derived",
+        source="a line handed between two nodes that are neither its home goes through the home "
+               "node's directory (Intel home snoop with directory, AMD's probe filter); a node "
+               "that owns a line serves its own cores without the home (inclusive LLC / snoop "
+               "filter), so same-node handoffs never detour",
+        band=(0.0, 1.0), band_source="0: source-snoop broadcast (no detour) to 1: every such handoff via the home")
+    conflict_trip: float = constant(
+        1.0, kind="derived",
+        source="a cross-node pull of a held lock's line meets the holder's own requests for it "
+               "in flight (it takes the line back for the waiters decrement and the unlock): the "
+               "coherence protocol resolves such conflicts through the home with one more "
+               "interconnect round trip (Intel QPI/UPI: RspCnflt, AckCnflt, then the forward; within "
+               "a node the LLC slice queues the requests in order without one), so the pull costs "
+               "L[i, j] + conflict_trip * (L[i, j] - L[j, j]); an idle lock's line has no conflict",
+        band=(0.0, 1.0), band_source="0: no conflict handshake, 1: one full extra interconnect round trip")
+    smt_gain: float = constant(
+        0.25, kind="measurement",
+        source="extra throughput of a core from its second busy hardware thread: Intel's 'up to "
+               "30 %' for Hyper-Threading (Marr et al., Intel Technology Journal 6(1), 2002); CPU "
+               "work of a thread whose core runs another busy thread is 1 / 1.25 x 2 = 1.6x slower",
+        band=(0.1, 0.35), band_source="10-35 % SMT gain reported for server integer workloads")
+    queue_node_sorting: float = constant(
+        1.0, kind="derived",
+        source="an hb lock whose every visitor only ever visits it (one futex per thread, as "
+               "futex_numa's contenders) keeps its qspinlock FIFO order from round to round; a "
+               "thread whose successor runs on another node re-queues later (its waiters "
+               "increment and xchg_tail pull the line from that node), so it falls behind until "
+               "it follows a thread of its own node: the round sorts itself by node and a handoff "
+               "crosses nodes only at the runs' boundaries, (nodes with visitors) / (visitors) "
+               "of them",
+        band=(0.0, 1.0), band_source="0: the FIFO order stays random (think-time jitter reshuffles "
+                                     "it) to 1: fully sorted rounds")
+    rcuref_lines: float = constant(
+        2.0, kind="kernel",
+        source="rcuref_get + rcuref_put of the 6.16 private hash: two atomic_add_negative RMWs on "
+               "fph->users, one per-process line, per op (spec section 4.4)")
+    atomic_node_batching: float = constant(
+        1.0, kind="derived",
+        source="a contended atomic line (the rcuref counter) is not a queued lock: the coherence "
+               "fabric hands it to the next request it holds, and a node's own LLC / snoop filter "
+               "serves that node's waiting cores before the line crosses the interconnect, so an "
+               "RMW that finds a request of its own node ahead of it gets the line from its node",
+        band=(0.0, 1.0), band_source="0: the line goes in arrival order, like a FIFO lock, to 1: a "
+                                     "node's queued requests always first")
+    atomic_forward: float = constant(
+        1.0, kind="assumed",
+        source="share of a line transfer an RMW pays when it finds the atomic line busy; 1 counts "
+               "the full core-to-core latency. Its request is queued at the line's caching agent "
+               "already, so the line may be forwarded as the current RMW retires (a snoop and a "
+               "data leg instead of request, snoop and data), which would make it ~2/3; not "
+               "assumed by default: no measurement of the overlap on these parts, and below 1 the "
+               "MVA departs from the simulation where the refcount line and the buckets saturate "
+               "together (15 % on 43 threads, 1 futex each, 4 buckets)",
+        band=(0.5, 1.0), band_source="the data leg alone to the full round trip (no overlap)")
+    percpu_ref_ns: float = constant(
+        2.0, kind="derived",
+        source="6.17 per-CPU reference: this_cpu_inc + this_cpu_dec, two unlocked RMWs on a "
+               "per-CPU line (x86: one instruction each), no shared line",
+        band=(1.0, 10.0),
+        band_source="x86's single-instruction this_cpu ops to the generic irq-disabling ones "
+                    "(PowerPC, before the preempt-based fix)")
+    gup_ns: float = constant(
+        60.0, kind="derived",
+        source="shared (non-PRIVATE) futexes: get_user_pages_fast page walk plus the folio "
+               "reference get/put on an uncontended line (one per-thread page in perf bench -S)",
+        band=(30.0, 150.0), band_source="a 4-level walk in cache plus two locked RMWs, 2-4 GHz")
+    timer_slack_ns: float = constant(
+        50000.0, kind="kernel",
+        source="default timer_slack_ns of a normal task (init_task, 50 us; prctl "
+               "PR_SET_TIMERSLACK): hrtimer_nanosleep sets the expiry range [request, request + "
+               "slack] for every request, so even nanosleep(0) sleeps until the slack runs out")
 
     def __post_init__(self):
         for f in fields(self):
             v = getattr(self, f.name)
             if v is not None:
-                check_number(f.name, v, lo=0.0, hi=1.0 if f.name in ("home_lookup", "smt_gain") else None)
+                check_number(f.name, v, lo=0.0, hi=1.0 if f.name in _UNIT_WEIGHTS else None)
 
     def resolve(self, topology: Topology) -> "FutexCosts":
         """Fill the line latencies from ``topology`` where they are None."""
@@ -164,6 +226,28 @@ class FutexCosts:
 
 
 COST_NAMES = tuple(f.name for f in fields(FutexCosts))
+#: the constants that are weights in [0, 1]
+_UNIT_WEIGHTS = ("home_lookup", "conflict_trip", "smt_gain", "queue_node_sorting", "atomic_node_batching",
+                 "atomic_forward")
+#: the constants whose band is a factor of the Topology's figure (their default is None)
+RELATIVE_BANDS = ("line_same_node_ns", "line_remote_ns")
+
+
+def provenance_table() -> str:
+    """``docs/futex.md``'s table of the defaults, generated from the field metadata: name,
+    default, kind, plausible band and the source."""
+    rows = ["| constant | default | kind | band | source |", "|---|---|---|---|---|"]
+    for f in fields(FutexCosts):
+        p = provenance_of(FutexCosts)[f.name]
+        default = "Topology" if f.default is None else f"{f.default:g}"
+        if p.band is None:
+            band = ""
+        elif f.name in RELATIVE_BANDS:
+            band = f"x{p.band[0]:g} ... x{p.band[1]:g}"
+        else:
+            band = f"{p.band[0]:g} ... {p.band[1]:g}"
+        rows.append(f"| `{f.name}` | {default} | {p.kind} | {band} | {p.source} |")
+    return "\n".join(rows)
 
 
 def coerce_costs(costs) -> FutexCosts:
@@ -193,10 +277,23 @@ def handoff_matrix(topology: Topology, costs: FutexCosts) -> tuple[np.ndarray, n
     lat = topology.latency_ns
     n = topology.nodes
     i, j, h = np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij")
-    # the home's directory is on the way unless it sits on the holder's or the requester's node
-    third = (h != i) & (h != j)
+    # the home's directory is on the way of a cross-node handoff unless it sits on the
+    # holder's or the requester's node; a node that owns the line serves its own cores
+    third = (h != i) & (h != j) & (i != j)
     trip = lat[j, h] - lat[j, j]
     return L[i, j] + c.home_lookup * third * trip, lat.copy()
+
+
+def contended_matrix(topology: Topology, costs: FutexCosts) -> np.ndarray:
+    """The handoff costs [ns] of a pull that meets other requests for the line in flight (the
+    lock is held),
+    ``(nodes, nodes, nodes)`` like :func:`handoff_matrix`'s ``C``: a cross-node pull (i != j)
+    adds ``conflict_trip * (L[i, j] - L[j, j])``, the conflict resolution's round trip."""
+    c = costs.resolve(topology)
+    C, _ = handoff_matrix(topology, c)
+    L = line_matrix(topology, c)
+    extra = np.maximum(L - np.diag(L)[None, :], 0.0)       # (holder i, requester j)
+    return C + c.conflict_trip * extra[:, :, None]
 
 
 def core_load(topology: Topology, thread_cpu, busy) -> np.ndarray:

@@ -74,6 +74,7 @@ class _EventRun:
         self.cpu = net.cls_cpu[net.thr_cls]
         self.node = net.cls_node[net.thr_cls]
         self.line = net.cls_line[net.thr_cls]   # (T, holder node, home node)
+        self.line_busy = net.cls_line_busy[net.thr_cls]
         self.cold = net.cls_cold[net.thr_cls]   # (T, home node)
         self.selfc = net.cls_self[net.thr_cls]
         self.bucket, self.ref = self.keys(np.arange(T), np.zeros(T, dtype=np.int64))
@@ -85,6 +86,9 @@ class _EventRun:
         self.t_last = np.zeros(T)
         U = net.st_home.size
         self.free_at = np.zeros(U)
+        # per (station, node): when the last request of that node there completes (node
+        # batching of contended atomic lines, :meth:`serve`)
+        self.node_until = np.full((U, net.cls_line.shape[1]), -np.inf)
         self.holder = np.full(U, -1, dtype=np.int64)
         self.busy = np.zeros(U)
         self.visits = np.zeros(U)
@@ -114,13 +118,17 @@ class _EventRun:
         self.t_next[pl[~fin], jj[~fin]] = c[~fin]
         self.complete(pl[fin], jj[fin], g[fin], c[fin])
 
-    def line_cost(self, g, st):
+    def line_cost(self, g, st, held):
         """Cost [ns] for thread ``g`` of getting station ``st``'s line from where it is: an
         L2 hit if ``g`` held it last, the DRAM fetch from its home node if nobody did, else
-        the handoff from the last holder's node."""
+        the handoff from the last holder's node (``held``: the lock is held, the holder takes
+        the line back while this thread asks for it, so a cross-node handoff pays the
+        conflict round trip)."""
         prev = self.holder[st]
         hs = self.net.st_home[st]
-        cost = np.where(prev == g, self.selfc[g], self.line[g, self.node[np.maximum(prev, 0)], hs])
+        pn = self.node[np.maximum(prev, 0)]
+        handoff = np.where(held, self.line_busy[g, pn, hs], self.line[g, pn, hs])
+        cost = np.where(prev == g, self.selfc[g], handoff)
         return np.where(prev < 0, self.cold[g, hs], cost)   # first touch: from the home's DRAM
 
     def serve(self, g, st, stg, a, ts):
@@ -130,8 +138,25 @@ class _EventRun:
         :meth:`line_cost`, scaled by its service draw; books the station's busy time after
         the window start ``ts`` [ns]. Returns the completion times [ns]."""
         net = self.net
-        cost = self.line_cost(g, st)
         held = a < self.free_at[st]                         # the lock is held on arrival
+        cost = self.line_cost(g, st, held)
+        nd = self.node[g]
+        batch = net.st_batch[st]
+        if np.any(batch):
+            # a contended atomic line goes to the next queued request of the node that has it
+            # first: with a request of my node ahead of me, the line comes from my node
+            mine = held & (self.node_until[st, nd] > a)
+            cost = np.where(mine, batch * self.line[g, nd, net.st_home[st]] + (1.0 - batch) * cost, cost)
+        sort = net.st_sort[st]
+        if np.any(sort):
+            # a persistent lock's round sorted by node: the handoff crosses nodes only at a
+            # boundary of the round's runs (st_px of them), else it comes from my node
+            srt = (1.0 - net.st_px[st]) * self.line[g, nd, net.st_home[st]] + net.st_px[st] * net.st_xnode[st, nd]
+            cost = np.where(held, (1.0 - sort) * cost + sort * srt, cost)
+        fwd = net.st_forward[st]
+        if np.any(fwd != 1.0):
+            # an atomic line found busy is forwarded: the request was queued when it came free
+            cost = np.where(held, fwd * cost, cost)
         nl = np.where(held, net.st_lines_busy[st], net.st_lines[st])
         n_done = self.done_ops[g]
         s = (net.st_base[st] * self.cpu[g] + nl * cost) * self.Es[g, n_done, stg]
@@ -139,6 +164,7 @@ class _EventRun:
         c = b + s
         self.free_at[st] = c
         self.holder[st] = g
+        self.node_until[st, nd] = np.maximum(self.node_until[st, nd], c)
         self.busy[st] += np.maximum(c - np.maximum(b, ts), 0.0)
         self.visits[st] += c > ts
         return c
@@ -168,13 +194,19 @@ class _EventRun:
     def result(self) -> dict:
         """:func:`simulate`'s answer: each thread's rate [ops/ns] from its ``warmup``-th to
         its last completion, and each station's utilisation over its point's window (busy
-        time / window length) with the visits that weigh it."""
+        time / window length) with the visits that weigh it. A thread that is not counted
+        (a futex_numa lock thread, asleep in nanosleep most of the time) and did fewer than
+        ``warmup + 2`` operations is measured over the whole run instead."""
         measured = self.done_ops - self.warmup
-        if np.any(measured < 2):
+        counted = self.net.cls_counted[self.net.thr_cls]
+        if np.any((measured < 2) & counted):
             raise NumalabValueError(
                 f"ops={self.ops} leaves a thread with fewer than {self.warmup + 2} operations; allowed: raise ops"
             )
-        rate = measured / (self.t_last - self.t_warm)
+        few = measured < 2
+        rate = np.empty(measured.size)
+        rate[few] = self.done_ops[few] / self.t_end[self.thr_point[few]]
+        rate[~few] = measured[~few] / (self.t_last - self.t_warm)[~few]
         # close each window: busy time and visits scheduled beyond the stopping completion
         te = self.t_end[self.net.st_point]
         busy = self.busy - np.maximum(self.free_at - te, 0.0)

@@ -64,10 +64,13 @@ def _shared_entries(net: Network, live: np.ndarray, base_all: np.ndarray, s0_all
     u = u.reshape(-1)
     node_k = net.cls_node[k]
     line_k = net.cls_line[k, :, net.st_home[eu[live]]]   # (E, nmax): holder node i, this home
+    busy_k = net.cls_line_busy[k, :, net.st_home[eu[live]]]
     return dict(k=k, v=v, a=net.ent_self[live], vm=v * mult_all[live], used=used, u=u, node=node_k,
-                line=line_k, line_own=line_k[np.arange(k.size), node_k], self=net.cls_self[k],
+                line=line_k, line_busy=busy_k, line_own=line_k[np.arange(k.size), node_k], self=net.cls_self[k],
                 base=base_all[live], lines=net.st_lines[used][u], lines_busy=net.st_lines_busy[used][u],
-                s0=s0_all[live], n=net.cls_n[k], point=net.cls_point[k])
+                batch=net.st_batch[used][u], fwd=net.st_forward[used][u], sort=net.st_sort[used][u],
+                px=net.st_px[used][u], xnode=net.st_xnode[eu[live], node_k], s0=s0_all[live], n=net.cls_n[k],
+                point=net.cls_point[k])
 
 
 def _working_set(q: dict, sel: np.ndarray, nmax: int) -> tuple[dict, np.ndarray]:
@@ -77,8 +80,9 @@ def _working_set(q: dict, sel: np.ndarray, nmax: int) -> tuple[dict, np.ndarray]
     (station, holder node) bincount), and ``su``, the stations' indices in ``q["used"]``."""
     su, uu = np.unique(q["u"][sel], return_inverse=True)
     uu = uu.reshape(-1)
-    w = {name: q[name][sel] for name in ("k", "v", "a", "vm", "n", "line", "self", "base", "lines",
-                                         "lines_busy", "line_own", "point")}
+    w = {name: q[name][sel] for name in ("k", "v", "a", "vm", "n", "line", "line_busy", "self", "base", "lines",
+                                         "lines_busy", "batch", "fwd", "sort", "px", "xnode", "line_own", "node",
+                                         "point")}
     w.update(uu=uu, nu=su.size, un=uu * nmax + q["node"][sel])   # arrivals by holder node
     return w, su
 
@@ -112,7 +116,10 @@ def _schweitzer_step(w: dict, x, R, s, rho, on, think, resid: float, K: int, nma
     pself = (1.0 - fm) * np.clip(1.0 - r, 0.0, 1.0) + fm / (1.0 + r)
     c_other = other_sum / others
     s_idle = w["base"] + w["lines"] * (pself * w["self"] + (1.0 - pself) * c_other)
-    s_busy = w["base"] + w["lines_busy"] * c_other
+    # a pull that finds the lock held meets the holder's own requests for the line (it takes
+    # it back for the decrement and the unlock): cross-node ones pay the conflict round trip
+    busy_sum = np.maximum(np.einsum("ei,ei->e", Ai[uu], w["line_busy"]) - own * w["line_own"], 0.0)
+    s_busy = w["base"] + w["lines_busy"] * _busy_line_cost(w, uu, nu_, nmax, lam, own, R, busy_sum / others)
     s = np.where(on, busy * s_busy + (1.0 - busy) * s_idle, s)
     rho = np.bincount(uu, weights=lam * s, minlength=nu_)
     # the work an arrival finds: the queued jobs, each of which found the lock held
@@ -123,6 +130,26 @@ def _schweitzer_step(w: dict, x, R, s, rho, on, think, resid: float, K: int, nma
     R = np.where(on, s + np.maximum(work[uu] - own * per, 0.0), R)
     x_new = 1.0 / (think + np.bincount(w["k"], weights=w["vm"] * R, minlength=K))
     return x_new, R, s, rho
+
+
+def _busy_line_cost(w: dict, uu, nu_: int, nmax: int, lam, own, R, c_other):
+    """Line cost [ns] of a visit that finds the station busy, (E,): from the other visitors'
+    mix ``c_other`` (a lock hands over in queue order); on a persistent lock (``sort``) from the visitor's own
+    node but at the round's run boundaries (``px``); on a contended atomic line (``batch``
+    > 0) from the visitor's own node when a request of its node is there already -- present
+    with probability ``1 - exp(-q)``, ``q`` = the mean number of the node's other requests at
+    the station (``lam R`` summed over the node's visitors, less the visitor's own) -- and
+    forwarded (``fwd`` of a transfer: the request was queued already)."""
+    if np.any(w["sort"]):
+        # a persistent lock's round sorted by node: a handoff crosses nodes only at a boundary
+        sorted_cost = (1.0 - w["px"]) * w["line_own"] + w["px"] * w["xnode"]
+        c_other = (1.0 - w["sort"]) * c_other + w["sort"] * sorted_cost
+    if not np.any(w["batch"]):
+        return w["fwd"] * c_other
+    present = np.bincount(w["un"], weights=lam * R, minlength=nu_ * nmax).reshape(nu_, nmax)
+    q = np.maximum(present[uu, w["node"]] - own * R, 0.0)
+    p_node = w["batch"] * -np.expm1(-q)
+    return w["fwd"] * (p_node * w["line_own"] + (1.0 - p_node) * c_other)
 
 
 def _mva_result(net: Network, live, s0_all, s, R, x, it: int) -> dict:

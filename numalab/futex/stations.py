@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .costs import FutexCosts, coerce_costs, core_load, handoff_matrix, smt_slowdown
+from .costs import FutexCosts, coerce_costs, contended_matrix, core_load, handoff_matrix, smt_slowdown
 from .workloads import ROLE_LOCK, Routing
 
 __all__ = ["Network", "network"]
@@ -42,9 +42,18 @@ class Network:
 
     Prices (from a :class:`FutexCosts`, :meth:`with_costs`): ``cls_think`` Z [ns],
     ``cls_cpu`` SMT slowdown of the class's CPU work, ``cls_line`` (K, nodes, nodes) handoff
-    cost from a holder on node i of a line homed on node h, ``cls_cold`` (K, nodes) DRAM fetch
+    cost from a holder on node i of a line homed on node h, ``cls_line_busy`` the same for a
+    pull that meets other queued requests (cross-node pulls pay the conflict round trip,
+    :func:`~numalab.futex.costs.contended_matrix`), ``cls_cold`` (K, nodes) DRAM fetch
     of a cold line homed on h, ``cls_self``; ``st_base`` CPU work with the lock held,
-    ``st_lines`` / ``st_lines_busy`` line pulls per visit of an idle / a held station.
+    ``st_lines`` / ``st_lines_busy`` line pulls per visit of an idle / a held station,
+    ``st_batch`` the weight of node batching on a contended atomic line (the refcount lines;
+    0 for the hb locks, which hand over in queue order), ``st_forward`` the fraction of a line
+    transfer a visit that finds it busy pays (``atomic_forward`` for the atomic lines, 1 for
+    the locks); for an hb lock whose visitors visit nothing else (``st_persist``), ``st_sort``
+    the weight of its node-sorted FIFO round, ``st_px`` the share of its handoffs that cross
+    nodes in a sorted round and ``st_xnode`` (U, nodes) the mean contended cross-node pull to
+    a visitor on node j from the other nodes' visitors [ns].
     """
 
     cls_point: np.ndarray
@@ -64,6 +73,7 @@ class Network:
     st_home: np.ndarray
     st_point: np.ndarray
     st_mult: np.ndarray
+    st_persist: np.ndarray
     pt_collisions: np.ndarray
     thr_cls: np.ndarray
     thr_buckets: np.ndarray
@@ -74,11 +84,17 @@ class Network:
     cls_think: np.ndarray = None
     cls_cpu: np.ndarray = None
     cls_line: np.ndarray = None
+    cls_line_busy: np.ndarray = None
     cls_cold: np.ndarray = None
     cls_self: np.ndarray = None
     st_base: np.ndarray = None
     st_lines: np.ndarray = None
     st_lines_busy: np.ndarray = None
+    st_batch: np.ndarray = None
+    st_forward: np.ndarray = None
+    st_sort: np.ndarray = None
+    st_px: np.ndarray = None
+    st_xnode: np.ndarray = None
 
     def with_costs(self, costs: FutexCosts | dict | None = None) -> "Network":
         """The same structure priced with ``costs`` (cheap: no routing, no key counting)."""
@@ -88,11 +104,15 @@ class Network:
         think = np.empty(K)
         cpu = np.empty(K)
         line = np.zeros((K, nmax, nmax))
+        line_busy = np.zeros((K, nmax, nmax))
         cold = np.zeros((K, nmax))
         selfc = np.empty(K)
         st_base = np.zeros(self.st_is_bucket.size)
         st_lines = np.empty(self.st_is_bucket.size)
         st_busy = np.empty(self.st_is_bucket.size)
+        st_batch = np.zeros(self.st_is_bucket.size)
+        st_fwd = np.ones(self.st_is_bucket.size)
+        st_sort, st_px, st_xnode = self._sorted_rounds(costs, nmax)
         cb = np.searchsorted(self.cls_point, np.arange(self.n_points + 1))
         sb = np.searchsorted(self.st_point, np.arange(self.n_points + 1))
         for p, (topo, refcount, sleep_ns) in enumerate(self.points):
@@ -104,21 +124,52 @@ class Network:
             if refcount == "percpu":
                 z = z + c.percpu_ref_ns * self.cls_pref[ks]
             # futex_numa lock thread: two nanosleep() calls per lock/unlock cycle
-            nap = 2.0 * (sleep_ns + (c.timer_slack_ns if sleep_ns > 0 else 0.0))
+            nap = 2.0 * (sleep_ns + c.timer_slack_ns)
             z = np.where(self.cls_lock[ks], f * (z + 2.0 * c.syscall_ns) + nap, f * z)
             think[ks], cpu[ks] = z, f
             C, lat = handoff_matrix(topo, c)
             n = topo.nodes
             node = self.cls_node[ks]
             line[ks, :n, :n] = np.moveaxis(C[:, node, :], 1, 0)   # (K, holder node i, home h)
+            line_busy[ks, :n, :n] = np.moveaxis(contended_matrix(topo, c)[:, node, :], 1, 0)
             cold[ks, :n] = lat[node]
             selfc[ks] = c.line_self_ns
             bucket = self.st_is_bucket[us]
             st_base[us] = np.where(bucket, c.critical_section_ns, 0.0)
             st_lines[us] = np.where(bucket, c.lines_per_op, c.rcuref_lines)
             st_busy[us] = np.where(bucket, c.lines_contended, c.rcuref_lines)
-        return replace(self, cls_think=think, cls_cpu=cpu, cls_line=line, cls_cold=cold, cls_self=selfc,
-                       st_base=st_base, st_lines=st_lines, st_lines_busy=st_busy)
+            st_batch[us] = np.where(bucket, 0.0, c.atomic_node_batching)
+            st_fwd[us] = np.where(bucket, 1.0, c.atomic_forward)
+        return replace(self, cls_think=think, cls_cpu=cpu, cls_line=line, cls_line_busy=line_busy, cls_cold=cold,
+                       cls_self=selfc,
+                       st_base=st_base, st_lines=st_lines, st_lines_busy=st_busy, st_batch=st_batch,
+                       st_forward=st_fwd, st_sort=st_sort, st_px=st_px, st_xnode=st_xnode)
+
+    def _sorted_rounds(self, costs: FutexCosts, nmax: int):
+        """``st_sort``, ``st_px``, ``st_xnode`` (see the class docstring) of every station: a
+        persistent lock's round sorted by node crosses nodes ``(nodes with busy visitors) /
+        (busy visitors)`` of its handoffs, each from one of the other nodes' visitors (the mean
+        of their contended pulls, conflict round trip included)."""
+        U = self.st_is_bucket.size
+        ec, es = self.ent_cls, self.ent_station
+        cnt = np.bincount(es * nmax + self.cls_node[ec], weights=self.cls_n[ec] * ~self.cls_lock[ec],
+                          minlength=U * nmax).reshape(U, nmax)
+        nodes = (cnt > 0).sum(axis=1)
+        px = np.where(nodes >= 2, nodes / np.maximum(cnt.sum(axis=1), 1.0), 0.0)
+        xnode = np.zeros((U, nmax))
+        sort = np.zeros(U)
+        sb = np.searchsorted(self.st_point, np.arange(self.n_points + 1))
+        for p, (topo, _refcount, _sleep) in enumerate(self.points):
+            us = slice(sb[p], sb[p + 1])
+            n = topo.nodes
+            c = costs.resolve(topo)
+            w = cnt[us, :n]                                               # (u, i)
+            off = 1.0 - np.eye(n)                                         # (i, j): other nodes
+            den = w @ off                                                 # (u, j)
+            num = np.einsum("ui,iju,ij->uj", w, contended_matrix(topo, c)[:, :, self.st_home[us]], off)
+            xnode[us, :n] = np.where(den > 0, num / np.maximum(den, 1e-300), 0.0)
+            sort[us] = c.queue_node_sorting * self.st_persist[us]
+        return sort, px, xnode
 
 
 def _point_structure(rt: Routing, keep_threads: bool) -> dict:
@@ -127,7 +178,7 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
     topo = w.topology
     T = w.threads
     lock = w.thread_role == ROLE_LOCK
-    busy = ~lock | (w.sleep_ns == 0)
+    busy = ~lock
     load = core_load(topo, w.thread_cpu, busy)
     # class = (process, role, node, core load): threads that differ only in which keys they hash
     ckey = ((w.thread_proc * 2 + w.thread_role) * topo.nodes + rt.thread_node) * (load.max() + 1) + load
@@ -193,6 +244,7 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
         cls_pref=np.bincount(thr_cls, weights=priv_frac, minlength=K) / cls_n,
         ent_cls=ent_cls, ent_station=ent_st, ent_visit=W / cls_n[ent_cls], ent_self=A2 / W,
         st_is_bucket=np.arange(U) < nu, st_home=st_home, st_mult=np.ones(U),
+        st_persist=_persistent_locks(ent_st, W / cls_n[ent_cls], U, nu),
         pt_collisions=np.array([collisions]), thr_cls=thr_cls, thr_nf=nf,
     )
     if keep_threads:
@@ -202,6 +254,13 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
         if U > _MERGE_MIN:
             _merge_stations(out, K, U)
     return out
+
+
+def _persistent_locks(ent_st, visit, U: int, nu: int) -> np.ndarray:
+    """(U,) True for an hb lock every visiting class spends all its ops at (each visitor's one
+    futex hashes there): its FIFO order persists from round to round."""
+    partial = np.bincount(ent_st, weights=(visit < 1.0 - 1e-9).astype(float), minlength=U)
+    return (partial == 0) & (np.arange(U) < nu)
 
 
 #: (thread, station) pairs up to which one dense bincount beats sorting each thread's stations
@@ -275,7 +334,8 @@ def _merge_stations(part: dict, K: int, U: int) -> None:
     vis[es, ec] = part["ent_visit"]
     own[es, ec] = part["ent_self"]
     rows = np.concatenate([vis, own, part["st_home"][:, None].astype(float),
-                           part["st_is_bucket"][:, None].astype(float)], axis=1)
+                           part["st_is_bucket"][:, None].astype(float),
+                           part["st_persist"][:, None].astype(float)], axis=1)
     bits = np.ascontiguousarray(rows).view(np.uint64)
     salt = _mix64(np.arange(1, rows.shape[1] + 1, dtype=np.uint64))
     # mix every value first (the float bits of k / 1024 end in zeros: a plain weighted sum of
@@ -292,6 +352,7 @@ def _merge_stations(part: dict, K: int, U: int) -> None:
     part["ent_cls"], part["ent_station"] = ec[on], inv[es[on]]
     part["ent_visit"], part["ent_self"] = part["ent_visit"][on], part["ent_self"][on]
     part["st_home"], part["st_is_bucket"] = part["st_home"][rep], part["st_is_bucket"][rep]
+    part["st_persist"] = part["st_persist"][rep]
     part["st_mult"] = mult
 
 

@@ -9,7 +9,9 @@ The same system as :func:`numalab.futex.solver.simulate`, written event by event
   core (:func:`cpu_slowdown`), then takes its next futex in a fixed cyclic order that starts
   at a random key (perf bench's ``for (i = 0; i < nfutexes; i++)`` loop);
 * in the 6.16 ``rcuref`` private mode it first takes the process's refcount line
-  (``rcuref_lines`` transfers, FCFS), then the bucket's hb lock (FCFS): service
+  (``rcuref_lines`` transfers, FCFS; an atomic, so with a request of its node ahead of it the
+  line comes from its own node, weight ``atomic_node_batching``), then the bucket's hb lock
+  (FCFS): service
   ``slowdown * critical_section_ns + n * c`` with ``n = lines_contended`` if the lock is held
   when it arrives, else ``lines_per_op``; for a line homed on node h
   (``layout.bucket_home``; a refcount line lives on its process's private-hash node):
@@ -37,15 +39,18 @@ from ..futex.costs import FutexCosts, line_matrix
 from ..futex.workloads import ROLE_LOCK, Routing
 
 
-def line_cost(L, lat, costs: FutexCosts, holder_node, my_node: int, home: int) -> float:
+def line_cost(L, lat, costs: FutexCosts, holder_node, my_node: int, home: int, contended: bool = False) -> float:
     """Getting a bucket line homed on ``home`` to a CPU of ``my_node`` from another core on
     ``holder_node`` (None = nobody has held it: a cold line) [ns]. ``L``: line transfer
-    latencies (:func:`numalab.futex.solver.line_matrix`), ``lat``: ``Topology.latency_ns``."""
+    latencies (:func:`numalab.futex.solver.line_matrix`), ``lat``: ``Topology.latency_ns``;
+    ``contended``: other requests for the line are in flight (the station is busy)."""
     if holder_node is None:
         return float(lat[my_node][home])                                  # from the home's DRAM
     c = float(L[holder_node][my_node])                                    # cache-to-cache
-    if home != my_node and home != holder_node:                           # + detour to the home directory
+    if holder_node != my_node and home not in (my_node, holder_node):     # + detour to the home directory
         c += costs.home_lookup * float(lat[my_node][home] - lat[my_node][my_node])
+    if contended and holder_node != my_node:                              # + the conflict round trip
+        c += costs.conflict_trip * max(float(L[holder_node][my_node] - L[my_node][my_node]), 0.0)
     return c
 
 
@@ -63,7 +68,7 @@ def cpu_slowdown(rt: Routing, t: int, costs: FutexCosts) -> float:
         return cpu // topo.cpus_per_node, (cpu % topo.cpus_per_node) % topo.cores_per_node
 
     def busy(u):
-        return w.thread_role[u] != ROLE_LOCK or w.sleep_ns == 0
+        return w.thread_role[u] != ROLE_LOCK
 
     n = 1 + sum(1 for u in range(w.threads) if u != t and busy(u) and core(w.thread_cpu[u]) == core(w.thread_cpu[t]))
     return n / (1.0 + costs.smt_gain * (min(n, topo.smt) - 1))
@@ -83,7 +88,7 @@ def think_ns(rt: Routing, t: int, costs: FutexCosts) -> float:
     sleep = 0.0
     if w.thread_role[t] == ROLE_LOCK:
         z += 2 * c.syscall_ns                                   # the two nanosleep() calls
-        sleep = 2 * (w.sleep_ns + (c.timer_slack_ns if w.sleep_ns > 0 else 0.0))
+        sleep = 2 * (w.sleep_ns + c.timer_slack_ns)
     return cpu_slowdown(rt, t, c) * z + sleep
 
 
@@ -124,9 +129,17 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
 
     lat = w.topology.latency_ns
     priv_home = rt.layout.private_home
+    sorted_round = sorted_rounds(rt, costs, L, lat)
 
-    def station_cost(station, prev, t):
-        """Cost of getting the station's line to thread t, previous holder prev (or None)."""
+    def bucket_home_of(ident):
+        lay = rt.layout
+        return bucket_home(ident, mode=lay.mode, nodes=lay.nodes, global_size=lay.global_size,
+                           private_slots=lay.private_slots, private_home=lay.private_home,
+                           classic_home=lay.classic_home)
+
+    def station_cost(station, prev, t, held):
+        """Cost of getting the station's line to thread t, previous holder prev (or None),
+        the lock held on arrival (``held``: cross-node pulls pay the conflict trip) or not."""
         kind, ident = station
         lay = rt.layout
         home = int(priv_home[ident]) if kind == "ref" else bucket_home(
@@ -135,16 +148,33 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
         if prev == t:
             return costs.line_self_ns                      # still in my L1/L2
         holder_node = None if prev is None else int(rt.thread_node[prev])
-        return line_cost(L, lat, costs, holder_node, int(rt.thread_node[t]), home)
+        return line_cost(L, lat, costs, holder_node, int(rt.thread_node[t]), home, held)
+
+    node_until: dict = {}
 
     def serve(station, arrive, t, base, lines, lines_held):
         prev = holder.get(station)
-        c = station_cost(station, prev, t)
         held = arrive < free_at.get(station, 0.0)          # somebody holds the lock: contended
+        c = station_cost(station, prev, t, held)
+        my_node = int(rt.thread_node[t])
+        if station[0] == "ref" and held and node_until.get((station, my_node), -math.inf) > arrive:
+            # the refcount is an atomic, not a lock: with a request of my node ahead of me the
+            # fabric hands the line over within my node
+            local = line_cost(L, lat, costs, my_node, my_node, int(priv_home[station[1]]))
+            c = costs.atomic_node_batching * local + (1.0 - costs.atomic_node_batching) * c
+        if station[0] == "bucket" and held and station[1] in sorted_round:
+            # a persistent lock's round is sorted by node: cross only at a boundary
+            px, xnode = sorted_round[station[1]]
+            local = line_cost(L, lat, costs, my_node, my_node, bucket_home_of(station[1]))
+            srt = (1.0 - px) * local + px * xnode[my_node]
+            c = (1.0 - costs.queue_node_sorting) * c + costs.queue_node_sorting * srt
+        if station[0] == "ref" and held:
+            c *= costs.atomic_forward          # forwarded: my request was queued already
         start = max(arrive, free_at.get(station, 0.0))
         end = start + (cpu[t] * base + (lines_held if held else lines) * c) * draw()
         free_at[station] = end
         holder[station] = t
+        node_until[(station, my_node)] = max(node_until.get((station, my_node), -math.inf), end)
         return end
 
     while True:
@@ -162,7 +192,41 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
         if done[t] >= ops:
             break
         arrival(t, end + z[t] * draw())
-    return [(done[t] - warmup) / (t_last[t] - t_warm[t]) for t in range(T)]
+    # a thread with too few operations to measure after the warm-up (a lock thread asleep in
+    # nanosleep) is measured over the whole run
+    return [(done[t] - warmup) / (t_last[t] - t_warm[t]) if done[t] >= warmup + 2 else done[t] / end
+            for t in range(T)]
+
+
+def sorted_rounds(rt: Routing, costs: FutexCosts, L, lat) -> dict:
+    """The hb locks whose every visiting thread has all its keys there (a FIFO order that
+    persists from round to round, sorted by node): bucket -> (share of handoffs that cross
+    nodes = nodes with busy visitors / busy visitors, {my node: mean contended pull from the
+    other nodes' busy visitors, conflict round trip included [ns]}). Lock threads (they
+    nanosleep) are not counted."""
+    w = rt.workload
+    visitors: dict = {}
+    for t in range(w.threads):
+        mine = {int(b) for b in rt.thread_buckets[t] if b >= 0}
+        for b in mine:
+            visitors.setdefault(b, []).append((t, len(mine) == 1))
+    out = {}
+    for b, vis in visitors.items():
+        if b >= rt.layout.n_global + sum(rt.layout.private_slots) or not all(only for _, only in vis):
+            continue
+        nodes = [int(rt.thread_node[t]) for t, _ in vis if w.thread_role[t] != ROLE_LOCK]
+        present = sorted(set(nodes))
+        px = len(present) / len(nodes) if len(present) >= 2 else 0.0
+        lay = rt.layout
+        home = bucket_home(b, mode=lay.mode, nodes=lay.nodes, global_size=lay.global_size,
+                           private_slots=lay.private_slots, private_home=lay.private_home,
+                           classic_home=lay.classic_home)
+        xnode = {}
+        for j in range(w.topology.nodes):
+            other = [i for i in nodes if i != j]
+            xnode[j] = (sum(line_cost(L, lat, costs, i, j, home, True) for i in other) / len(other)) if other else 0.0
+        out[b] = (px, xnode)
+    return out
 
 
 def futex_hash(*, mode, nodes: int, global_size: int, private_slots: int, private_offset: int,
