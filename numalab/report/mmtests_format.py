@@ -119,9 +119,9 @@ def _main_rows(ds, metrics, along, kernels, era, direction, sample_dim, workload
             arrays = [np.concatenate([a, c[..., None]], axis=-1) for a, c in
                       zip(arrays, (counts.astype(float), stats.pdiff(counts, counts[:1]), counts < 0))]
             total = ds.sizes[sample_dim]
-        columns = [str(x) for x in tables[0]["workload"].values] if per_test else []
+        columns = {str(x): j for j, x in enumerate(tables[0]["workload"].values)} if per_test else {}
         for w in workloads if per_test else [None]:
-            vals, pct, sg = (a[:, columns.index(w)] if per_test else a for a in arrays)
+            vals, pct, sg = (a[:, columns[w]] if per_test else a for a in arrays)
             if summary and np.isnan(vals).all():
                 continue  # this op was not in the report
             if not per_test and not summary:
@@ -138,8 +138,8 @@ def _main_rows(ds, metrics, along, kernels, era, direction, sample_dim, workload
         else:
             ops = [(op, var, v[:, :-1], p[:, :-1], g[:, :-1]) for op, var, v, p, g in ops]
     if summary:
-        order = json.loads(ds.attrs.get("mmtests_ops", "[]"))
-        ops.sort(key=lambda o: order.index(o[0]) if o[0] in order else len(order))
+        order = {op: j for j, op in enumerate(json.loads(ds.attrs.get("mmtests_ops", "[]")))}
+        ops.sort(key=lambda o: order.get(o[0], len(order)))
     elif new:
         ops.sort(key=lambda o: (o[0].split("-", 1)[0], _test_sort_key(o[0].split("-", 1)[-1])))
     else:
