@@ -190,8 +190,7 @@ def _monitor_tables(ds, along, kernels, era):
     if summary:
         order = json.loads(ds.attrs.get("mmtests_ops_rows", "[]"))
         for label in order:
-            var = _OPS_VAR.get(label, label)
-            rows.append((label, _monitor_value(ds, var, along, kernels)))
+            rows.append((label, _monitor_value(ds, _ROW_VAR.get(label, label), along, kernels)))
     else:
         have = {v: np.array(_monitor_value(ds, v, along, kernels)) for v in _VMSTAT_SOURCE if v in ds.data_vars
                 and _monitor_ok(ds, v, along)}
@@ -680,11 +679,10 @@ def _monitor_variables(lines, i, k, kernels, variables):
     for label, vals in ops_rows.items():
         if label.startswith("\0"):  # an older-layout row, printed without "Ops"
             label = label[1:]
-            var = _OLD_OPS_VAR.get(label, _OPS_VAR.get(label, label))
             shown = label
         else:
-            var = _OPS_VAR.get(label, label)
             shown = f"Ops {label}"
+        var = _ROW_VAR.get(label, label)
         variables[var] = (("kernel",), np.array(vals), {**_attrs_for(var), "mmtests_label": shown})
         printed.append(label)
     return printed
@@ -777,6 +775,9 @@ _OLD_OPS_VAR = {
     "NUMA page range updates": "numa_pte_updates",
     "NUMA hint local faults": "numa_hint_faults_local",
 }
+#: a vmstat row's label, in either layout -> its variable: the one lookup of the reader and of
+#: the writer printing a read table back (the older labels are printed as ``Ops`` rows)
+_ROW_VAR = {**_OPS_VAR, **_OLD_OPS_VAR}
 
 
 def _old_ops_row(line: str, k: int) -> bool:
