@@ -400,7 +400,7 @@ def test_cli_writes_the_dataset_and_reruns_from_cache(tmp_path, capsys):
     "extra, match",
     [
         (["--set", "sise=3"], "unknown toy sweep parameter 'sise'; allowed: size, rate, label"),
-        (["--set", "size="], "--size '' is an empty list"),
+        (["--set", "size="], "--set size='' is an empty list"),
         (["--set", "size=3,x"], "size='x' must be an integer"),
         (["--seeds", "a,b"], "--seeds 'a,b' must be a count"),
         (["--set", "size"], "--set 'size' must look like NAME=V1,V2"),
