@@ -9,14 +9,19 @@ case is quick; the invalid ones must be refused before any work. Most cases run 
 ``python -m numalab``.
 
 Case counts (``max_examples``) are chosen to keep the file under about 60 s on a 2-core CI
-box; set ``NUMALAB_FUZZ_SCALE=10`` to run ten times as many.
+box; set ``NUMALAB_FUZZ_SCALE=10`` to run ten times as many. Issue 27's targets (at the end:
+damaged and huge reports, corrupted caches, full disks, signals, the options it added) add
+about 25 s of CPU at scale 1.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
+import hashlib
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -25,11 +30,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+import xarray as xr
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import numalab as nl
 from numalab.cli import main
+from numalab.errors import NumalabValueError
 
 SCALE = float(os.environ.get("NUMALAB_FUZZ_SCALE", "1"))
 HERE = Path(__file__).resolve().parent
@@ -460,3 +467,305 @@ def test_api_simulate_refuses_values_past_int64(param, value):
     kw[param] = value
     with pytest.raises(ValueError, match=param):
         nl.simulate("numa02", "6.12", **kw)
+
+
+# ====================================================================== issue 27: the classes
+# Open-ended classes get a fuzz target each: damaged and huge report text (labels, sizes),
+# corrupted caches, full disks at any write, signals at any moment, and the CLI options added
+# (report --along/--sel/--baseline, environment limits).
+
+sys.path.insert(0, str(HERE))
+import _sweep_helpers  # noqa: E402,F401  registers the "toy" kind
+
+#: the targets below run a case in seconds: no shrinking (a failing case is printed as found,
+#: and derandomize=True makes it the same case on the next run)
+FAST = dict(FUZZ, phases=(Phase.explicit, Phase.generate))
+
+DATA = HERE / "data"
+REPORTS = sorted(p.name for p in DATA.glob("*.txt"))
+_DAMAGE = list("aZ09 -_.%()*±\t") + ["\x00", "\x1b", "\x1c", "\x7f", "\x85", "\u200b", "\u2028", "\ufeff", "\u00a0",
+                                     "nan", "inf", "1e999", "-", "\n", "\n\n", " " * 40]
+
+
+@st.composite
+def damaged(draw):
+    """A fixture report with a few random edits: characters replaced, inserted or deleted,
+    lines repeated, dropped or swapped, blank lines added."""
+    name = draw(st.sampled_from(REPORTS))
+    lines = (DATA / name).read_text().split("\n")
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, len(lines) - 1))
+        line = lines[i]
+        how = draw(st.sampled_from(["replace", "insert", "delete", "repeat", "drop", "swap", "blank"]))
+        pos = draw(st.integers(0, max(0, len(line) - 1)))
+        ch = draw(st.sampled_from(_DAMAGE))
+        if how == "replace" and line:
+            lines[i] = line[:pos] + ch + line[pos + 1:]
+        elif how == "insert":
+            lines[i] = line[:pos] + ch + line[pos:]
+        elif how == "delete" and line:
+            lines[i] = line[:pos] + line[pos + draw(st.integers(1, 5)):]
+        elif how == "repeat":
+            lines.insert(i, line)
+        elif how == "drop":
+            del lines[i]
+        elif how == "swap" and i + 1 < len(lines):
+            lines[i], lines[i + 1] = lines[i + 1], lines[i]
+        elif how == "blank":
+            lines.insert(i, draw(st.sampled_from(["", "   ", "\t"])))
+        if not lines:
+            lines = [""]
+    return name, "\n".join(lines)
+
+
+def _read_any(text):
+    """Each reader reads ``text`` (and prints what it read) or refuses it with one line; the
+    refusals, by reader name."""
+    from numalab import report
+
+    refused = {}
+    for read in (report.read_mmtests, report.read_lkp):
+        t0 = time.monotonic()
+        try:
+            ds = read(text)
+        except ValueError as exc:  # a refusal: one line naming where
+            msg = str(exc)
+            assert "\n" not in msg and len(msg) < 600, msg
+            assert isinstance(exc, NumalabValueError), repr(exc)
+            refused[read.__name__] = msg
+        else:
+            printer = report.mmtests if read is report.read_mmtests else report.lkp
+            printer(ds)  # what was read prints again
+        assert time.monotonic() - t0 < CASE_S
+    return refused
+
+
+@settings(max_examples=n(60), **FAST)
+@given(case=damaged())
+def test_fuzz_damaged_reports_are_refused_or_read_never_a_crash(case):
+    _read_any(case[1])
+
+
+@settings(max_examples=n(8), **FAST)
+@example(name="mmtests_6kernels.txt", times=18, line="")  # 124 KiB: read
+@example(name="lkp_mail_several_blocks.txt", times=40, line="")  # 112 KiB, 120 blocks: read
+@example(name="mmtests_6kernels.txt", times=19, line="")  # 131 KiB: refused at once
+@given(name=st.sampled_from(REPORTS), times=st.integers(1, 120), line=st.sampled_from(["", "1" * 5000, "± " * 2000]))
+def test_fuzz_huge_reports_read_or_refused_in_bounded_time(name, times, line, monkeypatch):
+    monkeypatch.setenv("NUMALAB_MAX_REPORT_BYTES", str(1 << 17))  # 128 KiB: above it, refused at once
+    text = (DATA / name).read_text()
+    text = (text + line + "\n") * times
+    refused = _read_any(text)
+    if len(text.encode()) > 1 << 17:
+        assert len(refused) == 2 and all("NUMALAB_MAX_REPORT_BYTES" in m for m in refused.values()), refused
+    elif name.startswith("mmtests") and not line:  # the same table again and again: one per table
+        assert "read_mmtests" not in refused, refused
+
+
+@settings(max_examples=n(20), **FAST)
+@given(before=st.text(max_size=300), after=st.text(max_size=300))
+def test_fuzz_read_vmstat_any_text(before, after):
+    from numalab import report
+
+    try:
+        report.read_vmstat(before, after)
+    except ValueError as exc:
+        assert isinstance(exc, NumalabValueError) and "\n" not in str(exc)
+
+
+# -------------------------------------------------------------------------- corrupted caches
+@settings(max_examples=n(6), **FAST)
+@given(damage=st.lists(st.tuples(st.sampled_from(["flip", "truncate", "retarget", "delete", "garbage"]),
+                                 st.integers(0, 10**6)), min_size=1, max_size=4))
+def test_fuzz_damaged_cache_never_changes_a_result(damage):
+    from numalab import sweeps as S
+
+    grid = {"size": [3, 4], "rate": [1.0, 2.0]}
+    with tempfile.TemporaryDirectory(prefix="numalab-fuzz-cache-") as d:
+        root = Path(d)
+        fresh = S.sweep(grid, seeds=2, cache=root, progress=False, workers=1, kind="toy", batch_size=2)
+        batches = sorted(root.glob("v*/batches/*.nc"))
+        links = sorted(root.glob("v*/*.nc"))
+        for how, k in damage:
+            b, link = batches[k % len(batches)], links[k % len(links)]
+            if how == "flip" and b.exists():
+                raw = bytearray(b.read_bytes())
+                raw[k % len(raw)] ^= 0xFF
+                b.write_bytes(bytes(raw))
+            elif how == "truncate" and b.exists():
+                b.write_bytes(b.read_bytes()[: k % max(1, b.stat().st_size)])
+            elif how == "retarget" and link.is_symlink():
+                link.unlink()
+                link.symlink_to(f"batches/{batches[(k + 1) % len(batches)].name}")
+            elif how == "delete":
+                b.unlink(missing_ok=True)
+            elif how == "garbage":
+                b.write_bytes(hashlib.sha256(str(k).encode()).digest() * 20)
+        again = S.run_sweep(grid, seeds=2, cache=root, progress=False, workers=1, kind="toy", batch_size=2)
+        xr.testing.assert_identical(again.dataset, fresh)
+
+
+# ------------------------------------------------------------------ full disks at any write
+@settings(max_examples=n(8), **FAST)
+@given(fail_at=st.integers(0, 12), target=st.sampled_from(["cache", "out", "any"]))
+def test_fuzz_full_disk_at_any_write(fail_at, target, capsys, monkeypatch):
+    """ENOSPC at the k-th write: the sweep finishes and writes --out when only the cache's disk
+    is full; when --out's disk is full it is one line naming the file (exit 1) and the points
+    are cached; never a traceback, a partial file or a temporary file."""
+    from numalab import storage
+
+    real = storage._write_bytes
+    count = {"n": 0}
+
+    def write(tmp, data):
+        hit = target == "any" or (target == "out") == (tmp.name.startswith(".o.nc."))
+        if hit:
+            count["n"] += 1
+            if count["n"] > fail_at:
+                raise OSError(28, "No space left on device")
+        return real(tmp, data)
+
+    monkeypatch.setattr(storage, "_write_bytes", write)
+    with sandbox() as root:
+        before = files(root)
+        rc = main(["sweep", "--kind", "toy", "--set", "size=3,4,5", "--seeds", "2", "--batch-size", "1",
+                   "--workers", "1", "--no-progress", "--cache", "cache", "--out", "o.nc"])
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err
+        new = files(root) - before
+        assert not [f for f in new if ".tmp" in f], new
+        if rc == 0:
+            assert "o.nc" in new and ("note: cannot write the cache" in err or count["n"] <= fail_at)
+            import xarray as _xr
+
+            with _xr.open_dataset(root / "o.nc", engine="h5netcdf") as ds:
+                assert np.isfinite(ds["value"].values).all()
+        else:
+            lines = err.strip().split("\n")
+            assert rc == 1 and "No space left on device" in lines[-1] and "o.nc" in lines[-1], err
+            assert all(": note: " in ln for ln in lines[:-1]), err
+            assert "o.nc" not in new
+
+
+# ------------------------------------------------------------------ signals at any moment
+#: the child prints this once numalab's handlers are in place: a signal before that is
+#: Python's own start-up, not the sweep's
+_READY = ("import sys, _sweep_helpers; from numalab import signals; from numalab.cli import main\n"
+          "install = signals.install\n"
+          "def ready():\n"
+          "    old = install(); print('ready', flush=True); return old\n"
+          "signals.install = ready\n"
+          "sys.exit(main(sys.argv[1:]))\n")
+SIGNAL_GRID = {"size": [3, 5], "rate": [1.0, 2.0]}
+
+
+@pytest.fixture(scope="module")
+def signal_fresh():
+    from numalab import sweeps as S
+
+    return S.sweep(SIGNAL_GRID, seeds=3, cache=False, progress=False, workers=1, kind="toy")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals and /proc")
+@settings(max_examples=n(2), **FAST)
+@given(signame=st.sampled_from(["SIGINT", "SIGTERM", "SIGHUP"]), delay=st.floats(0.0, 1.5))
+def test_fuzz_signal_at_a_random_moment_of_a_sweep(signame, delay, signal_fresh):
+    """Whenever the signal comes: exit 0 (it came after the end) or 128 + signal with one
+    line; no temporary file, an --out that is whole when it is there, and the cache resumes
+    to the same Dataset as a fresh run."""
+    from numalab import sweeps as S
+
+    sig = getattr(signal, signame)
+    with tempfile.TemporaryDirectory(prefix="numalab-fuzz-sig-") as d:
+        root = Path(d)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), str(HERE)]),
+               "NUMALAB_TOY_SLEEP_S": "0.05"}
+        child = subprocess.Popen([sys.executable, "-c", _READY, "sweep", "--kind", "toy", "--set", "size=3,5",
+                                  "--set", "rate=1.0,2.0", "--seeds", "3", "--batch-size", "1", "--workers", "1",
+                                  "--no-progress", "--cache", str(root / "cache"), "--out", str(root / "o.nc")],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout.readline() == "ready\n"
+            time.sleep(delay)
+            child.send_signal(sig)
+            _, err = child.communicate(timeout=120)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.communicate()
+        rc = child.returncode
+        assert rc in (0, 128 + sig), (rc, err)
+        assert "Traceback" not in err and "Exception ignored" not in err, err
+        if rc:
+            assert err.count("\n") == 1 and ("interrupted" in err or f"signal {sig}" in err), err
+        if (root / "o.nc").exists():  # written before the signal came: whole
+            with xr.open_dataset(root / "o.nc", engine="h5netcdf") as out:
+                xr.testing.assert_identical(out.load(), signal_fresh)
+        else:
+            assert rc
+        left = [p for p in glob.glob(str(root / "**" / "*"), recursive=True) if ".tmp" in p]
+        assert not left, left
+        res = S.run_sweep(SIGNAL_GRID, seeds=3, cache=root / "cache", progress=False, workers=1, kind="toy",
+                          batch_size=1)
+        xr.testing.assert_identical(res.dataset, signal_fresh)
+
+
+# ---------------------------------------------------------------- new options and variables
+@pytest.fixture(scope="module")
+def saved_sweep(tmp_path_factory):
+    from numalab.storage import write_netcdf
+
+    path = tmp_path_factory.mktemp("fuzz-sweep") / "sweep.nc"
+    ds = nl.sweep({"workload": ["numa02", "numa02_SMT"], "history": [2, 4], "max_time": 1.0}, seeds=2, cache=False,
+                  progress=False, workers=1)
+    write_netcdf(ds, path)
+    return path
+
+
+SWEEP_REPORT = {
+    "--format": vals(["mmtests", "lkp"], ["bogus"]),
+    "--along": vals(["history"], ["workload", "seed", "bogus", "", "max_time"]),
+    "--baseline": vals(["2", "4"], ["3", "", "2.0", "x"]),
+    "--sel": vals(["workload=numa02", "workload=numa02_SMT", "history=4"],
+                  ["workload=", "=numa02", "workload", "bogus=1", "seed=0", "history=x", "workload=numa02,numa02"]),
+    "--metric": vals(["elsp", "syst", "elsp,syst", "numa_hint_faults"], ["elsp,elsp", ",", "bogus", "elsp,"]),
+    "--no-monitors": None,
+}
+
+
+@settings(max_examples=n(8), **FAST)
+@given(argv=options(SWEEP_REPORT), sel2=st.sampled_from([None, "history=2", "workload=numa02"]))
+def test_cli_fuzz_report_of_a_sweep(argv, sel2, saved_sweep, capsys):
+    with sandbox() as root:
+        extra = [] if sel2 is None else ["--sel", sel2]
+        check_case(["report", str(saved_sweep), *argv, *extra], capsys, root)
+
+
+@settings(max_examples=n(6), **FAST)
+@given(var=st.sampled_from(["NUMALAB_MAX_STEPS", "NUMALAB_MEMORY_LIMIT", "NUMALAB_MAX_REPORT_BYTES"]),
+       value=st.sampled_from(["inf", "-inf", "nan", "0", "-1", "1.5", "1e3", "2e6", "x", "", " ", "8G", "1T", "10",
+                              "1e400", str(2**70)]))
+def test_cli_fuzz_environment_limits(var, value, capsys, monkeypatch, saved_run):
+    monkeypatch.setenv(var, value)
+    with sandbox() as root:
+        check_case(["simulate", "--workload", "numa02", "--seeds", "1", "--max-time", "0.5"], capsys, root)
+        check_case(["report", str(saved_run)], capsys, root)
+
+
+@settings(max_examples=n(7), **FAST)
+@given(port=st.sampled_from(["-1", "65536", "70000", str(2**40), "x", "1e3", ""]))
+def test_cli_fuzz_explore_bad_ports_refused_before_starting(port, capsys):
+    with sandbox() as root:
+        assert check_case(["explore", "--port", port], capsys, root) == 2
+
+
+@settings(max_examples=n(6), **FAST)
+@given(plot=st.sampled_from(["fig.png", "fig.pdf", "fig.svg", "fig.bogus", "fig", "fig.", "fig.PNG", "o.nc"]),
+       out=st.sampled_from([None, "o.nc", "fig.png", "fig.pdf"]))
+def test_cli_fuzz_futex_outputs_are_distinct_and_figures_known(plot, out, capsys):
+    with sandbox() as root:
+        argv = ["futex", "sweep", "--buckets", "16", "--threads", "4", "--seeds", "1", "--plot", plot]
+        argv += [] if out is None else ["--out", out]
+        rc = check_case(argv, capsys, root, allowed=(plot, out or ""))
+        if out == plot or plot.rsplit(".", 1)[-1].lower() not in ("png", "pdf", "svg"):
+            assert rc == 2

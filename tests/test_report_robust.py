@@ -307,6 +307,18 @@ def test_real_mmtests_2015_four_kernels_run_together_names():
     assert (ds.numa_pte_updates_base + 512 * ds.numa_huge_pte_updates == ds.numa_pte_updates).all()
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("mmtests*.txt")))
+def test_every_mmtests_fixture_prints_back_and_reads_to_the_same_values(name):
+    # the 2015 layout's vmstat rows ("NUMA base PTE updates", no "Ops") read, then printing
+    # them back was a KeyError: the writer looked their variable up in the later labels only
+    ds = report.read_mmtests(_text(name), table=0)
+    again = report.read_mmtests(report.mmtests(ds))
+    assert sorted(again.data_vars) == sorted(ds.data_vars)
+    again = again.sel({d: ds[d].values for d in ("workload", "kernel", "stat") if d in ds.dims})
+    for var in ds.data_vars:
+        np.testing.assert_array_equal(again[var].values, ds[var].values, err_msg=var)
+
+
 def test_real_mmtests_3_kernels_under_a_hand_written_tab_header():
     # <cover.1685506205.git.raghavendra.kt@amd.com>: title, '====' underline and a note
     # above one header line of tab-separated whole names; monitor tables without headers

@@ -119,9 +119,9 @@ def _main_rows(ds, metrics, along, kernels, era, direction, sample_dim, workload
             arrays = [np.concatenate([a, c[..., None]], axis=-1) for a, c in
                       zip(arrays, (counts.astype(float), stats.pdiff(counts, counts[:1]), counts < 0))]
             total = ds.sizes[sample_dim]
-        columns = [str(x) for x in tables[0]["workload"].values] if per_test else []
+        columns = {str(x): j for j, x in enumerate(tables[0]["workload"].values)} if per_test else {}
         for w in workloads if per_test else [None]:
-            vals, pct, sg = (a[:, columns.index(w)] if per_test else a for a in arrays)
+            vals, pct, sg = (a[:, columns[w]] if per_test else a for a in arrays)
             if summary and np.isnan(vals).all():
                 continue  # this op was not in the report
             if not per_test and not summary:
@@ -138,8 +138,8 @@ def _main_rows(ds, metrics, along, kernels, era, direction, sample_dim, workload
         else:
             ops = [(op, var, v[:, :-1], p[:, :-1], g[:, :-1]) for op, var, v, p, g in ops]
     if summary:
-        order = json.loads(ds.attrs.get("mmtests_ops", "[]"))
-        ops.sort(key=lambda o: order.index(o[0]) if o[0] in order else len(order))
+        order = {op: j for j, op in enumerate(json.loads(ds.attrs.get("mmtests_ops", "[]")))}
+        ops.sort(key=lambda o: order.get(o[0], len(order)))
     elif new:
         ops.sort(key=lambda o: (o[0].split("-", 1)[0], _test_sort_key(o[0].split("-", 1)[-1])))
     else:
@@ -190,8 +190,7 @@ def _monitor_tables(ds, along, kernels, era):
     if summary:
         order = json.loads(ds.attrs.get("mmtests_ops_rows", "[]"))
         for label in order:
-            var = _OPS_VAR.get(label, label)
-            rows.append((label, _monitor_value(ds, var, along, kernels)))
+            rows.append((label, _monitor_value(ds, _ROW_VAR.get(label, label), along, kernels)))
     else:
         have = {v: np.array(_monitor_value(ds, v, along, kernels)) for v in _VMSTAT_SOURCE if v in ds.data_vars
                 and _monitor_ok(ds, v, along)}
@@ -680,11 +679,10 @@ def _monitor_variables(lines, i, k, kernels, variables):
     for label, vals in ops_rows.items():
         if label.startswith("\0"):  # an older-layout row, printed without "Ops"
             label = label[1:]
-            var = _OLD_OPS_VAR.get(label, _OPS_VAR.get(label, label))
             shown = label
         else:
-            var = _OPS_VAR.get(label, label)
             shown = f"Ops {label}"
+        var = _ROW_VAR.get(label, label)
         variables[var] = (("kernel",), np.array(vals), {**_attrs_for(var), "mmtests_label": shown})
         printed.append(label)
     return printed
@@ -777,6 +775,9 @@ _OLD_OPS_VAR = {
     "NUMA page range updates": "numa_pte_updates",
     "NUMA hint local faults": "numa_hint_faults_local",
 }
+#: a vmstat row's label, in either layout -> its variable: the one lookup of the reader and of
+#: the writer printing a read table back (the older labels are printed as ``Ops`` rows)
+_ROW_VAR = {**_OPS_VAR, **_OLD_OPS_VAR}
 
 
 def _old_ops_row(line: str, k: int) -> bool:
