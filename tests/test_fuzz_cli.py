@@ -221,8 +221,15 @@ def test_cli_fuzz_sweep(kind, data, out, cache, capsys):
     spec = SWEEP_NUMA if kind == "numa" else SWEEP_FUTEX
     req = ("--set", "--workers") if kind == "numa" else ("--workers",)
     argv = data.draw(options(spec, required=req))
+    # every valid case stays quick: an omitted size option would run its full-size default (the
+    # default futex grid, 8 seeds: 150 s on a loaded 2-core box, over CASE_S); options given,
+    # valid or not, are kept as drawn
+    small = {"--seeds": "1"} if kind == "numa" else {"--threads": "4", "--buckets": "16", "--seeds": "1"}
     if kind == "numa" and "max_time=1" not in argv:
-        argv += ["--set", "max_time=1"]  # every valid NUMA case stays quick
+        argv += ["--set", "max_time=1"]
+    for name, value in small.items():
+        if name not in argv:
+            argv += [name, value]
     with sandbox() as root:
         cache_arg = {"none": ["--no-cache"], "dir": ["--cache", "cache"],
                      "under_file": ["--cache", "plain.txt/cache"], "bad": ["--cache", ""]}[cache]
