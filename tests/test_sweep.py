@@ -501,10 +501,8 @@ def test_cli_issue_example_writes_workload_history_seed_and_reruns_from_cache(tm
         assert tuple(ds.sizes) == ("workload", "history", "seed")  # no leftovers of dropped series
         assert list(ds.history.values) == [2, 4, 6, 8] and ds["profile"].item() == "6.12"
         assert ds["elsp"].attrs["units"] == "s" and np.isfinite(ds["elsp"].values).all()
-    t0 = time.monotonic()
     assert main(argv) == 0
-    assert "24 points, 0 computed" in capsys.readouterr().out
-    assert time.monotonic() - t0 < 10
+    assert "24 points, 0 computed" in capsys.readouterr().out   # every point from the cache
 
 
 def test_futex_sweep_cells_are_model_results():
