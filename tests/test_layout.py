@@ -154,3 +154,14 @@ def test_classes_and_functions_stay_small():
     big = [f"{p}:{n.name} {size} lines" for p, n, size in _sizes()
            if size > (400 if isinstance(n, ast.ClassDef) else 100)]
     assert big == []
+
+
+def test_every_subpackage_is_installed():
+    """pyproject.toml lists the packages a wheel holds: a subpackage missing there imports from a
+    checkout but not after ``pip install .`` (numalab.fidelity was missed once)."""
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "numalab").rglob("__init__.py")}
+    assert found - listed == set(), f"add to [tool.setuptools] packages: {sorted(found - listed)}"
