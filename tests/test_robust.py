@@ -579,10 +579,16 @@ def test_interrupted_reproduce_never_leaves_a_folder_mixing_two_runs(monkeypatch
     out = tmp_path / "results"
     out.mkdir()
     (out / "mine.txt").write_text("the user's own file")
-    monkeypatch.setattr(fidelity, "simulate_fidelity", lambda *a, **k: ({}, {}))
+    monkeypatch.setattr(fidelity, "plan", lambda *a, **k: [])
+
+    def execute(centre, *, workers=None, progress=True, stats=None):
+        stats.update(calls=0, workers=1, engine_cpu_s=0.0, wall_s=0.0)
+        return {}
+
+    monkeypatch.setattr(fidelity, "execute", execute)
     run = {"n": 0}
 
-    def write(folder, published, sims, shown=None):
+    def write(folder, published, sims, rows=None, shown=None):
         run["n"] += 1
         for name in (["a.txt", "b.txt", "c.txt"] if run["n"] == 1 else ["a.txt", "b.txt"]):
             write_text(Path(folder) / name, f"run {run['n']}\n")
@@ -591,16 +597,16 @@ def test_interrupted_reproduce_never_leaves_a_folder_mixing_two_runs(monkeypatch
         return {"summary": "ok"}
 
     monkeypatch.setattr(outputs, "write_reproduction", write)
-    assert run_cli(["reproduce", "--out", str(out), "--no-notebooks", "--no-progress"], capsys)[0] == 0
+    assert run_cli(["reproduce", "--out", str(out), "--no-notebooks", "--no-progress", "--band-points", "0"], capsys)[0] == 0
     first = {p.name: p.read_text() for p in out.iterdir()}
     assert json.loads(first[MANIFEST])["files"] == ["a.txt", "b.txt", "c.txt"]
     assert json.loads(first[MANIFEST])["complete"] is True
-    rc, _, err = run_cli(["reproduce", "--out", str(out), "--no-notebooks", "--no-progress"], capsys)
+    rc, _, err = run_cli(["reproduce", "--out", str(out), "--no-notebooks", "--no-progress", "--band-points", "0"], capsys)
     assert rc == 130
     assert {p.name: p.read_text() for p in out.iterdir()} == first  # the first run, whole: nothing mixed
     # a third run that writes fewer files leaves none of the first run's behind
     run["n"] = 5
-    assert run_cli(["reproduce", "--out", str(out), "--no-notebooks", "--no-progress"], capsys)[0] == 0
+    assert run_cli(["reproduce", "--out", str(out), "--no-notebooks", "--no-progress", "--band-points", "0"], capsys)[0] == 0
     assert sorted(p.name for p in out.iterdir()) == ["a.txt", "b.txt", "mine.txt", MANIFEST]
     assert (out / "a.txt").read_text() == "run 6\n" and (out / "mine.txt").read_text() == "the user's own file"
 
@@ -820,7 +826,7 @@ def test_decision_passes_says_what_it_takes():
     from numalab.widgets.compute import decision_passes
 
     assert "adaptive[" not in decision_passes.__doc__
-    with pytest.raises(NumalabValueError, match=r"history='adaptive:span': the pass-by-pass replay keeps a fixed "):
+    with pytest.raises(NumalabValueError, match=r"history='adaptive:span': the replay keeps a fixed number of PID windows"):
         decision_passes("6.12", history="adaptive:span")
     assert decision_passes("6.12", history=4, passes=2).sizes["window"] == 4
 
