@@ -666,6 +666,20 @@ def _positions(values):
     return np.asarray(x), labels
 
 
+def _history_panel_labels(a, r, c, rows, workload, da, v, x, ticks):
+    """The labels of panel (row ``r``, column ``c``) of a variables x workloads grid against N:
+    the workload on the top row, the variable (with units) in the first column, the N ticks on
+    the bottom row."""
+    if r == 0:
+        a.set_title(str(workload))
+    if c == 0:
+        label = _label(da, v)
+        a.set_ylabel(label if len(label) <= 24 else f"{v} [{da.attrs.get('units', '')}]".replace(" []", ""))
+    if r == rows - 1:
+        a.set_xticks(x, ticks)
+        a.set_xlabel("history length N")
+
+
 def history_sweep(ds, ax=None, *, variables=("elsp", "syst"), history_dim: str = "history"):
     """elsp / syst vs access-PID history length N (``NR_ACCESS_PID_HIST``), mean ± stddev over
     seeds, one column per workload and one row per variable.
@@ -706,14 +720,7 @@ def history_sweep(ds, ax=None, *, variables=("elsp", "syst"), history_dim: str =
                            markerfacecolor="#000000" if _clear_best(da.sel(workload=w), history_dim, best)
                            else "none")
                 _plain_axis(a.yaxis)
-                if r == 0:
-                    a.set_title(str(w))
-                if c == 0:
-                    label = _label(da, v)
-                    a.set_ylabel(label if len(label) <= 24 else f"{v} [{da.attrs.get('units', '')}]".replace(" []", ""))
-                if r == len(variables) - 1:
-                    a.set_xticks(x, labels)
-                    a.set_xlabel("history length N")
+                _history_panel_labels(a, r, c, len(variables), w, da, v, x, labels)
         fig.suptitle("PID-history length sweep (mean ± stddev over seeds; ★ lowest mean, "
                      "hollow when not significantly lower than another N)")
     return fig
@@ -759,14 +766,7 @@ def history_mechanism(ds, ax=None, *, variables=HISTORY_MECHANISM, history_dim: 
                     m = mean.sel(workload=w) if g is None else mean.sel({"workload": w, by: g})
                     a.plot(x, m.values[num], marker="o", markersize=3, color=colours[k % len(colours)],
                            label=None if g is None else str(g))
-                if r == 0:
-                    a.set_title(str(w))
-                if c == 0:
-                    label = _label(da, v)
-                    a.set_ylabel(label if len(label) <= 24 else f"{v} [{da.attrs.get('units', '')}]".replace(" []", ""))
-                if r == len(variables) - 1:
-                    a.set_xticks(x, [str(int(n)) for n in x])
-                    a.set_xlabel("history length N")
+                _history_panel_labels(a, r, c, len(variables), w, da, v, x, [str(int(n)) for n in x])
         if groups != [None]:
             axes[0, -1].legend(fontsize="x-small", loc="best")
         fig.suptitle("How the PID-history length acts: PIDs a window records -> own-PID test passes -> "
