@@ -232,9 +232,7 @@ def sweep_faults(b, ctx):
     q = pidx[pos]
     j = piece % rs.size                                  # the (replica, segment) of the piece
     reg = q - rs[j] * lay.NR
-    k = reg - lay.seg_region0[ss[j]]
-    p = sig[j] + np.maximum(0.0, k * float(REGION_BYTES) - lo[j])
-    d = np.mod(p - a[j], rng_[j])
+    d = _bytes_ahead(lay, ss[j], reg, a[j])
     sp = speed[rs[j], tt[j]]
     hit = (d < wp[j]) & lay.cls_sweep[lay.region_class[reg]]
     if not np.count_nonzero(hit):
@@ -247,6 +245,15 @@ def sweep_faults(b, ctx):
     first = np.ones(q.size, dtype=bool)
     first[1:] = q[1:] != q[:-1]
     return q[first], thread[first]
+
+
+def _bytes_ahead(lay, seg, reg, a):
+    """Bytes a sweep standing at position ``a`` (mod its range) of segment ``seg`` writes before
+    it reaches region ``reg`` of that segment: region ``k`` lies at ``sigma + max(0, k * 2 MiB -
+    lo)`` in the sweep (``Workload.seg_*``)."""
+    k = reg - lay.seg_region0[seg]
+    p = lay.seg_sigma[seg] + np.maximum(0.0, k * float(REGION_BYTES) - lay.seg_lo[seg])
+    return np.mod(p - a, lay.seg_range[seg])
 
 
 def sweep_horizon(b, running):
@@ -277,9 +284,7 @@ def sweep_horizon(b, running):
     j = np.repeat(np.arange(n.size), n)                  # the (replica, segment) of each region
     q = pidx[np.arange(tot) - np.repeat(np.cumsum(n) - n, n) + np.repeat(i0, n)]
     reg = q - rs[j] * lay.NR
-    k = reg - lay.seg_region0[ss[j]]
-    p = lay.seg_sigma[ss[j]] + np.maximum(0.0, k * float(REGION_BYTES) - lay.seg_lo[ss[j]])
-    d = np.mod(p - a[j], rng_[j])
+    d = _bytes_ahead(lay, ss[j], reg, a[j])
     keep = lay.cls_sweep[lay.region_class[reg]]
     np.minimum.at(out, (rs[j][keep], tt[j][keep]), d[keep])
     return out
