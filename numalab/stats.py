@@ -255,29 +255,36 @@ _TINY = 1e-300
 
 
 def _betacf(a, b, x, maxiter: int = 500, eps: float = 1e-15):
-    """Continued fraction of I_x(a, b) (modified Lentz), elementwise."""
+    """Continued fraction of I_x(a, b) (modified Lentz), elementwise: each element stops at its
+    own convergence, so its value does not depend on the others computed beside it (the same
+    number alone or in any batch)."""
+    a, b, x = (np.asarray(v, dtype=float).ravel() for v in np.broadcast_arrays(a, b, x))
     qab, qap, qam = a + b, a + 1.0, a - 1.0
     c = np.ones_like(x)
     d = 1.0 - qab * x / qap
     d = 1.0 / np.where(np.abs(d) < _TINY, _TINY, d)
     h = d.copy()
+    live = np.arange(x.size)                  # the elements not yet converged
     for m in range(1, maxiter + 1):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / np.where(np.abs(d) < _TINY, _TINY, d)
-        c = 1.0 + aa / c
-        c = np.where(np.abs(c) < _TINY, _TINY, c)
-        h = h * d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / np.where(np.abs(d) < _TINY, _TINY, d)
-        c = 1.0 + aa / c
-        c = np.where(np.abs(c) < _TINY, _TINY, c)
-        delta = d * c
-        h = h * delta
-        if np.all(np.abs(delta - 1.0) < eps):
+        if live.size == 0:
             break
+        al, bl, xl, cl, dl = a[live], b[live], x[live], c[live], d[live]
+        m2 = 2 * m
+        aa = m * (bl - m) * xl / ((qam[live] + m2) * (al + m2))
+        dl = 1.0 + aa * dl
+        dl = 1.0 / np.where(np.abs(dl) < _TINY, _TINY, dl)
+        cl = 1.0 + aa / cl
+        cl = np.where(np.abs(cl) < _TINY, _TINY, cl)
+        hl = h[live] * dl * cl
+        aa = -(al + m) * (qab[live] + m) * xl / ((al + m2) * (qap[live] + m2))
+        dl = 1.0 + aa * dl
+        dl = 1.0 / np.where(np.abs(dl) < _TINY, _TINY, dl)
+        cl = 1.0 + aa / cl
+        cl = np.where(np.abs(cl) < _TINY, _TINY, cl)
+        delta = dl * cl
+        h[live] = hl * delta
+        c[live], d[live] = cl, dl
+        live = live[~(np.abs(delta - 1.0) < eps)]
     return h
 
 
@@ -507,18 +514,37 @@ def lkp_stats(da, dim: str = "seed"):
 # paired effects: seeds are common random numbers across policies
 
 
+_T_PPF_CACHE: dict = {}
+_T_PPF_CACHE_MAX = 200_000
+
+
 def t_ppf(q, df) -> np.ndarray:
     """Quantile of Student's t: the t with P(T_df <= t) = q (bisection on :func:`t_cdf`, to
-    1e-10), for 0 < q < 1 and df >= 1; broadcasting."""
+    1e-10), for 0 < q < 1 and df >= 1; broadcasting.
+
+    Each distinct (q, df) pair is solved once per process and remembered: the value of an
+    element does not depend on the others beside it (:func:`_betacf` stops each element at its
+    own convergence), so the cache gives the numbers a fresh solve would. :func:`runs_needed`
+    asks for the same few degrees of freedom over and over."""
     q, df = np.broadcast_arrays(np.asarray(q, dtype=float), np.asarray(df, dtype=float))
-    lo = np.full(q.shape, -1e3)
-    hi = np.full(q.shape, 1e3)
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        below = t_cdf(mid, df) < q
-        lo = np.where(below, mid, lo)
-        hi = np.where(below, hi, mid)
-    return 0.5 * (lo + hi)
+    pairs = np.stack([q.ravel(), df.ravel()], axis=-1)
+    uniq, inv = np.unique(pairs, axis=0, return_inverse=True) if pairs.size else (pairs, np.zeros(0, dtype=np.int64))
+    keys = [(float(a), float(b)) for a, b in uniq]
+    missing = [i for i, k in enumerate(keys) if k not in _T_PPF_CACHE]
+    if missing:
+        mq, mdf = uniq[missing, 0], uniq[missing, 1]
+        lo = np.full(mq.shape, -1e3)
+        hi = np.full(mq.shape, 1e3)
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            below = t_cdf(mid, mdf) < mq
+            lo = np.where(below, mid, lo)
+            hi = np.where(below, hi, mid)
+        if len(_T_PPF_CACHE) + len(missing) > _T_PPF_CACHE_MAX:
+            _T_PPF_CACHE.clear()
+        _T_PPF_CACHE.update(zip((keys[i] for i in missing), (0.5 * (lo + hi)).tolist()))
+    vals = np.array([_T_PPF_CACHE[k] for k in keys], dtype=float)
+    return vals[np.asarray(inv).ravel()].reshape(q.shape)
 
 
 def paired_change(da, along: str, baseline=None, dim: str = "seed", *, direction: str = "lower",

@@ -17,8 +17,7 @@ def _protect(b, regions, thresh=0.0, selector=0.0):
     b.regions.prot_none[0, list(regions)] = True
     b.regions.thresh[0, list(regions)] = thresh
     b.regions.selector[0, list(regions)] = selector
-    b.prot.idx = np.asarray(regions, dtype=np.int64)          # replica 0: flat index = region
-    faults.sync_prot(b)
+    b.prot.replace(regions, b.lay, b.regions.thresh)          # replica 0: flat index = region
 
 
 def _fault(b, regions, **kw):

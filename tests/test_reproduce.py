@@ -189,12 +189,29 @@ def test_notebook_figures_are_exported_as_png(tmp_path):
 
 
 @pytest.mark.slow
-def test_notebook_figures_come_from_a_fresh_execution(tmp_path):
+def test_notebook_figures_come_from_a_fresh_execution(tmp_path, monkeypatch):
+    # a notebook stored without outputs: a figure can only come from running it (one cell,
+    # a few seconds; running a shipped notebook again is nbval's and the browser test's job)
+    import nbformat
+
+    from numalab import notebook_figures
     from numalab.notebook_figures import export_figures
 
-    fresh = export_figures(tmp_path, only="01-")
-    assert fresh and all(p.name.startswith("01-quickstart-fig") for p in fresh)
-    assert not list(tmp_path.glob(".*tmp*"))
+    nbdir = tmp_path / "nb"
+    nbdir.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import matplotlib\nmatplotlib.use('agg')\nimport matplotlib.pyplot as plt\n%matplotlib inline\n"
+        "import numalab as nl\nplt.plot(nl.stats.amean([[1.0, 2.0, 3.0]]))")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, nbdir / "01-fresh.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(), nbdir / "02-other.ipynb")
+    monkeypatch.setattr(notebook_figures, "notebook_dir", lambda: nbdir)
+    out = tmp_path / "out"
+    assert export_figures(out, only="01-", execute=False) == []        # nothing stored
+    fresh = export_figures(out, only="01-")
+    assert [p.name for p in fresh] == ["01-fresh-fig1.png"]
+    assert fresh[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(out.glob(".*tmp*"))
 
 
 def test_cross_validation_runs_reduced(tmp_path):

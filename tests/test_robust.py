@@ -23,6 +23,7 @@ import numalab as nl
 from numalab import limits
 from numalab.cli import main
 from numalab.errors import (
+    EngineInvariantError,
     NumalabValueError,
     check_memory,
     check_out_path,
@@ -838,3 +839,30 @@ def test_cli_holds_no_copy_of_engine_defaults():
 
     assert "ImportError" not in inspect.getsource(cli.preflight)
     assert "0.05" not in inspect.getsource(cli)
+
+
+def test_protected_index_has_one_write_path_and_no_per_step_sync():
+    # issue: engine.faults.sync_prot served only a test (which replaced prot.idx by hand) and
+    # ran every step; now the engine keeps idx/lam/thresh aligned where it changes them and
+    # Protected.replace is the one path for a caller that sets the index whole
+    import inspect
+
+    from numalab.engine import faults, make_batch, observe, quiet, scan
+
+    for mod in (faults, quiet, scan):
+        assert "sync_prot" not in inspect.getsource(mod)
+    wl = nl.workload("numa01", nl.Topology.preset("2s-128"))
+    b = make_batch(wl, "6.12", seeds=[0], max_time=20.0)
+    while b.prot.idx.size == 0:            # run until a scan has protected regions
+        b.step()
+        observe.check_invariants(b)                   # aligned at every step the engine ran
+    regions = np.flatnonzero(~b.regions.prot_none[0])[:3]
+    b.regions.prot_none[0] = False
+    b.regions.prot_none[0, regions] = True
+    b.prot.replace(regions, b.lay, b.regions.thresh)
+    observe.check_invariants(b)
+    assert np.array_equal(b.prot.lam, b.lay.region_class[regions])
+    b.prot.idx = regions[:2]                # set by hand: the invariant check names it
+    b.regions.prot_none[0, regions[2]] = False
+    with pytest.raises(EngineInvariantError, match="rate/threshold index out of sync"):
+        observe.check_invariants(b)

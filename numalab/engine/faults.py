@@ -44,7 +44,7 @@ from .state import NO_NODE, PID_UNSET, flat
 
 __all__ = ["hinting_faults", "poisson_faults", "sweep_faults", "sweep_pieces", "sweep_horizon", "handle_faults",
            "record_hint_faults", "should_migrate", "migrate_balanced", "migrate_folios", "task_numa_fault",
-           "sync_prot", "step_hazard", "pid_window", "FaultBatch"]
+           "step_hazard", "pid_window", "FaultBatch"]
 
 
 @dataclass
@@ -82,7 +82,6 @@ def hinting_faults(b, ctx):
     region)."""
     if b.prot.idx.size == 0:
         return
-    sync_prot(b)
     pq, pt = poisson_faults(b)
     sq, st = sweep_faults(b, ctx)
     if pq.size + sq.size == 0:
@@ -93,7 +92,7 @@ def hinting_faults(b, ctx):
     q, ft = q[order], ft[order]
     keep = np.ones(b.prot.idx.size, dtype=bool)
     keep[np.searchsorted(b.prot.idx, q)] = False
-    b.prot.idx = b.prot.of = b.prot.idx[keep]
+    b.prot.idx = b.prot.idx[keep]
     b.prot.lam = b.prot.lam[keep]
     b.prot.thresh = b.prot.thresh[keep]
     fr, freg = np.divmod(q, b.lay.NR)
@@ -468,15 +467,6 @@ def task_numa_fault(b, ctx, f, now, local, last, my8, mem_node, failed):
         np.add.at(flat(b.numa.numa_faults_locality), rt[failed] * 3 + 2, pages[failed])
         np.add.at(b.counters.events["numa_migrate_fail"], fr[failed], 1)
     flat(b.numa.has_faults)[rt] = True
-
-
-def sync_prot(b):
-    """Rebuild prot_lam / prot_thresh if prot_idx was replaced from outside the engine."""
-    if b.prot.of is not b.prot.idx:
-        pr, preg = np.divmod(b.prot.idx, b.lay.NR)
-        b.prot.lam = pr * b.lay.C + b.lay.region_class[preg]
-        b.prot.thresh = b.regions.thresh.take(b.prot.idx)
-        b.prot.of = b.prot.idx
 
 
 def pid_window(b, r, v):

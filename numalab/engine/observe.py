@@ -53,11 +53,10 @@ def check_invariants(b):
         raise EngineInvariantError(f"negative fault statistics at t={b.now:.3f}s")
     if b.prot.idx.size and np.count_nonzero(b.regions.prot_none) != b.prot.idx.size:
         raise EngineInvariantError("protected-region index out of sync")
-    if b.prot.of is b.prot.idx:
-        pr, preg = np.divmod(b.prot.idx, b.lay.NR)
-        if not (np.array_equal(b.prot.lam, pr * b.lay.C + b.lay.region_class[preg])
-                and np.array_equal(b.prot.thresh, b.regions.thresh.take(b.prot.idx))):
-            raise EngineInvariantError("protected-region rate/threshold index out of sync")
+    pr, preg = np.divmod(b.prot.idx, b.lay.NR)
+    if not (np.array_equal(b.prot.lam, pr * b.lay.C + b.lay.region_class[preg])
+            and np.array_equal(b.prot.thresh, b.regions.thresh.take(b.prot.idx))):
+        raise EngineInvariantError("protected-region rate/threshold index out of sync")
     running = running_mask(b)
     load = np.stack([((b.tasks.node == n) & running).sum(axis=1) for n in range(b.lay.N)], axis=1)
     if (load > b.lay.node_cpus).any():

@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from ..workloads import PH_DONE, PH_WAIT
-from .faults import step_hazard, sweep_horizon, sync_prot
+from .faults import step_hazard, sweep_horizon
 from .observe import check_invariants
 from .progress import locality_increments, running_mask
 from .scan import TICK_S
@@ -87,7 +87,6 @@ def plan(b, next_sample) -> QuietPlan | None:
     # replica whose class is touched reaches its threshold
     P = b.prot.idx.size
     if P:
-        sync_prot(b)
         s, can = _hazard_increments(b)
         if can.size:
             th, sc = b.prot.thresh[can], s[can]

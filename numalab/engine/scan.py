@@ -25,7 +25,6 @@ from ..policy import ALLOWED, CODE, decide_unchecked, unfiltered_reasons
 from ..scanview import ScanView
 from ..workloads import INACCESSIBLE, PH_INIT, REGION_PAGES, SHARED_RO, UNSUITABLE
 from . import history_stats
-from .faults import sync_prot
 from .scan_period import task_scan_min
 
 __all__ = ["scan_trigger", "task_numa_work", "evaluate", "walk", "commit_visits", "Evaluation", "WalkResult",
@@ -287,12 +286,11 @@ def task_numa_work(b, ctx, rows, m, scanner, when):
 
 def _index_protected(b, new_prot):
     """Merge the regions this task_numa_work call protected into the sorted PROT_NONE index."""
-    sync_prot(b)
     new = np.concatenate(new_prot)
     nr, nq = np.divmod(new, b.lay.NR)
     allidx = np.concatenate([b.prot.idx, new])
     order = np.argsort(allidx, kind="stable")          # the sorted flat index (unique)
-    b.prot.idx = b.prot.of = allidx[order]
+    b.prot.idx = allidx[order]
     b.prot.lam = np.concatenate([b.prot.lam, nr * b.lay.C + b.lay.region_class[nq]])[order]
     b.prot.thresh = np.concatenate([b.prot.thresh, b.regions.thresh.take(new)])[order]
 

@@ -156,7 +156,10 @@ class Regions:
 class Protected:
     """The PROT_NONE regions as a sorted flat index ``r * NR + region`` (``idx``) with, aligned,
     the flat ``r * C + class`` of each (``lam``: where its touch rate is) and its threshold
-    (``thresh``); ``of`` is the ``idx`` they were built for (rebuilt when replaced).
+    (``thresh``). The engine keeps the three aligned where it changes them (the scan phase
+    merges new regions in, the fault phase drops the faulted ones); code outside the engine
+    that sets the index whole goes through :meth:`replace`, the one path that rebuilds
+    ``lam`` and ``thresh`` from it.
     ``step_hazard`` is the ``lambda_c * dt`` each adds per step, computed for the ``lam`` array
     ``step_hazard_of`` at the current rates (``progress.refresh`` drops it); ``quiet_can``
     whether each can fault (touched class, live replica), for the ``step_hazard`` array
@@ -165,7 +168,6 @@ class Protected:
     idx: np.ndarray
     lam: np.ndarray
     thresh: np.ndarray
-    of: np.ndarray
     step_hazard: np.ndarray | None = None
     step_hazard_of: np.ndarray | None = None
     quiet_can: np.ndarray | None = None
@@ -174,7 +176,18 @@ class Protected:
     @classmethod
     def empty(cls):
         idx = np.zeros(0, dtype=np.int64)
-        return cls(idx=idx, lam=np.zeros(0, dtype=np.int64), thresh=np.zeros(0), of=idx)
+        return cls(idx=idx, lam=np.zeros(0, dtype=np.int64), thresh=np.zeros(0))
+
+    def replace(self, idx, lay, thresh):
+        """Set the index to ``idx`` (sorted unique flat ``r * NR + region``) and rebuild
+        ``lam`` from the layout's region classes and ``thresh`` from the (R, NR) threshold
+        array ``thresh``; the cached per-step hazards are dropped."""
+        idx = np.asarray(idx, dtype=np.int64)
+        pr, preg = np.divmod(idx, lay.NR)
+        self.idx = idx
+        self.lam = pr * lay.C + lay.region_class[preg]
+        self.thresh = thresh.take(idx)
+        self.step_hazard = self.step_hazard_of = self.quiet_can = self.quiet_can_of = None
 
 
 @dataclass
