@@ -242,40 +242,9 @@ def _finish(b: _Builder, name, topo, params, nproc, threads, *, zero_bytes_init=
             # a tuple of nodes: the VMA's regions in equal chunks, one per node in order
             reg_init.append(init[(k * len(init)) // n] if isinstance(init, tuple) else init)
     vma_first[nv] = len(reg_vma)
-    nr = len(reg_vma)
     region_vma = np.array(reg_vma, dtype=np.int64)
 
-    # per region: the accessor key -> class
-    keys = [[] for _ in range(nr)]
-    for (t, ph, vi, lo, hi, range_bytes, hz) in b.segments:
-        r0, r1 = vma_first[vi], vma_first[vi + 1]
-        if hz > 0:   # a small mapping's "hot" region: the populated one
-            present_regions = [r for r in range(r0, r1) if reg_present[r] > 0]
-            for r in present_regions[-1:]:
-                keys[r].append((t, ph, 0.0, 0.0, hz))
-            continue
-        base = vmas[vi]["start"] * PAGE_SIZE
-        rlo = r0 + lo // REGION_BYTES
-        rhi = min(r1, r0 + -(-hi // REGION_BYTES))
-        for r in range(rlo, rhi):
-            a = max(lo, (reg_start[r] * PAGE_SIZE - base))
-            z = min(hi, (reg_start[r] + reg_vp[r]) * PAGE_SIZE - base)
-            if z <= a:
-                continue
-            keys[r].append((t, ph, 1.0 / range_bytes, (z - a) / range_bytes, 0.0))
-    region_class = np.zeros(nr, dtype=np.int64)
-    ent = []
-    cls = -1
-    prev = None
-    for r in range(nr):
-        key = (reg_vma[r], tuple(sorted(keys[r])))
-        if key != prev:
-            cls += 1
-            prev = key
-            for (t, ph, k, share, hz) in key[1]:
-                ent.append((cls, t, ph, k, share, hz))
-        region_class[r] = cls
-    ent = np.array(ent, dtype=float).reshape(-1, 6)
+    region_class, ent = _region_classes(b, vmas, vma_first, region_vma, reg_start, reg_vp, reg_present)
     seg = _sweep_segments(b.segments)
     th = threads
     return Workload(
@@ -308,6 +277,73 @@ def _finish(b: _Builder, name, topo, params, nproc, threads, *, zero_bytes_init=
         seg_range=seg[:, 6],
         zero_bytes_init=float(zero_bytes_init),
     )
+
+
+def _region_classes(b: _Builder, vmas, vma_first, region_vma, reg_start, reg_vp, reg_present):
+    """Each region's access class and the classes' entries.
+
+    A region's accessors are the (thread, phase, touches per byte, share, fixed Hz) keys of the
+    segments that cover it (a swept range: its bytes in the region over the range's bytes; a
+    fixed-rate touch of a small mapping: its last populated region). Consecutive regions of one
+    VMA with the same sorted keys share a class; a class's entries are its first region's keys
+    in sorted order, as rows (class, thread, phase, touches per byte, share, fixed Hz). Built
+    with one numpy pass per segment and one lexicographic sort (a segment covers thousands of
+    regions: numa01's 128 threads each sweep the whole buffer)."""
+    nr = len(region_vma)
+    start_b = np.asarray(reg_start, dtype=np.int64) * PAGE_SIZE
+    end_b = (np.asarray(reg_start, dtype=np.int64) + np.asarray(reg_vp, dtype=np.int64)) * PAGE_SIZE
+    present = np.asarray(reg_present, dtype=np.int64)
+    cols = ([], [], [], [], [], [])                    # region, thread, phase, k, share, hz
+    for (t, ph, vi, lo, hi, range_bytes, hz) in b.segments:
+        r0, r1 = int(vma_first[vi]), int(vma_first[vi + 1])
+        if hz > 0:   # a small mapping's "hot" region: the populated one
+            pr = np.flatnonzero(present[r0:r1] > 0)
+            if pr.size:
+                rr = np.array([r0 + pr[-1]], dtype=np.int64)
+                share = k = np.zeros(1)
+                fixed = np.full(1, hz)
+            else:
+                continue
+        else:
+            base = vmas[vi]["start"] * PAGE_SIZE
+            rlo = r0 + lo // REGION_BYTES
+            rhi = min(r1, r0 + -(-hi // REGION_BYTES))
+            if rhi <= rlo:
+                continue
+            rr = np.arange(rlo, rhi, dtype=np.int64)
+            a = np.maximum(lo, start_b[rlo:rhi] - base)
+            z = np.minimum(hi, end_b[rlo:rhi] - base)
+            keep = z > a
+            rr, a, z = rr[keep], a[keep], z[keep]
+            share = (z - a) / range_bytes
+            k = np.full(rr.size, 1.0 / range_bytes)
+            fixed = np.zeros(rr.size)
+        for col, v in zip(cols, (rr, np.full(rr.size, t), np.full(rr.size, ph), k, share, fixed)):
+            col.append(v)
+    e_r, e_t, e_ph = (np.concatenate(c).astype(np.int64) if c else np.zeros(0, dtype=np.int64) for c in cols[:3])
+    e_k, e_sh, e_hz = (np.concatenate(c).astype(float) if c else np.zeros(0) for c in cols[3:])
+    order = np.lexsort((e_hz, e_sh, e_k, e_ph, e_t, e_r))   # by region, then its keys as tuples sort
+    e_r, e_t, e_ph, e_k, e_sh, e_hz = (x[order] for x in (e_r, e_t, e_ph, e_k, e_sh, e_hz))
+    cnt = np.bincount(e_r, minlength=nr)
+    first = np.concatenate([[0], np.cumsum(cnt)[:-1]])
+    # a region starts a class unless it is the previous region's VMA with the same keys
+    new = np.ones(nr, dtype=bool)
+    if nr > 1:
+        same = (region_vma[1:] == region_vma[:-1]) & (cnt[1:] == cnt[:-1])
+        r_of = e_r[e_r > 0]
+        idx = np.flatnonzero(e_r > 0)
+        cmp = same[r_of - 1]                     # entries whose region could match the previous one
+        idx, r_of = idx[cmp], r_of[cmp]
+        prev = first[r_of - 1] + (idx - first[r_of])
+        differ = ((e_t[idx] != e_t[prev]) | (e_ph[idx] != e_ph[prev]) | (e_k[idx] != e_k[prev])
+                  | (e_sh[idx] != e_sh[prev]) | (e_hz[idx] != e_hz[prev]))
+        same[np.unique(r_of[differ]) - 1] = False
+        new[1:] = ~same
+    region_class = np.cumsum(new).astype(np.int64) - 1
+    take = new[e_r]
+    ent = np.stack([region_class[e_r[take]].astype(float), e_t[take].astype(float), e_ph[take].astype(float),
+                    e_k[take], e_sh[take], e_hz[take]], axis=1).reshape(-1, 6)
+    return region_class, ent
 
 
 def _sweep_segments(segments) -> np.ndarray:

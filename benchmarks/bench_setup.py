@@ -1,5 +1,6 @@
-"""Speed of the paired-effect statistics (``stats.paired_change``, ``stats.runs_needed``), this
-tree against another (figures printed; not a test).
+"""Speed of what surrounds the engine -- laying out a workload (``nl.workload``) and the
+paired-effect statistics (``stats.paired_change``, ``stats.runs_needed``) -- this tree against
+another (figures printed; not a test).
 
 Every figure, explorer and notebook that shows a paired %change also says how many runs a real
 machine would need (``runs_needed``), which solves Student-t quantiles by bisection. Each row is
@@ -7,10 +8,13 @@ measured in a fresh process (so no quantile is remembered from an earlier row), 
 that process, best of ``--rounds``; with ``--old DIR`` (e.g. ``git worktree add /tmp/old
 <commit>``) the same rows run in that tree, the two trees alternated round by round::
 
-    python benchmarks/bench_stats.py --old /tmp/old
+    python benchmarks/bench_setup.py --old /tmp/old
 
 Rows:
 
+* ``workload numa01 2s-128`` / ``... 8n-genoa-nps4`` / ``numa01_THREAD_ALLOC 2s-128``: one
+  ``nl.workload`` (every ``nl.simulate`` by name and every sweep point lays one out; numa01's
+  128 threads each sweep the whole buffer, so its region classes are the cost);
 * ``paired_change``: a (4 histories x 3 workloads x 8 seeds) elapsed-time DataArray, the shape of
   notebook 02's sweep, with effects of 0, -2, -0.1 and -4 % on a 3 % spread (a small effect needs
   thousands of runs, so large degrees of freedom), ``stats.paired_change(da, "history")``;
@@ -25,6 +29,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 CODE = r"""
 import json, sys, time
@@ -33,6 +38,15 @@ import xarray as xr
 from numalab import stats
 
 row = sys.argv[1]
+if row.startswith("workload "):
+    import numalab as nl
+    _, name, topo = row.split()
+    nl.Topology.preset(topo)
+    t = time.process_time()
+    wl = nl.workload(name, topo)
+    print(json.dumps({"cpu": time.process_time() - t, "sum": float(wl.region_class.sum() + wl.entry_share.sum()),
+                      "file": nl.__file__}))
+    sys.exit(0)
 rng = np.random.default_rng(0)
 # effects of 0, -2, -0.1 and -4 % on a 3 % spread: the small one needs thousands of runs
 da = xr.DataArray(100 + rng.normal(0, 3, (4, 3, 8)) + np.array([0.0, -2.0, -0.1, -4.0])[:, None, None],
@@ -49,12 +63,15 @@ else:
 print(json.dumps({"cpu": time.process_time() - t, "sum": float(np.nansum(np.where(np.isfinite(out), out, 0)))}))
 """
 
-ROWS = ("paired_change", "paired_change x5", "runs_needed 1000")
+ROWS = ("workload numa01 2s-128", "workload numa01 8n-genoa-nps4", "workload numa01_THREAD_ALLOC 2s-128",
+        "paired_change", "paired_change x5", "runs_needed 1000")
 
 
 def _run(tree, row):
     env = dict(os.environ, PYTHONPATH=tree)
-    out = subprocess.run([sys.executable, "-c", CODE, row], capture_output=True, text=True, env=env, check=True)
+    # run outside any checkout: ``python -c`` puts the working directory first on sys.path
+    out = subprocess.run([sys.executable, "-c", CODE, row], capture_output=True, text=True, env=env, check=True,
+                         cwd=tempfile.gettempdir())
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -74,7 +91,7 @@ def main(argv=None):
                 b = best[name, row]
                 best[name, row] = res["cpu"] if b is None else min(b, res["cpu"])
                 sums[name, row] = res["sum"]
-    print("| row | " + " | ".join(f"{t} [s cpu]" for t in trees) + (" | new / old | same runs |" if args.old else " |"))
+    print("| row | " + " | ".join(f"{t} [s cpu]" for t in trees) + (" | new / old | same result |" if args.old else " |"))
     print("|---|" + "---|" * len(trees) + ("---|---|" if args.old else ""))
     for row in ROWS:
         cells = [f"{best[t, row]:.3f}" for t in trees]
