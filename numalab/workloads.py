@@ -243,8 +243,11 @@ def _finish(b: _Builder, name, topo, params, nproc, threads, *, zero_bytes_init=
             reg_init.append(init[(k * len(init)) // n] if isinstance(init, tuple) else init)
     vma_first[nv] = len(reg_vma)
     region_vma = np.array(reg_vma, dtype=np.int64)
+    region_start = np.array(reg_start, dtype=np.int64)
+    region_vpages = np.array(reg_vp, dtype=np.int64)
+    region_present = np.array(reg_present, dtype=np.int64)
 
-    region_class, ent = _region_classes(b, vmas, vma_first, region_vma, reg_start, reg_vp, reg_present)
+    region_class, ent = _region_classes(b, vmas, vma_first, region_vma, region_start, region_vpages, region_present)
     seg = _sweep_segments(b.segments)
     th = threads
     return Workload(
@@ -263,9 +266,9 @@ def _finish(b: _Builder, name, topo, params, nproc, threads, *, zero_bytes_init=
         vma_code=np.array([v["code"] for v in vmas], dtype=np.int8),
         vma_kind=tuple(v["kind"] for v in vmas),
         region_vma=region_vma,
-        region_start=np.array(reg_start, dtype=np.int64),
-        region_vpages=np.array(reg_vp, dtype=np.int64),
-        region_present=np.array(reg_present, dtype=np.int64),
+        region_start=region_start,
+        region_vpages=region_vpages,
+        region_present=region_present,
         region_huge=np.array(reg_huge, dtype=bool),
         region_init=np.array(reg_init, dtype=np.int64),
         region_class=region_class,
@@ -279,7 +282,7 @@ def _finish(b: _Builder, name, topo, params, nproc, threads, *, zero_bytes_init=
     )
 
 
-def _region_classes(b: _Builder, vmas, vma_first, region_vma, reg_start, reg_vp, reg_present):
+def _region_classes(b: _Builder, vmas, vma_first, region_vma, region_start, region_vpages, region_present):
     """Each region's access class and the classes' entries.
 
     A region's accessors are the (thread, phase, touches per byte, share, fixed Hz) keys of the
@@ -290,20 +293,18 @@ def _region_classes(b: _Builder, vmas, vma_first, region_vma, reg_start, reg_vp,
     with one numpy pass per segment and one lexicographic sort (a segment covers thousands of
     regions: numa01's 128 threads each sweep the whole buffer)."""
     nr = len(region_vma)
-    start_b = np.asarray(reg_start, dtype=np.int64) * PAGE_SIZE
-    end_b = (np.asarray(reg_start, dtype=np.int64) + np.asarray(reg_vp, dtype=np.int64)) * PAGE_SIZE
-    present = np.asarray(reg_present, dtype=np.int64)
+    start_b = region_start * PAGE_SIZE                 # each region's bytes [start_b, end_b)
+    end_b = (region_start + region_vpages) * PAGE_SIZE
     cols = ([], [], [], [], [], [])                    # region, thread, phase, k, share, hz
     for (t, ph, vi, lo, hi, range_bytes, hz) in b.segments:
         r0, r1 = int(vma_first[vi]), int(vma_first[vi + 1])
         if hz > 0:   # a small mapping's "hot" region: the populated one
-            pr = np.flatnonzero(present[r0:r1] > 0)
-            if pr.size:
-                rr = np.array([r0 + pr[-1]], dtype=np.int64)
-                share = k = np.zeros(1)
-                fixed = np.full(1, hz)
-            else:
+            pr = np.flatnonzero(region_present[r0:r1] > 0)
+            if not pr.size:
                 continue
+            rr = np.array([r0 + pr[-1]], dtype=np.int64)
+            share = k = np.zeros(1)
+            fixed = np.full(1, hz)
         else:
             base = vmas[vi]["start"] * PAGE_SIZE
             rlo = r0 + lo // REGION_BYTES

@@ -53,8 +53,7 @@ def check_invariants(b):
         raise EngineInvariantError(f"negative fault statistics at t={b.now:.3f}s")
     if b.prot.idx.size and np.count_nonzero(b.regions.prot_none) != b.prot.idx.size:
         raise EngineInvariantError("protected-region index out of sync")
-    pr, preg = np.divmod(b.prot.idx, b.lay.NR)
-    if not (np.array_equal(b.prot.lam, pr * b.lay.C + b.lay.region_class[preg])
+    if not (np.array_equal(b.prot.lam, b.prot.class_index(b.lay, b.prot.idx))
             and np.array_equal(b.prot.thresh, b.regions.thresh.take(b.prot.idx))):
         raise EngineInvariantError("protected-region rate/threshold index out of sync")
     running = running_mask(b)

@@ -287,11 +287,10 @@ def task_numa_work(b, ctx, rows, m, scanner, when):
 def _index_protected(b, new_prot):
     """Merge the regions this task_numa_work call protected into the sorted PROT_NONE index."""
     new = np.concatenate(new_prot)
-    nr, nq = np.divmod(new, b.lay.NR)
     allidx = np.concatenate([b.prot.idx, new])
     order = np.argsort(allidx, kind="stable")          # the sorted flat index (unique)
     b.prot.idx = allidx[order]
-    b.prot.lam = np.concatenate([b.prot.lam, nr * b.lay.C + b.lay.region_class[nq]])[order]
+    b.prot.lam = np.concatenate([b.prot.lam, b.prot.class_index(b.lay, new)])[order]
     b.prot.thresh = np.concatenate([b.prot.thresh, b.regions.thresh.take(new)])[order]
 
 

@@ -178,16 +178,20 @@ class Protected:
         idx = np.zeros(0, dtype=np.int64)
         return cls(idx=idx, lam=np.zeros(0, dtype=np.int64), thresh=np.zeros(0))
 
+    @staticmethod
+    def class_index(lay, idx):
+        """The flat ``r * C + class`` of flat region indices ``r * NR + region`` (``lam``'s
+        values for an ``idx``)."""
+        r, region = np.divmod(idx, lay.NR)
+        return r * lay.C + lay.region_class[region]
+
     def replace(self, idx, lay, thresh):
         """Set the index to ``idx`` (sorted unique flat ``r * NR + region``) and rebuild
         ``lam`` from the layout's region classes and ``thresh`` from the (R, NR) threshold
-        array ``thresh``; the cached per-step hazards are dropped."""
-        idx = np.asarray(idx, dtype=np.int64)
-        pr, preg = np.divmod(idx, lay.NR)
-        self.idx = idx
-        self.lam = pr * lay.C + lay.region_class[preg]
-        self.thresh = thresh.take(idx)
-        self.step_hazard = self.step_hazard_of = self.quiet_can = self.quiet_can_of = None
+        array ``thresh`` (the per-step hazards, keyed on ``lam``, follow)."""
+        self.idx = np.asarray(idx, dtype=np.int64)
+        self.lam = self.class_index(lay, self.idx)
+        self.thresh = thresh.take(self.idx)
 
 
 @dataclass
