@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import NumalabValueError, check_choice
+from . import events_compiled
 from .stations import Network
 
 __all__ = ["simulate"]
@@ -214,7 +215,8 @@ class _EventRun:
         return dict(rate=rate, ops=self.done_ops, thr_point=self.thr_point, rho=rho, visits=self.visits)
 
 
-def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str = "exponential") -> dict:
+def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str = "exponential",
+             kernel: str = "auto") -> dict:
     """Discrete-event simulation of the network, vectorised over points (one per seed).
 
     Each step advances every unfinished point by its earliest event (a thread arriving at a
@@ -233,10 +235,18 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
     to the window / window length (``rho``, (U,)); ``visits`` (U,) counts the services
     scheduled before the stop that end after the window opened (weights for averaging).
 
+    ``kernel``: ``"numpy"`` (one event per point per numpy step; the oracle), ``"numba"`` (the
+    same events point after point, compiled: :mod:`numalab.futex.events_compiled`, bit-identical)
+    or ``"auto"`` (numba where it is installed, else numpy).
+
     Returns dict with ``rate`` (T,) per-thread ops/ns, ``ops`` (T,) completed, ``thr_point``,
     ``rho`` and ``visits``.
     """
     check_choice("dist", dist, ("exponential", "deterministic"))
+    check_choice("kernel", kernel, ("auto", "numpy", "numba"))
+    if kernel == "numba" and not events_compiled.available():
+        raise NumalabValueError("kernel='numba' needs numba (pip install 'numalab[fast]') and NUMALAB_JIT unset or 1; "
+                                "allowed: 'auto', 'numpy'")
     if net.cls_think is None:
         raise NumalabValueError("network has no prices; allowed: a Network from network() or .with_costs()")
     seeds = np.atleast_1d(np.asarray(seeds, dtype=np.int64))
@@ -246,6 +256,9 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
     if np.all(net.thr_buckets < 0):
         raise NumalabValueError("network was built with keep_threads=False; allowed: network(..., keep_threads=True)")
     run = _EventRun(net, seeds, ops, warmup, dist)
-    while run.live.any():
-        run.step()
+    if kernel == "numba" or (kernel == "auto" and events_compiled.available()):
+        events_compiled.run_events(run)
+    else:
+        while run.live.any():
+            run.step()
     return run.result()
