@@ -19,7 +19,7 @@ import numalab.futex as futex
 
 SUBMODULES = sorted(m.name for m in pkgutil.iter_modules(futex.__path__))
 #: import order of numalab/futex/__init__.py's docstring: a module may import only earlier ones
-LAYERS = ["hash", "workloads", "costs", "stations", "meanvalue", "events", "solver", "calibration", "api",
+LAYERS = ["hash", "workloads", "costs", "stations", "meanvalue", "events_compiled", "events", "solver", "calibration", "api",
           "runner"]  # runner: the sweeps' "futex" kind
 
 #: every public name numalab.futex had as a flat module (its __all__ and the other public

@@ -14,6 +14,8 @@ the ones above it):
 ``costs``        :class:`FutexCosts`: what one bucket visit costs on the hardware
 ``stations``     the closed network (:func:`network`): who visits which hb lock, priced
 ``meanvalue``    :func:`mva`, approximate mean-value analysis of the network
+``events_compiled``  the simulation's event loop compiled with numba (optional; imports none
+                 of the others)
 ``events``       the discrete-event simulation of the same network
 ``solver``       the four above, re-exported (the contention solver's one import)
 ``calibration``  :func:`calibrate`: fit cost constants to measured rows (with standard
