@@ -42,8 +42,8 @@ from .groups import active_nodes, group_node_sums, group_stats, join_groups
 from .placement import task_numa_placement
 from .state import NO_NODE, PID_UNSET, flat
 
-__all__ = ["hinting_faults", "poisson_faults", "sweep_faults", "sweep_pieces", "sweep_horizon", "handle_faults",
-           "record_hint_faults", "should_migrate", "migrate_balanced", "migrate_folios", "task_numa_fault",
+__all__ = ["hinting_faults", "poisson_faults", "sweep_faults", "sweep_pieces", "sweep_horizon", "swept_protected",
+           "handle_faults", "record_hint_faults", "should_migrate", "migrate_balanced", "migrate_folios", "task_numa_fault",
            "step_hazard", "pid_window", "FaultBatch"]
 
 
@@ -177,6 +177,11 @@ def sweep_faults(b, ctx):
     none = np.zeros(0, dtype=np.int64)
     if lay.S == 0 or ctx.phase0 is None:
         return none, none
+    pidx = swept_protected(b)
+    # most steps: no protected region of a sweep class (a scan's new ones are crossed within
+    # a step or two by numa01's hundreds of writers), so nothing for the search below to find
+    if pidx.size == 0:
+        return none, none
     ph_a, x_a, w_a, tau_a, x_b, w_b, tau_b, speed = sweep_pieces(b, ctx)
     st = lay.seg_thread
     R = b.R
@@ -219,7 +224,6 @@ def sweep_faults(b, ctx):
         lo_q.append(np.where(ok, base + k0, 0))
         hi_q.append(np.where(ok & (k1 > k0), base + k1, 0))
     lo_q, hi_q = np.concatenate(lo_q), np.concatenate(hi_q)
-    pidx = b.prot.idx
     i0 = np.searchsorted(pidx, lo_q)
     i1 = np.maximum(np.searchsorted(pidx, hi_q), i0)
     n = i1 - i0
@@ -233,7 +237,7 @@ def sweep_faults(b, ctx):
     reg = q - rs[j] * lay.NR
     d = _bytes_ahead(lay, ss[j], reg, a[j])
     sp = speed[rs[j], tt[j]]
-    hit = (d < wp[j]) & lay.cls_sweep[lay.region_class[reg]]
+    hit = d < wp[j]                                      # (pidx holds sweep classes only)
     if not np.count_nonzero(hit):
         return none, none
     q, j, d = q[hit], j[hit], d[hit]
@@ -255,37 +259,68 @@ def _bytes_ahead(lay, seg, reg, a):
     return np.mod(p - a, lay.seg_range[seg])
 
 
+def swept_protected(b):
+    """The protected regions of sweep classes (``prot.idx`` where ``Layout.cls_sweep``), the
+    only ones a sweep faults (:func:`sweep_faults`); sorted, kept for the ``prot.idx`` array it
+    was taken from (a new protected set is a new array)."""
+    if b.prot.sweep_idx_of is not b.prot.idx:
+        pidx = b.prot.idx
+        b.prot.sweep_idx = pidx[b.lay.cls_sweep[b.lay.region_class[pidx % b.lay.NR]]]
+        b.prot.sweep_idx_of = pidx
+    return b.prot.sweep_idx
+
+
+def _sweep_positions(b, phase, left, running):
+    """The live sweeps of a state -- (replica, segment) pairs ``rs``, ``ss`` of the running
+    threads' segments of their phase -- and each one's position ``a`` (mod its range), by the
+    operations :func:`sweep_pieces` uses for a piece's start."""
+    lay = b.lay
+    st = lay.seg_thread
+    live = running[:, st] & (phase[:, st] == lay.seg_phase[None, :]) & ~b.outcome.done[:, None]
+    rs, ss = np.nonzero(live)
+    tt, ph = st[ss], lay.seg_phase[ss]
+    pbt = np.where(ph == PH_INIT, b.wl.phase_bytes[tt, 0], b.wl.phase_bytes[tt, 1])
+    x = pbt - left[rs, tt] + np.where(ph == PH_LOOP, b.tasks.sweep_phase[rs, tt], 0.0)
+    return rs, ss, np.mod(x, lay.seg_range[ss])
+
+
+def _ahead(b, pidx, rs, ss, a):
+    """Bytes the sweeps standing at ``a`` of segments ``ss`` (replicas ``rs``) write before they
+    reach a region of ``pidx`` (sorted flat indices) of their segment, ``inf`` if it has none:
+    the least :func:`_bytes_ahead` over them. Positions grow with the region index, so the
+    least is that of the first region at or after ``a`` or, if none, of the segment's first
+    protected region (the sweep wraps); the first one is found as :func:`sweep_faults` finds
+    its bounds, whose ceil may be one region off either way, so the first three protected
+    regions from one region before it are the candidates."""
+    lay = b.lay
+    sig, lo, kf = lay.seg_sigma[ss], lay.seg_lo[ss], lay.seg_kfirst[ss]
+    base = rs * lay.NR + lay.seg_region0[ss]
+    first = np.searchsorted(pidx, base + kf)
+    stop = np.searchsorted(pidx, base + lay.seg_klast[ss] + 1)
+    k = np.ceil((a - sig + lo) / REGION_BYTES).astype(np.int64)
+    k = np.where(a <= sig, kf, np.maximum(kf + 1, k))
+    at = np.searchsorted(pidx, base + np.maximum(k - 1, kf))
+    cand = np.stack([first, at, at + 1, at + 2], axis=1)                   # (n, 4) positions in pidx
+    ok = cand < stop[:, None]
+    reg = pidx[np.minimum(cand, pidx.size - 1)] - (rs * lay.NR)[:, None]
+    d = _bytes_ahead(lay, ss[:, None], reg, a[:, None])
+    return np.where(ok, d, np.inf).min(axis=1)
+
+
 def sweep_horizon(b, running):
     """``(R, T)`` bytes each running thread's sweep can still write, from where it stands,
     before it reaches a protected region of a sweep class in its current phase: the step whose
     bytes pass this crosses one (:func:`sweep_faults`, the same positions); ``inf`` where none
     lies ahead. :func:`numalab.engine.quiet.plan` ends a quiet stretch before it."""
-    lay = b.lay
-    out = np.full((b.R, lay.T), np.inf)
-    if lay.S == 0 or b.prot.idx.size == 0:
+    out = np.full((b.R, b.lay.T), np.inf)
+    if b.lay.S == 0 or b.prot.idx.size == 0:
         return out
-    st = lay.seg_thread
-    live = running[:, st] & (b.tasks.phase[:, st] == lay.seg_phase[None, :]) & ~b.outcome.done[:, None]
-    rs, ss = np.nonzero(live)
-    if rs.size == 0:
+    pidx = swept_protected(b)
+    if pidx.size == 0:
         return out
-    tt, phase, rng_ = st[ss], lay.seg_phase[ss], lay.seg_range[ss]
-    pbt = np.where(phase == PH_INIT, b.wl.phase_bytes[tt, 0], b.wl.phase_bytes[tt, 1])
-    x = pbt - b.tasks.bytes_left[rs, tt] + np.where(phase == PH_LOOP, b.tasks.sweep_phase[rs, tt], 0.0)
-    a = np.mod(x, rng_)
-    base = rs * lay.NR + lay.seg_region0[ss]
-    pidx = b.prot.idx
-    i0 = np.searchsorted(pidx, base + lay.seg_kfirst[ss])
-    n = np.maximum(np.searchsorted(pidx, base + lay.seg_klast[ss] + 1), i0) - i0
-    tot = int(n.sum())
-    if tot == 0:
-        return out
-    j = np.repeat(np.arange(n.size), n)                  # the (replica, segment) of each region
-    q = pidx[np.arange(tot) - np.repeat(np.cumsum(n) - n, n) + np.repeat(i0, n)]
-    reg = q - rs[j] * lay.NR
-    d = _bytes_ahead(lay, ss[j], reg, a[j])
-    keep = lay.cls_sweep[lay.region_class[reg]]
-    np.minimum.at(out, (rs[j][keep], tt[j][keep]), d[keep])
+    rs, ss, a = _sweep_positions(b, b.tasks.phase, b.tasks.bytes_left, running)
+    if rs.size:
+        np.minimum.at(out, (rs, b.lay.seg_thread[ss]), _ahead(b, pidx, rs, ss, a))
     return out
 
 

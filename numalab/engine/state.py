@@ -163,7 +163,8 @@ class Protected:
     ``step_hazard`` is the ``lambda_c * dt`` each adds per step, computed for the ``lam`` array
     ``step_hazard_of`` at the current rates (``progress.refresh`` drops it); ``quiet_can``
     whether each can fault (touched class, live replica), for the ``step_hazard`` array
-    ``quiet_can_of`` (:mod:`.quiet`)."""
+    ``quiet_can_of`` (:mod:`.quiet`); ``sweep_idx`` the regions of sweep classes among them, for
+    the ``idx`` array ``sweep_idx_of`` (``faults.swept_protected``)."""
 
     idx: np.ndarray
     lam: np.ndarray
@@ -172,6 +173,8 @@ class Protected:
     step_hazard_of: np.ndarray | None = None
     quiet_can: np.ndarray | None = None
     quiet_can_of: np.ndarray | None = None
+    sweep_idx: np.ndarray | None = None
+    sweep_idx_of: np.ndarray | None = None
 
     @classmethod
     def empty(cls):
