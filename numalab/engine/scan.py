@@ -83,9 +83,6 @@ def scan_trigger(b, ctx):
     trig = running & (b.tasks.runtime > thresh)
     if not np.count_nonzero(trig):
         return
-    before = b.tasks.runtime - np.where(running, b.dt, 0.0)
-    # the tick (jiffy) at which the threshold is passed: ticks make ties, as in the kernel
-    cross = np.ceil((t0 + (thresh - before)) / TICK_S - 1e-6)
     # node_stamp == 0 (a process's first thread, never triggered): its period becomes
     # task_scan_start before node_stamp advances by it (task_tick_numa)
     first = trig & (b.numa.node_stamp == 0)
@@ -94,6 +91,15 @@ def scan_trigger(b, ctx):
         b.numa.numa_scan_period[r0, t0_] = task_scan_min(b, b.lay.thread_mm[t0_])
         period_s = b.numa.numa_scan_period / 1000.0
     b.numa.node_stamp = np.where(trig, b.numa.node_stamp + period_s, b.numa.node_stamp)
+    # a trigger passes its threshold within the step (runtime - dt <= thresh < runtime), so its
+    # crossing tick is at most ceil((t0 + dt) / tick): none is eligible while every mm's
+    # numa_next_scan lies more than a few ticks beyond the step (most triggers only advance
+    # node_stamp)
+    if t0 + b.dt + 3 * TICK_S < b.mm.numa_next_scan.min():
+        return
+    before = b.tasks.runtime - np.where(running, b.dt, 0.0)
+    # the tick (jiffy) at which the threshold is passed: ticks make ties, as in the kernel
+    cross = np.ceil((t0 + (thresh - before)) / TICK_S - 1e-6)
     # eligible triggers of every mm at once (a scan of mm m changes no other mm's
     # numa_next_scan), then the mms that have any, in index order
     nxt = np.round(b.mm.numa_next_scan / TICK_S)                       # (R, M) ticks
