@@ -67,8 +67,10 @@ def sample(b):
     R, M, N = b.R, b.lay.M, b.lay.N
     if b.lay.cls_pages is not None:
         cls_pages = b.regions.cls_node * b.lay.cls_pages[None, :, None]                # (R, C, N), exact
-        pn = np.zeros((R, M, N))
-        np.add.at(pn, (slice(None), b.lay.cls_mm), cls_pages)
+        # one bincount over (replica, mm, node) bins instead of add.at with a slice (~35x
+        # dearer); sums of whole page counts are exact in any order
+        key = (np.arange(R)[:, None, None] * M + b.lay.cls_mm[None, :, None]) * N + np.arange(N)
+        pn = np.bincount(key.ravel(), weights=cls_pages.ravel(), minlength=R * M * N).reshape(R, M, N)
     else:
         cls_pages = None
         pn = pages_by(b, b.lay.region_mm[None, :] * N + b.regions.node, M * N).reshape(R, M, N).astype(float)
