@@ -172,77 +172,91 @@ def sweep_faults(b, ctx):
     a segment (``Workload.seg_*``) lies at ``p = sigma + max(0, k * 2 MiB - lo)`` in its
     thread's sweep of ``range`` bytes; a sweep piece that starts at position ``x`` (mod range)
     and writes ``w`` bytes crosses it ``d = (p - x) mod range`` bytes in, when ``d < w``, at
-    ``tau + d / speed``. Returns the faulting regions' flat indices (sorted) and threads."""
+    ``tau + d / speed`` (:func:`_first_crossings`). Returns the faulting regions' flat
+    indices (sorted) and threads."""
     lay = b.lay
     none = np.zeros(0, dtype=np.int64)
     if lay.S == 0 or ctx.phase0 is None:
         return none, none
     pidx = swept_protected(b)
     # most steps: no protected region of a sweep class (a scan's new ones are crossed within
-    # a step or two by numa01's hundreds of writers), so nothing for the search below to find
+    # a step or two by numa01's hundreds of writers), so nothing for the search to find
     if pidx.size == 0:
         return none, none
     ph_a, x_a, w_a, tau_a, x_b, w_b, tau_b, speed = sweep_pieces(b, ctx)
-    st = lay.seg_thread
-    R = b.R
+    st, T = lay.seg_thread, lay.T
     # per (replica, segment): the piece of the segment's phase
     use_a = ph_a[:, st] == lay.seg_phase[None, :]
-    use_b = ~use_a & (lay.seg_phase[None, :] == PH_LOOP) & (w_b[:, st] > 0)
-    w = np.where(use_a, w_a[:, st], np.where(use_b, w_b[:, st], 0.0))
-    w = np.where(b.outcome.done[:, None], 0.0, w)
-    rs, ss = np.nonzero(w > 0)
+    if np.count_nonzero(w_b):
+        # a thread's init ended in the step: the first piece of its loop as well
+        use_b = ~use_a & (lay.seg_phase[None, :] == PH_LOOP) & (w_b[:, st] > 0)
+        w = np.where(use_a, w_a[:, st], np.where(use_b, w_b[:, st], 0.0))
+        w = np.where(b.outcome.done[:, None], 0.0, w)
+        rs, ss = np.nonzero(w > 0)
+        rt = rs * T + st[ss]
+        ua = use_a[rs, ss]
+        x = np.where(ua, x_a.take(rt), x_b.take(rt))
+        tau = np.where(ua, tau_a.take(rt), tau_b.take(rt))
+        wp = w[rs, ss]
+    else:
+        # the usual step: every piece is of the phase its thread started the step in (w_a is
+        # 0 where the thread does not run, so in every finished replica)
+        rs, ss = np.nonzero(use_a & (w_a[:, st] > 0))
+        rt = rs * T + st[ss]
+        x, tau, wp = x_a.take(rt), tau_a.take(rt), w_a.take(rt)
     if rs.size == 0:
         return none, none
-    tt = st[ss]
+    return _first_crossings(b, pidx, (rs, ss, rt), x, tau, wp, speed)
+
+
+def _first_crossings(b, pidx, pieces, x, tau, wp, speed):
+    """The regions of ``pidx`` that the sweep pieces ``(rs, ss, rt)`` (replica, segment, flat
+    thread; from position ``x`` at ``tau``, ``wp`` bytes) cross, each with the piece's thread
+    that reaches it first (ties: the lower thread index) -- :func:`sweep_faults`'s search."""
+    lay = b.lay
+    none = np.zeros(0, dtype=np.int64)
+    rs, ss, rt = pieces
     rng_ = lay.seg_range[ss]
-    ua = use_a[rs, ss]
-    x = np.where(ua, x_a[rs, tt], x_b[rs, tt])
-    tau = np.where(ua, tau_a[rs, tt], tau_b[rs, tt])
-    wp = w[rs, ss]
     a = np.mod(x, rng_)
     sig, lo = lay.seg_sigma[ss], lay.seg_lo[ss]
     end = sig + (lay.seg_hi[ss] - lo)
     kf, kl = lay.seg_kfirst[ss], lay.seg_klast[ss]
+    base = rs * lay.NR + lay.seg_region0[ss]
     full = wp >= rng_
-    # the swept positions [a, a + w) mod range, cut to the segment: two intervals at most
-    u1 = np.where(full, sig, np.maximum(a, sig))
-    v1 = np.where(full, end, np.minimum(a + wp, end))
-    u2 = sig
+    # the swept positions [a, a + w) mod range, cut to the segment: two intervals at most, the
+    # second ([sigma, v2)) only where the piece passed the end of its range
+    u = np.where(full, sig, np.maximum(a, sig))
+    v = np.where(full, end, np.minimum(a + wp, end))
     v2 = np.where(full, sig, np.minimum(a + wp - rng_, end))
+    piece = np.arange(ss.size)
+    wrap = np.flatnonzero(sig < v2)
+    if wrap.size:
+        u, v, piece = np.concatenate([u, sig[wrap]]), np.concatenate([v, v2[wrap]]), np.concatenate([piece, wrap])
+        sig, lo, kf, kl, base = sig[piece], lo[piece], kf[piece], kl[piece], base[piece]
 
     def kidx(xx):
         # the first region of the segment whose crossing position is >= xx, widened by one
         k = np.ceil((xx - sig + lo) / REGION_BYTES).astype(np.int64)
         return np.where(xx <= sig, kf, np.maximum(kf + 1, k))
 
-    base = rs * lay.NR + lay.seg_region0[ss]
-    lo_q, hi_q = [], []
-    for u, v in ((u1, v1), (u2, v2)):
-        ok = u < v
-        k0 = np.maximum(kidx(u) - 1, kf)
-        k1 = np.minimum(kidx(v) + 1, kl + 1)
-        lo_q.append(np.where(ok, base + k0, 0))
-        hi_q.append(np.where(ok & (k1 > k0), base + k1, 0))
-    lo_q, hi_q = np.concatenate(lo_q), np.concatenate(hi_q)
-    i0 = np.searchsorted(pidx, lo_q)
-    i1 = np.maximum(np.searchsorted(pidx, hi_q), i0)
-    n = i1 - i0
+    k0 = np.maximum(kidx(u) - 1, kf)
+    k1 = np.minimum(kidx(v) + 1, kl + 1)
+    keep = np.flatnonzero((u < v) & (k1 > k0))           # the intervals that hold a region
+    i0 = np.searchsorted(pidx, (base + k0)[keep])
+    n = np.maximum(np.searchsorted(pidx, (base + k1)[keep]), i0) - i0
     tot = int(n.sum())
     if tot == 0:
         return none, none
-    piece = np.repeat(np.arange(n.size), n)
-    pos = np.arange(tot) - np.repeat(np.cumsum(n) - n, n) + np.repeat(i0, n)
-    q = pidx[pos]
-    j = piece % rs.size                                  # the (replica, segment) of the piece
+    j = np.repeat(piece[keep], n)                         # the piece of each candidate region
+    q = pidx[np.arange(tot) - np.repeat(np.cumsum(n) - n, n) + np.repeat(i0, n)]
     reg = q - rs[j] * lay.NR
     d = _bytes_ahead(lay, ss[j], reg, a[j])
-    sp = speed[rs[j], tt[j]]
     hit = d < wp[j]                                      # (pidx holds sweep classes only)
     if not np.count_nonzero(hit):
         return none, none
     q, j, d = q[hit], j[hit], d[hit]
-    when = tau[j] + d / np.maximum(sp[hit], 1e-30)
-    thread = tt[j]
+    when = tau[j] + d / np.maximum(speed.take(rt[j]), 1e-30)
+    thread = lay.seg_thread[ss[j]]
     order = np.lexsort((thread, when, q))
     q, thread = q[order], thread[order]
     first = np.ones(q.size, dtype=bool)
