@@ -127,7 +127,9 @@ def converged_fraction(b, cls_pages=None):
     touched = acc.sum(axis=2) > 0                                             # (R, C)
     if cls_pages is not None:
         tot_c = np.where(touched, cls_pages.sum(axis=2), 0.0)
-        good_c = np.where(touched, np.take_along_axis(cls_pages, best[:, :, None], axis=2)[:, :, 0], 0.0)
+        # cls_pages[r, c, best[r, c]] as one flat take (take_along_axis builds index arrays)
+        at_best = cls_pages.take((np.arange(R * C) * N + best.ravel())).reshape(R, C)
+        good_c = np.where(touched, at_best, 0.0)
         flat = (rows[:, None] * M + b.lay.cls_mm[None, :]).ravel()
         tot = np.bincount(flat, weights=tot_c.ravel(), minlength=R * M).reshape(R, M)
         good = np.bincount(flat, weights=good_c.ravel(), minlength=R * M).reshape(R, M)
