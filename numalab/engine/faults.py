@@ -183,30 +183,39 @@ def sweep_faults(b, ctx):
     # a step or two by numa01's hundreds of writers), so nothing for the search to find
     if pidx.size == 0:
         return none, none
-    ph_a, x_a, w_a, tau_a, x_b, w_b, tau_b, speed = sweep_pieces(b, ctx)
+    pieces = sweep_pieces(b, ctx)
+    # a thread's init ended in the step: the first piece of its loop as well (rare)
+    rs, ss, rt, x, tau, wp = _live_pieces(b, pieces, general=bool(np.count_nonzero(pieces[5])))
+    if rs.size == 0:
+        return none, none
+    return _first_crossings(b, pidx, (rs, ss, rt), x, tau, wp, pieces[7])
+
+
+def _live_pieces(b, pieces, general):
+    """The (replica, segment) pieces of :func:`sweep_pieces`' arrays that wrote bytes: ``rs``,
+    ``ss``, flat thread ``rt``, start ``x``, time ``tau`` and bytes ``wp`` of each. ``general``
+    takes a loop's first piece into account (needed when a thread's init ended in the step);
+    without it only the phase each thread started the step in, which gives the same pieces
+    when no init ended (tests/test_engine_fastpaths.py)."""
+    ph_a, x_a, w_a, tau_a, x_b, w_b, tau_b, _ = pieces
+    lay = b.lay
     st, T = lay.seg_thread, lay.T
     # per (replica, segment): the piece of the segment's phase
     use_a = ph_a[:, st] == lay.seg_phase[None, :]
-    if np.count_nonzero(w_b):
-        # a thread's init ended in the step: the first piece of its loop as well
+    if general:
         use_b = ~use_a & (lay.seg_phase[None, :] == PH_LOOP) & (w_b[:, st] > 0)
         w = np.where(use_a, w_a[:, st], np.where(use_b, w_b[:, st], 0.0))
         w = np.where(b.outcome.done[:, None], 0.0, w)
         rs, ss = np.nonzero(w > 0)
         rt = rs * T + st[ss]
         ua = use_a[rs, ss]
-        x = np.where(ua, x_a.take(rt), x_b.take(rt))
-        tau = np.where(ua, tau_a.take(rt), tau_b.take(rt))
-        wp = w[rs, ss]
-    else:
-        # the usual step: every piece is of the phase its thread started the step in (w_a is
-        # 0 where the thread does not run, so in every finished replica)
-        rs, ss = np.nonzero(use_a & (w_a[:, st] > 0))
-        rt = rs * T + st[ss]
-        x, tau, wp = x_a.take(rt), tau_a.take(rt), w_a.take(rt)
-    if rs.size == 0:
-        return none, none
-    return _first_crossings(b, pidx, (rs, ss, rt), x, tau, wp, speed)
+        return rs, ss, rt, np.where(ua, x_a.take(rt), x_b.take(rt)), np.where(ua, tau_a.take(rt), tau_b.take(rt)), \
+            w[rs, ss]
+    # every piece is of the phase its thread started the step in (w_a is 0 where the thread
+    # does not run, so in every finished replica)
+    rs, ss = np.nonzero(use_a & (w_a[:, st] > 0))
+    rt = rs * T + st[ss]
+    return rs, ss, rt, x_a.take(rt), tau_a.take(rt), w_a.take(rt)
 
 
 def _first_crossings(b, pidx, pieces, x, tau, wp, speed):
