@@ -423,7 +423,8 @@ def test_dask_scheduler_without_workers_is_given_up_with_a_message(monkeypatch, 
     from numalab.sweeps import executors
 
     monkeypatch.setattr(executors, "WORKER_TIMEOUT_S", 2.0)
-    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as lc:
+    # dashboard on a free port: None binds 8787, which a test on the other worker may hold
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as lc:
         t0 = time.monotonic()
         with pytest.raises(OSError, match=rf"the dask scheduler {lc.scheduler_address} has no workers \(waited 2 s\); "
                                           rf"start one with `dask worker"):

@@ -319,7 +319,9 @@ def cluster():
 
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None, worker_dashboard_address=None,
+        # ":0": a free port (None binds the default 8787, which another test file or notebook
+        # running on the other pytest-xdist worker may hold: "Port 8787 is already in use")
+        dashboard_address=":0", worker_dashboard_address=":0",
     ) as lc:
         yield lc
 
