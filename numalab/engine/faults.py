@@ -144,6 +144,13 @@ def poisson_faults(b):
     return pi[hi], wl.entry_thread[e]
 
 
+def _position(init_bytes, loop_bytes, phase, left, sweep_phase):
+    """A sweep's position in bytes of its phase: the bytes of the phase written so far
+    (``phase_bytes - bytes_left``), plus the thread's ``sweep_phase`` in its loop."""
+    pbt = np.where(phase == PH_INIT, init_bytes, loop_bytes)
+    return pbt - left + np.where(phase == PH_LOOP, sweep_phase, 0.0)
+
+
 def sweep_pieces(b, ctx):
     """Where every thread's sweep went this step, as up to two pieces per thread (R, T): the
     phase it started the step in (``ph_a``; its position ``x_a`` in bytes of that phase, bytes
@@ -157,8 +164,7 @@ def sweep_pieces(b, ctx):
     speed = b.rates.speed
     writing = ctx.running & ((ph0 == PH_INIT) | (ph0 == PH_LOOP))
     same = ph1 == ph0
-    pbt = np.where(ph0 == PH_INIT, pb[None, :, 0], pb[None, :, 1])
-    x_a = pbt - left0 + np.where(ph0 == PH_LOOP, b.tasks.sweep_phase, 0.0)
+    x_a = _position(pb[None, :, 0], pb[None, :, 1], ph0, left0, b.tasks.sweep_phase)
     w_a = np.where(writing, np.where(same, left0 - left1, np.maximum(left0, 0.0)), 0.0)
     switched = writing & (ph0 == PH_INIT) & (ph1 == PH_LOOP)
     w_b = np.where(switched, pb[None, :, 1] - left1, 0.0)
@@ -243,13 +249,8 @@ def _first_crossings(b, pidx, pieces, x, tau, wp, speed):
         u, v, piece = np.concatenate([u, sig[wrap]]), np.concatenate([v, v2[wrap]]), np.concatenate([piece, wrap])
         sig, lo, kf, kl, base = sig[piece], lo[piece], kf[piece], kl[piece], base[piece]
 
-    def kidx(xx):
-        # the first region of the segment whose crossing position is >= xx, widened by one
-        k = np.ceil((xx - sig + lo) / REGION_BYTES).astype(np.int64)
-        return np.where(xx <= sig, kf, np.maximum(kf + 1, k))
-
-    k0 = np.maximum(kidx(u) - 1, kf)
-    k1 = np.minimum(kidx(v) + 1, kl + 1)
+    k0 = np.maximum(_region_at(u, sig, lo, kf) - 1, kf)
+    k1 = np.minimum(_region_at(v, sig, lo, kf) + 1, kl + 1)
     keep = np.flatnonzero((u < v) & (k1 > k0))           # the intervals that hold a region
     i0 = np.searchsorted(pidx, (base + k0)[keep])
     n = np.maximum(np.searchsorted(pidx, (base + k1)[keep]), i0) - i0
@@ -273,6 +274,14 @@ def _first_crossings(b, pidx, pieces, x, tau, wp, speed):
     return q[first], thread[first]
 
 
+def _region_at(xx, sig, lo, kf):
+    """The first region of each segment (``seg_sigma`` ``sig``, ``seg_lo`` ``lo``,
+    ``seg_kfirst`` ``kf``) whose crossing position is >= ``xx``, widened by one (the ceil may be
+    one region off either way): the bound :func:`_first_crossings` and :func:`_ahead` search from."""
+    k = np.ceil((xx - sig + lo) / REGION_BYTES).astype(np.int64)
+    return np.where(xx <= sig, kf, np.maximum(kf + 1, k))
+
+
 def _bytes_ahead(lay, seg, reg, a):
     """Bytes a sweep standing at position ``a`` (mod its range) of segment ``seg`` writes before
     it reaches region ``reg`` of that segment: region ``k`` lies at ``sigma + max(0, k * 2 MiB -
@@ -288,22 +297,22 @@ def swept_protected(b):
     was taken from (a new protected set is a new array)."""
     if b.prot.sweep_idx_of is not b.prot.idx:
         pidx = b.prot.idx
-        b.prot.sweep_idx = pidx[b.lay.cls_sweep[b.lay.region_class[pidx % b.lay.NR]]]
+        b.prot.sweep_idx = pidx[b.lay.cls_sweep[b.prot.lam % b.lay.C]]   # lam: r * C + class
         b.prot.sweep_idx_of = pidx
     return b.prot.sweep_idx
 
 
 def _sweep_positions(b, phase, left, running):
     """The live sweeps of a state -- (replica, segment) pairs ``rs``, ``ss`` of the running
-    threads' segments of their phase -- and each one's position ``a`` (mod its range), by the
-    operations :func:`sweep_pieces` uses for a piece's start."""
+    threads' segments of their phase -- and each one's position ``a`` (mod its range), by
+    :func:`_position` as :func:`sweep_pieces` finds a piece's start."""
     lay = b.lay
     st = lay.seg_thread
     live = running[:, st] & (phase[:, st] == lay.seg_phase[None, :]) & ~b.outcome.done[:, None]
     rs, ss = np.nonzero(live)
-    tt, ph = st[ss], lay.seg_phase[ss]
-    pbt = np.where(ph == PH_INIT, b.wl.phase_bytes[tt, 0], b.wl.phase_bytes[tt, 1])
-    x = pbt - left[rs, tt] + np.where(ph == PH_LOOP, b.tasks.sweep_phase[rs, tt], 0.0)
+    tt = st[ss]
+    pb = b.wl.phase_bytes
+    x = _position(pb[tt, 0], pb[tt, 1], lay.seg_phase[ss], left[rs, tt], b.tasks.sweep_phase[rs, tt])
     return rs, ss, np.mod(x, lay.seg_range[ss])
 
 
@@ -312,17 +321,15 @@ def _ahead(b, pidx, rs, ss, a):
     reach a region of ``pidx`` (sorted flat indices) of their segment, ``inf`` if it has none:
     the least :func:`_bytes_ahead` over them. Positions grow with the region index, so the
     least is that of the first region at or after ``a`` or, if none, of the segment's first
-    protected region (the sweep wraps); the first one is found as :func:`sweep_faults` finds
-    its bounds, whose ceil may be one region off either way, so the first three protected
-    regions from one region before it are the candidates."""
+    protected region (the sweep wraps); the first one is found by :func:`_region_at`, as
+    :func:`sweep_faults` finds its bounds, whose ceil may be one region off either way, so the
+    first three protected regions from one region before it are the candidates."""
     lay = b.lay
     sig, lo, kf = lay.seg_sigma[ss], lay.seg_lo[ss], lay.seg_kfirst[ss]
     base = rs * lay.NR + lay.seg_region0[ss]
     first = np.searchsorted(pidx, base + kf)
     stop = np.searchsorted(pidx, base + lay.seg_klast[ss] + 1)
-    k = np.ceil((a - sig + lo) / REGION_BYTES).astype(np.int64)
-    k = np.where(a <= sig, kf, np.maximum(kf + 1, k))
-    at = np.searchsorted(pidx, base + np.maximum(k - 1, kf))
+    at = np.searchsorted(pidx, base + np.maximum(_region_at(a, sig, lo, kf) - 1, kf))
     cand = np.stack([first, at, at + 1, at + 2], axis=1)                   # (n, 4) positions in pidx
     ok = cand < stop[:, None]
     reg = pidx[np.minimum(cand, pidx.size - 1)] - (rs * lay.NR)[:, None]
