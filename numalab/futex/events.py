@@ -244,7 +244,8 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
     """
     check_choice("dist", dist, ("exponential", "deterministic"))
     check_choice("kernel", kernel, ("auto", "numpy", "numba"))
-    if kernel == "numba" and not events_compiled.available():
+    compiled = kernel != "numpy" and events_compiled.available()
+    if kernel == "numba" and not compiled:
         raise NumalabValueError("kernel='numba' needs numba (pip install 'numalab[fast]') and NUMALAB_JIT unset or 1; "
                                 "allowed: 'auto', 'numpy'")
     if net.cls_think is None:
@@ -256,7 +257,7 @@ def simulate(net: Network, seeds, *, ops: int = 400, warmup: int = 50, dist: str
     if np.all(net.thr_buckets < 0):
         raise NumalabValueError("network was built with keep_threads=False; allowed: network(..., keep_threads=True)")
     run = _EventRun(net, seeds, ops, warmup, dist)
-    if kernel == "numba" or (kernel == "auto" and events_compiled.available()):
+    if compiled:
         events_compiled.run_events(run)
     else:
         while run.live.any():
