@@ -678,10 +678,14 @@ def test_explore_server_never_outlives_numalab_explore(signame, tmp_path):
         assert [p for p in server if _running(p)] == [], "the server outlived numalab explore"
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", port)) != 0  # nobody serves there any more
+        # this run's folders only (named after the pid that made them): a `numalab explore` of
+        # a test on the other pytest-xdist worker may make its own meanwhile
+        ours = tuple(f"numalab-explore-{p}-" for p in (parent.pid, *server))
+        left = lambda: {d for d in _explore_dirs() - before if os.path.basename(d).startswith(ours)}  # noqa: E731
         t0 = time.monotonic()
-        while _explore_dirs() - before and time.monotonic() - t0 < 10:
+        while left() and time.monotonic() - t0 < 10:
             time.sleep(0.2)
-        assert _explore_dirs() - before == set()
+        assert left() == set()
     finally:
         if parent.poll() is None:
             parent.kill()
