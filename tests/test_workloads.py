@@ -8,7 +8,7 @@ import numalab as nl
 from numalab.errors import NumalabValueError
 from numalab.topology import Topology
 from numalab.workloads import (PH_LOOP, REGION_BYTES, REGION_PAGES, SHARED_RO, from_access_matrix,
-                               perf_bench_numa_mem)
+                               perf_bench_numa_mem, workload)
 
 GiB = 1 << 30
 TOPO = Topology.preset("2s-128")
@@ -243,3 +243,37 @@ def test_layout_marks_swept_classes_and_shared_loops():
         assert lay.loop_shared[~wl.thread_main].all() == shared and not lay.loop_shared[wl.thread_main].any()
         off = Layout(wl, EngineOptions(first_arrival=False))
         assert not off.cls_sweep.any()
+
+
+def test_a_named_workload_is_laid_out_once_per_arguments(monkeypatch):
+    """workload() returns the same read-only layout for the same (name, topology, overrides):
+    the engine, sweeps and explorers reuse it; other arguments lay out another; a caller cannot
+    change what the next one gets; the cache is bounded in entries and skips the largest."""
+    import numalab.workloads as wmod
+
+    monkeypatch.setattr(wmod, "_LAID_OUT", type(wmod._LAID_OUT)())
+    built = []
+    real = wmod._numa02
+    monkeypatch.setattr(wmod, "_numa02", lambda *a, **k: built.append(k) or real(*a, **k))
+    a = workload("numa02", "2s-128", threads=8)
+    assert workload("numa02", Topology.preset("2s-128"), threads=8) is a   # an equal topology object
+    assert len(built) == 1
+    assert workload("numa02", "2s-128", threads=4) is not a and len(built) == 2
+    assert workload("numa02", "4s-144", threads=8) is not a and len(built) == 3
+    with pytest.raises(ValueError, match="read-only"):
+        a.region_init[0] = 0
+    # the same numbers from the remembered layout as from a fresh one
+    fresh = real(Topology.preset("2s-128"), "numa02", smt=False, bind_mode="none", threads=8)
+    for f in ("region_init", "region_class", "entry_share", "seg_lo", "thread_mm"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(fresh, f))
+    r0 = nl.simulate(a, "6.12", seeds=[1], max_time=5.0)
+    r1 = nl.simulate(fresh, "6.12", seeds=[1], max_time=5.0)
+    assert float(r0["numa_hint_faults"].sum()) == float(r1["numa_hint_faults"].sum())
+    # bounded: the oldest goes first; a layout above the byte bound is not kept
+    monkeypatch.setattr(wmod, "_LAID_OUT_MAX", 2)
+    workload("numa02", "2s-128", threads=2)
+    assert len(wmod._LAID_OUT) == 2 and workload("numa02", "2s-128", threads=8) is not a
+    monkeypatch.setattr(wmod, "_LAID_OUT_BYTES", 1)
+    big = workload("numa02", "2s-128", threads=3)
+    assert workload("numa02", "2s-128", threads=3) is not big
+    big.region_init[0] = big.region_init[0]   # not kept, so not made read-only

@@ -311,26 +311,12 @@ def history_run(workload: str, topology: str, profile: str, history, threads, se
 
 
 def built_workload(name: str, topology: str, **overrides):
-    """``numalab.workload(name, topology, **overrides)``, built once per arguments in this
-    process (a full-size layout takes 0.2-0.4 s to build; it is a few MB of read-only arrays,
-    the engine never writes to them). Unhashable arguments are built every time."""
+    """``numalab.workload(name, topology, **overrides)``: laid out once per arguments in this
+    process by :func:`numalab.workloads.workload` itself (read-only arrays, shared by every run),
+    so a worker building the layouts ahead fills the cache its later runs read."""
     from ..workloads import workload as make
 
-    try:
-        return _built_workload(name, topology, tuple(sorted(overrides.items())))
-    except TypeError:  # an unhashable override (a Topology object, a matrix): not cached
-        return make(name, topology, **overrides)
-
-
-@functools.lru_cache(maxsize=32)
-def _built_workload(name, topology, overrides: tuple):
-    from ..workloads import workload as make
-
-    wl = make(name, topology, **dict(overrides))
-    for v in vars(wl).values():
-        if isinstance(v, np.ndarray):
-            v.flags.writeable = False  # shared by every run of this process: never written
-    return wl
+    return make(name, topology, **overrides)
 
 
 def history_summary(ds: xr.Dataset) -> dict:
