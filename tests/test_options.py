@@ -22,6 +22,14 @@ def numa01():
     return nl.workload("numa01", IVB, size_bytes=256 * MiB, loops=8)
 
 
+@pytest.fixture(scope="module")
+def default_run(numa01):
+    """numa01 under 6.12 with every default, seeds 0 and 1: the reference three tests below
+    compare an off-switch (or every switch given explicitly) with. Built once; the tests only
+    read its arrays."""
+    return run_batch(numa01, nl.Policy.profile("6.12"), [0, 1])
+
+
 def test_defaults_are_the_dataclass_and_describe_lists_every_field():
     assert DEFAULTS == EngineOptions().to_dict()
     desc = EngineOptions.describe()
@@ -54,14 +62,14 @@ def test_every_option_is_recorded_in_the_dataset(numa01):
     assert {k: params[k] for k in DEFAULTS} == {**DEFAULTS, "numa_groups": False, "max_time": 1.0}
 
 
-def test_defaults_equal_every_switch_given_on(numa01):
-    a = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1])
+def test_defaults_equal_every_switch_given_on(numa01, default_run):
+    a = default_run
     b = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], **{s: DEFAULTS[s] for s in SWITCHES})
     np.testing.assert_array_equal(a.elsp, b.elsp)
 
 
-def test_numa_groups_off_means_no_group(numa01):
-    on = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1])
+def test_numa_groups_off_means_no_group(numa01, default_run):
+    on = default_run
     off = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], numa_groups=False)
     assert on.cnt["group_joins"].sum() > 0 and (on.groups.gid >= 0).any()
     assert off.cnt["group_joins"].sum() == 0 and (off.groups.gid == -1).all()
@@ -140,11 +148,11 @@ def test_init_coherence_off_charges_every_init_sweep_to_dram():
         np.testing.assert_array_equal(a.cnt[k], b.cnt[k])
 
 
-def test_harness_overhead_off_drops_the_cost(numa01):
+def test_harness_overhead_off_drops_the_cost(numa01, default_run):
     costs = {"harness_overhead_s": 5.0}
     on = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], costs=costs)
     off = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1], costs=costs, harness_overhead=False)
-    base = run_batch(numa01, nl.Policy.profile("6.12"), [0, 1])
+    base = default_run
     np.testing.assert_array_equal(off.elsp, base.elsp)
     np.testing.assert_allclose(on.elsp - off.elsp, 5.0)
 
