@@ -25,6 +25,11 @@ goal is a first answer within 1 s for the full-size views; as everywhere in the 
 reported, never asserted (benchmarks/bench_explorers.py measures them). Every time is also
 written to ``update-times.json`` next to the screenshots, in ``$NUMALAB_SCREENSHOTS`` (a folder;
 default: the test's tmp dir), paths printed, for CI artifacts.
+The JupyterLab tests share one server (a folder of notebooks each), one Chromium and one tab on
+Lab: JupyterLab is loaded once and each further notebook is opened in it, the previous one closed
+and its kernel shut down, as a researcher moves from notebook to notebook; loading JupyterLab
+again for every notebook, and a server and a browser per test, cost about 55 of the file's 370 CPU
+seconds (``/usr/bin/time``, ``pytest -n 0 tests/test_browser.py``).
 Servers (and their kernels) are killed at the end whatever happens.
 
 Run with ``python -m pytest tests/test_browser.py -m browser -s -p no:cacheprovider``
@@ -46,11 +51,12 @@ import time
 import shutil
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 # a hang guard, not a speed assertion: every wait below draws on one budget of DEADLINE_S
-# seconds from the start of the server, so the test ends (server killed) within 3 minutes
+# seconds from the start of the test, so the test ends within 3 minutes
 DEADLINE_S = 165
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
@@ -100,9 +106,16 @@ def _expected(params: dict) -> str:
     return _fmt(futex_summary(ds, params["buckets"])["ops/s per thread"])
 
 
-@pytest.fixture
-def jupyter_lab(tmp_path):
-    """(base_url, token) of a JupyterLab serving a temp copy of the test notebook."""
+class Lab(NamedTuple):
+    """The module's JupyterLab: its address, token, the folder it serves and its log."""
+
+    base: str
+    token: str
+    root: Path
+    log: Path
+
+
+def _need_chromium() -> None:
     if not Path(CHROMIUM).exists():
         # CI installs Chromium and sets NUMALAB_REQUIRE_BROWSER=1, so there a missing browser fails;
         # on a researcher's machine without it the README's test command skips this one test
@@ -110,11 +123,27 @@ def jupyter_lab(tmp_path):
         if os.environ.get("NUMALAB_REQUIRE_BROWSER") == "1":
             pytest.fail(msg)
         pytest.skip(msg)
+
+
+# the folder (under the server's root) each JupyterLab test works in: one server for the module,
+# but no test sees another's notebooks (run, saved or exported)
+FOLDERS = ("futex", "saved", "run", "around")
+SHIPPED_IN = ("saved", "run")  # the folders with temp copies of the shipped notebooks
+
+
+@pytest.fixture(scope="module")
+def jupyter_lab(tmp_path_factory):
+    """One JupyterLab for the module's tests (starting one took 4-6 s and 4 s CPU, stopping it
+    1-4 s), serving a folder per test (FOLDERS) with temp copies of its notebooks."""
+    _need_chromium()
+    tmp_path = tmp_path_factory.mktemp("lab")
     root = tmp_path / "root"
-    root.mkdir()
-    (root / "explorer.ipynb").write_text(json.dumps(_notebook()))
-    for nb in sorted(NOTEBOOKS.glob("*.ipynb")):  # the shipped notebooks, with their stored outputs
-        shutil.copyfile(nb, root / nb.name)
+    for folder in FOLDERS:
+        (root / folder).mkdir(parents=True)
+    (root / "futex" / "explorer.ipynb").write_text(json.dumps(_notebook()))
+    for folder in SHIPPED_IN:  # the shipped notebooks, with their stored outputs
+        for nb in sorted(NOTEBOOKS.glob("*.ipynb")):
+            shutil.copyfile(nb, root / folder / nb.name)
     # render every cell (no windowing): the checks below look for outputs anywhere in a notebook
     tracker = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True)
@@ -130,22 +159,24 @@ def jupyter_lab(tmp_path):
                      ("JUPYTERLAB_WORKSPACES_DIR", "workspaces")):
         env[var] = str(tmp_path / sub)
     env.update(JUPYTER_PLATFORM_DIRS="1", MPLBACKEND="Agg", PYTHONWARNINGS="ignore", TQDM_DISABLE="1")
-    log = open(tmp_path / "jupyter.log", "w")
+    log_path = tmp_path / "jupyter.log"
+    log = open(log_path, "w")
+    # expose_app_in_browser: window.jupyterapp, through which _open_notebook opens the next notebook
+    # in the Lab already loaded (as the file browser does) instead of loading JupyterLab again
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
          "--port-retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
          "--ServerApp.open_browser=False", "--allow-root", "--ServerApp.terminals_enabled=False",
          "--LabApp.extension_manager=readonly", "--LabApp.news_url=",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.expose_app_in_browser=True"],
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
-        _BUDGET["end"] = time.monotonic() + DEADLINE_S
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"jupyter lab exited with {proc.returncode}; log: {(tmp_path / 'jupyter.log').read_text()[-3000:]}")
+                pytest.fail(f"jupyter lab exited with {proc.returncode}; log: {log_path.read_text()[-3000:]}")
             try:
                 with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5) as r:
                     if r.status == 200:
@@ -154,11 +185,46 @@ def jupyter_lab(tmp_path):
                 pass
             if time.monotonic() > deadline:
                 pytest.fail("jupyter lab did not answer within 60 s")
-            time.sleep(0.5)
-        yield base, token
+            time.sleep(0.1)
+        yield Lab(base, token, root, log_path)
     finally:
         _stop_group(proc)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for the module's tests; each test has pages of its own (a new
+    context each, so no cookies or storage shared). The callers check Chromium is there."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = _launch(pw)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def _lab_tab():
+    return {}
+
+
+@pytest.fixture
+def lab_page(jupyter_lab, browser, _lab_tab, request):
+    """The module's one tab on JupyterLab, Playwright's default timeout and a 1280x1000 viewport
+    at each test's start. JupyterLab is loaded into it once (4-7 s of Chromium CPU each load);
+    after a failing test the tab is closed, so the next test starts from a fresh load."""
+    page = _lab_tab.get("page")
+    if page is None or page.is_closed():
+        page = _lab_tab["page"] = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    page.set_default_timeout(30_000)
+    failed = request.session.testsfailed
+    yield page
+    if request.session.testsfailed != failed and not page.is_closed():
+        page.context.close()
 
 
 def _stop_group(proc) -> None:
@@ -193,86 +259,83 @@ def _value(page, key: str) -> str:
 
 
 def _wait_for_value(page, key: str, want: str, timeout_s: float) -> str:
-    deadline = time.monotonic() + _left_ms(timeout_s) / 1000
-    got = None
-    while time.monotonic() < deadline:
-        try:
-            got = _value(page, key)
-            if got == want:
-                return got
-        except Exception:  # not rendered yet  # noqa: BLE001
-            pass
-        time.sleep(0.5)
-    return got
+    """What the futex explorer shows for ``key`` once it shows ``want`` (polled in the page every
+    50 ms), or when ``timeout_s`` is over; the caller asserts."""
+    try:
+        page.wait_for_function(
+            "([k, w]) => { const el = document.querySelector("
+            "`.numalab-futexexplorer td.numalab-value[data-key=\"${k}\"]`); return !!el && el.innerText.trim() === w; }",
+            arg=[key, want], polling=50, timeout=_left_ms(timeout_s))
+    except Exception:  # not shown (yet): reported by the caller's assertion  # noqa: BLE001
+        pass
+    try:
+        return _value(page, key)
+    except Exception:  # not rendered  # noqa: BLE001
+        return None
 
 
-def test_futex_explorer_in_jupyterlab(jupyter_lab, tmp_path):
+def test_futex_explorer_in_jupyterlab(jupyter_lab, lab_page, tmp_path):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import sync_playwright
 
     t0 = time.monotonic()
-    base, token = jupyter_lab
+    _BUDGET["end"] = t0 + DEADLINE_S
     want_start, want_moved = _expected(START), _expected(MOVED)
     assert want_start != want_moved  # the move must change what is shown
     shot = tmp_path / "futex-explorer.png"
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        page = None
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            page.on("console", lambda m: m.type == "error" and print("browser console:", m.text[:300]))
-            page.set_default_timeout(_left_ms(90))
-            page.goto(f"{base}/lab/tree/explorer.ipynb?reset&token={token}", wait_until="domcontentloaded",
-                      timeout=_left_ms(90))
-            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="visible")
-            # wait until the kernel is connected and idle (status bar), then Run > Run All Cells
-            page.wait_for_function(
-                "() => /\\|\\s*Idle/.test(document.body.innerText)",
-                timeout=_left_ms(90))
-            summary = ".numalab-futexexplorer td.numalab-value[data-key='ops/s per thread']"
-            for _attempt in range(3):  # a click that lands while Lab is still laying out is retried
-                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-                try:
-                    page.wait_for_selector(summary, state="visible", timeout=_left_ms(40))
-                    break
-                except PlaywrightTimeout:
-                    page.keyboard.press("Escape")
-            else:
-                raise AssertionError("the explorer never appeared after Run All Cells")
-            got = _wait_for_value(page, "ops/s per thread", want_start, 30)
-            assert got == want_start, f"initial display {got!r} != pure function {want_start!r}"
+    page = lab_page
 
-            # move the buckets Dropdown (a <select>) ...
-            box = page.locator(".numalab-futexexplorer")
-            box.locator(".widget-dropdown", has_text="buckets").locator("select").select_option(str(MOVED["buckets"]))
-            # ... and the threads IntSlider through its editable readout (type the value, Enter)
-            readout = box.locator(".widget-slider", has_text="threads").locator(".widget-readout")
-            readout.click()
-            page.keyboard.press("Control+A")
-            page.keyboard.type(str(MOVED["threads"]))
-            page.keyboard.press("Enter")
-            t_move = time.monotonic()
-            got = _wait_for_value(page, "ops/s per thread", want_moved, 60)
-            took = time.monotonic() - t_move
-            print(f"\nfutex explorer: buckets -> {MOVED['buckets']}, threads -> {MOVED['threads']}: shown {got!r} "
-                  f"after {took:.2f} s")
-            _report(tmp_path, "explorer.ipynb", "futexexplorer", "threads", MOVED["threads"], None, took)
-            assert got == want_moved, f"after moving the widgets the display shows {got!r}, the pure function {want_moved!r}"
-            assert _value(page, "buckets") == str(MOVED["buckets"])
-            box.scroll_into_view_if_needed()
-            page.wait_for_timeout(500)
-            box.screenshot(path=str(shot))
-        except BaseException:
-            failure = tmp_path / "failure.png"
+    def console(m):
+        if m.type == "error":
+            print("browser console:", m.text[:300])
+
+    page.on("console", console)
+    try:
+        page.set_default_timeout(_left_ms(90))
+        # wait until the kernel is connected and idle (status bar), then Run > Run All Cells
+        _open_notebook(page, jupyter_lab, "futex/explorer.ipynb", timeout_s=90)
+        summary = ".numalab-futexexplorer td.numalab-value[data-key='ops/s per thread']"
+        for _attempt in range(3):  # a click that lands while Lab is still laying out is retried
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
             try:
-                if page is not None:
-                    page.screenshot(path=str(failure), full_page=True, timeout=10_000)
-            finally:
-                print(f"\nfailure screenshot: {failure}\nserver log: {tmp_path / 'jupyter.log'}")
-            raise
+                page.wait_for_selector(summary, state="visible", timeout=_left_ms(40))
+                break
+            except PlaywrightTimeout:
+                page.keyboard.press("Escape")
+        else:
+            raise AssertionError("the explorer never appeared after Run All Cells")
+        got = _wait_for_value(page, "ops/s per thread", want_start, 30)
+        assert got == want_start, f"initial display {got!r} != pure function {want_start!r}"
+
+        # move the buckets Dropdown (a <select>) ...
+        box = page.locator(".numalab-futexexplorer")
+        box.locator(".widget-dropdown", has_text="buckets").locator("select").select_option(str(MOVED["buckets"]))
+        # ... and the threads IntSlider through its editable readout (type the value, Enter)
+        readout = box.locator(".widget-slider", has_text="threads").locator(".widget-readout")
+        readout.click()
+        page.keyboard.press("Control+A")
+        page.keyboard.type(str(MOVED["threads"]))
+        page.keyboard.press("Enter")
+        t_move = time.monotonic()
+        got = _wait_for_value(page, "ops/s per thread", want_moved, 60)
+        took = time.monotonic() - t_move
+        print(f"\nfutex explorer: buckets -> {MOVED['buckets']}, threads -> {MOVED['threads']}: shown {got!r} "
+              f"after {took:.2f} s")
+        _report(tmp_path, "explorer.ipynb", "futexexplorer", "threads", MOVED["threads"], None, took)
+        assert got == want_moved, f"after moving the widgets the display shows {got!r}, the pure function {want_moved!r}"
+        assert _value(page, "buckets") == str(MOVED["buckets"])
+        box.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        box.screenshot(path=str(shot))
+    except BaseException:
+        failure = tmp_path / "failure.png"
+        try:
+            page.screenshot(path=str(failure), full_page=True, timeout=10_000)
         finally:
-            browser.close()
+            print(f"\nfailure screenshot: {failure}\nserver log: {jupyter_lab.log}")
+        raise
+    finally:
+        page.remove_listener("console", console)
     elapsed = time.monotonic() - t0
     shutil.copyfile(shot, _shots(tmp_path) / shot.name)
     print(f"\nscreenshot: {shot}\nbrowser test took {elapsed:.1f} s")
@@ -319,8 +382,36 @@ def _launch(pw):
     return pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
 
 
-def _open_notebook(page, base, token, name, timeout_s=60):
-    page.goto(f"{base}/lab/tree/{name}?reset&token={token}", wait_until="domcontentloaded", timeout=_left_ms(timeout_s))
+_OPEN_IN_LAB = """async ([path, timeout_ms]) => {
+  // in the JupyterLab already on the page, as a researcher moving on to the next notebook: close
+  // what is open, discarding its changes ("Discard" in Lab's dialog) and shutting its kernel
+  // down, then open the notebook (what the file browser's double click does)
+  const app = window.jupyterapp;
+  const bounded = (p, what) => Promise.race([p, new Promise((_, no) =>
+      setTimeout(() => no(new Error(`${what} took over ${timeout_ms} ms`)), timeout_ms))]);
+  for (const w of [...app.shell.widgets('main')]) {
+    const gone = new Promise(ok => w.disposed.connect(() => ok()));
+    if (w.context) w.context.model.dirty = false;
+    if (w.sessionContext && w.sessionContext.session) w.sessionContext.shutdown().catch(() => {});
+    w.close();
+    await bounded(gone, 'closing ' + w.title.label);
+  }
+  const panel = await bounded(app.commands.execute('docmanager:open', {path, factory: 'Notebook'}), 'opening ' + path);
+  await bounded(panel.context.ready, 'reading ' + path);
+}"""
+
+
+def _open_notebook(page, lab, name, timeout_s=60):
+    """Open notebook ``name`` (a path under the server's root) in ``page``, alone, and wait until
+    its first cell is on screen and its kernel idle (the status bar). The first time JupyterLab
+    is loaded with the notebook (``?reset``: a workspace with nothing else open); after that the
+    notebook is opened in the loaded Lab, which saves loading JupyterLab again (4-7 s of Chromium
+    CPU each time; opening a notebook in a loaded Lab takes 1-2 s)."""
+    if page.url.startswith(f"{lab.base}/lab") and page.evaluate("() => !!window.jupyterapp"):
+        page.evaluate(_OPEN_IN_LAB, [name, _left_ms(timeout_s)])
+    else:
+        page.goto(f"{lab.base}/lab/tree/{name}?reset&token={lab.token}", wait_until="domcontentloaded",
+                  timeout=_left_ms(timeout_s))
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", state="visible", timeout=_left_ms(timeout_s))
     page.wait_for_function("() => /\\|\\s*Idle/.test(document.body.innerText)", timeout=_left_ms(timeout_s))
 
@@ -342,45 +433,37 @@ def _wait_views(page, n, timeout_s):
     """Wait (bounded) until ``n`` explorer cells show their last view; the caller asserts."""
     try:
         page.wait_for_function(f"() => {{ const v = ({_EXPLORER_VIEWS})(); return v.length >= {n} && v.every(x => x); }}",
-                               timeout=_left_ms(timeout_s), polling=250)
+                               timeout=_left_ms(timeout_s), polling=100)
     except Exception:  # reported by the caller's assertion  # noqa: BLE001
         pass
 
 
 @pytest.mark.timeout(600)
-def test_saved_notebooks_read_without_a_kernel(jupyter_lab, tmp_path):
+def test_saved_notebooks_read_without_a_kernel(jupyter_lab, lab_page, tmp_path):
     """Every shipped notebook, opened without running it, shows every stored figure and each
     explorer's last view; nowhere the widget's text repr."""
-    from playwright.sync_api import sync_playwright
-
-    base, token = jupyter_lab
     shots = _shots(tmp_path)
     names = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
     _BUDGET["end"] = time.monotonic() + 30 + 60 * len(names)  # a hang guard: opening one took 38 s on a loaded machine
-    with sync_playwright() as pw:
-        browser = _launch(pw)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            for name in names:
-                want = _stored(name)
-                t0 = time.monotonic()
-                _open_notebook(page, base, token, name)
-                page.wait_for_function(f"() => document.querySelectorAll('.jp-OutputArea-output img').length >= "
-                                       f"{want['images']}", timeout=_left_ms(30))
-                _wait_views(page, want["explorers"], 30)
-                views = page.evaluate(_EXPLORER_VIEWS)
-                text = page.locator(".jp-NotebookPanel").inner_text()
-                first = page.locator(".numalab-snapshot, .numalab-live").first
-                if want["explorers"] and first.count():
-                    first.scroll_into_view_if_needed()
-                page.screenshot(path=str(shots / f"static-{name.removesuffix('.ipynb')}.png"))
-                print(f"\n{name}: {want['images']} figures, {len(views)} explorer(s) shown without running "
-                      f"({time.monotonic() - t0:.1f} s)")
-                assert "VBox(children=" not in text, name
-                assert len(views) == want["explorers"] and all(views), (name, views)
-                assert _compare_rows_shown(page) == want["compare_rows"], name
-        finally:
-            browser.close()
+    page = lab_page
+    for name in names:
+        want = _stored(name)
+        t0 = time.monotonic()
+        _open_notebook(page, jupyter_lab, f"saved/{name}")
+        page.wait_for_function(f"() => document.querySelectorAll('.jp-OutputArea-output img').length >= "
+                               f"{want['images']}", timeout=_left_ms(30))
+        _wait_views(page, want["explorers"], 30)
+        views = page.evaluate(_EXPLORER_VIEWS)
+        text = page.locator(".jp-NotebookPanel").inner_text()
+        first = page.locator(".numalab-snapshot, .numalab-live").first
+        if want["explorers"] and first.count():
+            first.scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / f"static-{name.removesuffix('.ipynb')}.png"))
+        print(f"\n{name}: {want['images']} figures, {len(views)} explorer(s) shown without running "
+              f"({time.monotonic() - t0:.1f} s)")
+        assert "VBox(children=" not in text, name
+        assert len(views) == want["explorers"] and all(views), (name, views)
+        assert _compare_rows_shown(page) == want["compare_rows"], name
     print(f"screenshots: {shots}")
 
 
@@ -465,18 +548,32 @@ def _shown_values(box, col, keys):
     return out
 
 
-def _wait_values(box, col, want, timeout_s):
-    deadline = time.monotonic() + _left_ms(timeout_s) / 1000
-    got = None
-    while time.monotonic() < deadline:
+_FINAL_JS = """([css, col, want]) => {
+  // the final answer: every one of the summary's cells for (key, col) shows the wanted value
+  const box = document.querySelector(`.numalab-${css}`);
+  return !!box && Object.entries(want).every(([key, value]) => {
+    const el = box.querySelector(`td.numalab-value[data-key="${key}"][data-col="${col}"]`);
+    return !!el && el.innerText.trim() === value;
+  });
+}"""
+
+
+def _wait_values(page, css, col, want, timeout_s):
+    """What the first ``css`` explorer shows for ``want``'s keys once it shows ``want`` (polled
+    in the page every 20 ms, as the first answer is), or when ``timeout_s`` is over; the caller
+    asserts."""
+    try:
+        page.wait_for_function(_FINAL_JS, arg=[css, col, want], polling=20, timeout=_left_ms(timeout_s))
+    except Exception:  # not shown (yet): reported by the caller's assertion  # noqa: BLE001
+        pass
+    deadline = time.monotonic() + 5
+    while True:
         try:
-            got = _shown_values(box, col, list(want))
-            if got == want:
-                return got
+            return _shown_values(page.locator(f".numalab-{css}").first, col, list(want))
         except Exception:  # re-rendering  # noqa: BLE001
-            pass
-        time.sleep(0.2)
-    return got
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.1)
 
 
 _FIRST_JS = """([css, key, col, before]) => {
@@ -510,7 +607,7 @@ def _check_knobs(page, spec, shots, tag, tmp_path=None):
             first = time.monotonic() - t0
         except Exception:  # noqa: BLE001 - reported by the assertion below
             pass
-        got = _wait_values(box, col, want, 120)
+        got = _wait_values(page, css, col, want, 120)
         took = time.monotonic() - t0
         print(f"  {tag}: {css} {label} -> {value}: first answer after "
               f"{'n/a' if first is None else f'{first:.2f} s'}, final {got} after {took:.2f} s")
@@ -522,10 +619,8 @@ def _check_knobs(page, spec, shots, tag, tmp_path=None):
 
 
 @pytest.mark.timeout(900)
-def test_notebooks_run_and_explorers_answer(jupyter_lab, tmp_path):
+def test_notebooks_run_and_explorers_answer(jupyter_lab, lab_page, tmp_path):
     """Run notebooks from the Run menu: no error output, every figure, explorers that answer."""
-    from playwright.sync_api import sync_playwright
-
     which = os.environ.get("NUMALAB_BROWSER_RUN", "all")
     if which == "all":
         names = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
@@ -534,62 +629,55 @@ def test_notebooks_run_and_explorers_answer(jupyter_lab, tmp_path):
     else:
         names = [n if n.endswith(".ipynb") else f"{n}.ipynb" for n in which.split(",") if n]
     _BUDGET["end"] = time.monotonic() + 90 + 90 * len(names)
-    base, token = jupyter_lab
     shots = _shots(tmp_path)
-    with sync_playwright() as pw:
-        browser = _launch(pw)
-        page = None
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            page.set_default_timeout(_left_ms(60))
-            for name in names:
-                want = _stored(name)
-                _open_notebook(page, base, token, name)
-                t0 = time.monotonic()
-                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-                page.wait_for_function(
-                    "() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];"
-                    " return p.length > 0 && p.every(x => /\\[\\d+\\]/.test(x.textContent)); }",
-                    timeout=_left_ms(600), polling=500)
-                ran = time.monotonic() - t0
-                errors = page.evaluate(
-                    "() => [...document.querySelectorAll('.jp-OutputArea-output[data-mime-type="
-                    "\"application/vnd.jupyter.stderr\"]')].map(e => e.innerText).filter("
-                    "t => /Error|Traceback/.test(t))")
-                images = page.locator(".jp-OutputArea-output img").count()
-                tag = name.removesuffix(".ipynb")
-                page.screenshot(path=str(shots / f"run-{tag}.png"))
-                print(f"\n{name}: ran in {ran:.1f} s, {images} images (stored: {want['images']})")
-                assert not errors, f"{name}: error output {errors[0][:500]}"
-                assert images >= want["images"], f"{name}: {images} images on the page, {want['images']} stored"
-                assert _compare_rows_shown(page) == want["compare_rows"], f"{name}: nl.compare's table"
-                # live: each explorer's widget is on screen and its static snapshot hidden (not shown twice)
-                _wait_views(page, want["explorers"], 30)
-                assert all(page.evaluate(_EXPLORER_VIEWS)), name
-                assert page.evaluate("() => [...document.querySelectorAll('.numalab-snapshot')]"
-                                     ".filter(e => e.offsetParent !== null).length") == 0, name
-                _check_knobs(page, KNOBS.get(name, []), shots, tag, tmp_path)
-        except BaseException:
-            _failure_shot(page, shots, tmp_path)
-            raise
-        finally:
-            browser.close()
+    page = lab_page
+    try:
+        page.set_default_timeout(_left_ms(60))
+        for name in names:
+            want = _stored(name)
+            _open_notebook(page, jupyter_lab, f"run/{name}")
+            t0 = time.monotonic()
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            page.wait_for_function(
+                "() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];"
+                " return p.length > 0 && p.every(x => /\\[\\d+\\]/.test(x.textContent)); }",
+                timeout=_left_ms(600), polling=100)
+            ran = time.monotonic() - t0
+            errors = page.evaluate(
+                "() => [...document.querySelectorAll('.jp-OutputArea-output[data-mime-type="
+                "\"application/vnd.jupyter.stderr\"]')].map(e => e.innerText).filter("
+                "t => /Error|Traceback/.test(t))")
+            images = page.locator(".jp-OutputArea-output img").count()
+            tag = name.removesuffix(".ipynb")
+            page.screenshot(path=str(shots / f"run-{tag}.png"))
+            print(f"\n{name}: ran in {ran:.1f} s, {images} images (stored: {want['images']})")
+            assert not errors, f"{name}: error output {errors[0][:500]}"
+            assert images >= want["images"], f"{name}: {images} images on the page, {want['images']} stored"
+            assert _compare_rows_shown(page) == want["compare_rows"], f"{name}: nl.compare's table"
+            # live: each explorer's widget is on screen and its static snapshot hidden (not shown twice)
+            _wait_views(page, want["explorers"], 30)
+            assert all(page.evaluate(_EXPLORER_VIEWS)), name
+            assert page.evaluate("() => [...document.querySelectorAll('.numalab-snapshot')]"
+                                 ".filter(e => e.offsetParent !== null).length") == 0, name
+            _check_knobs(page, KNOBS.get(name, []), shots, tag, tmp_path)
+    except BaseException:
+        _failure_shot(page, shots, jupyter_lab.log)
+        raise
     print(f"screenshots: {shots}")
 
 
-def _failure_shot(page, shots, tmp_path) -> None:
+def _failure_shot(page, shots, log) -> None:
     """On a failure: a screenshot of the page, and where it and the server's log are."""
-    if page is not None:
+    if page is not None and not page.is_closed():
         page.screenshot(path=str(shots / "failure.png"), timeout=10_000)
-        print(f"\nfailure screenshot: {shots / 'failure.png'}\nserver log: {tmp_path / 'jupyter.log'}")
+        print(f"\nfailure screenshot: {shots / 'failure.png'}\nserver log: {log}")
 
 
-def _explore(tmp_path, budget_s, knobs, *, full_size=False):
-    """Serve ``numalab explore`` with Voila, open the page, move ``knobs`` (as _check_knobs)."""
+def _explore(request, tmp_path, budget_s, knobs, *, full_size=False):
+    """Serve ``numalab explore`` with Voila, open the page (in the module's browser), move
+    ``knobs`` (as _check_knobs)."""
     import importlib.util
-
-    from playwright.sync_api import sync_playwright
 
     if importlib.util.find_spec("voila") is None:
         pytest.skip("voila is not installed (numalab explore needs it)")
@@ -610,31 +698,29 @@ def _explore(tmp_path, budget_s, knobs, *, full_size=False):
     try:
         url = f"http://127.0.0.1:{port}/"
         knobs = [(css, kind, label, value, col, (lambda w: lambda: w)(expected())) for css, kind, label, value, col, expected in knobs]
-        with sync_playwright() as pw:
-            browser = _launch(pw)
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 1000})
-                deadline = time.monotonic() + 60
-                while True:
-                    try:
-                        page.goto(url, wait_until="domcontentloaded", timeout=_left_ms(120))
-                        break
-                    except Exception:  # server still starting  # noqa: BLE001
-                        if time.monotonic() > deadline or proc.poll() is not None:
-                            raise
-                        time.sleep(1)
-                page.wait_for_selector(".numalab-historyexplorer td.numalab-value", timeout=_left_ms(120))
-                page.wait_for_selector(".numalab-pidhashexplorer td.numalab-value", timeout=_left_ms(60))
-                shown = time.monotonic() - started
-                page.wait_for_function("() => !document.querySelector('.numalab-historyexplorer .numalab-summary')"
-                                       ".innerText.includes('preliminary')", timeout=_left_ms(120), polling=100)
-                refined = time.monotonic() - started
-                print(f"\n{tag}: page with every explorer's first answer {shown:.1f} s after `numalab explore` "
-                      f"started, the history explorer refined {refined:.1f} s after")
-                page.screenshot(path=str(shots / f"{tag}-page.png"))
-                _check_knobs(page, knobs, shots, tag, tmp_path)
-            finally:
-                browser.close()
+        page = request.getfixturevalue("browser").new_page(viewport={"width": 1280, "height": 1000})
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    page.goto(url, wait_until="domcontentloaded", timeout=_left_ms(120))
+                    break
+                except Exception:  # server still starting  # noqa: BLE001
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise
+                    time.sleep(0.25)
+            page.wait_for_selector(".numalab-historyexplorer td.numalab-value", timeout=_left_ms(120))
+            page.wait_for_selector(".numalab-pidhashexplorer td.numalab-value", timeout=_left_ms(60))
+            shown = time.monotonic() - started
+            page.wait_for_function("() => !document.querySelector('.numalab-historyexplorer .numalab-summary')"
+                                   ".innerText.includes('preliminary')", timeout=_left_ms(120), polling=100)
+            refined = time.monotonic() - started
+            print(f"\n{tag}: page with every explorer's first answer {shown:.1f} s after `numalab explore` "
+                  f"started, the history explorer refined {refined:.1f} s after")
+            page.screenshot(path=str(shots / f"{tag}-page.png"))
+            _check_knobs(page, knobs, shots, tag, tmp_path)
+        finally:
+            page.context.close()
         assert (tmp_path / "page" / "numalab-explorers.ipynb").exists()
     finally:
         _stop_group(proc)
@@ -642,9 +728,9 @@ def _explore(tmp_path, budget_s, knobs, *, full_size=False):
     print(f"screenshots and update-times.json: {shots}; voila log: {tmp_path / 'voila.log'}")
 
 
-def test_explore_page(tmp_path):
+def test_explore_page(request, tmp_path):
     """``numalab explore`` serves the explorers with Voilà; the history explorer answers."""
-    _explore(tmp_path, 160, [("historyexplorer", "select", "history N", "4", "6.12+N=4", _quick_history(4))])
+    _explore(request, tmp_path, 160, [("historyexplorer", "select", "history N", "4", "6.12+N=4", _quick_history(4))])
 
 
 def _full_futex(threads):
@@ -659,12 +745,12 @@ def _full_futex(threads):
 
 
 @pytest.mark.timeout(300)
-def test_explore_page_full_size(tmp_path):
+def test_explore_page_full_size(request, tmp_path):
     """``numalab explore --full-size``: the default full-size views; every main knob moved once,
     uncached, its first-answer and final times reported, the final numbers the pure function's."""
     full = ("numa01_THREAD_ALLOC", "2s-128")
     keys = ("elsp Amean [s]", "false_skips")
-    _explore(tmp_path, 280, [
+    _explore(request, tmp_path, 280, [
         ("historyexplorer", "select", "history N", "4", "6.12+N=4",
          lambda: _history_expected(*full, "6.12", 4, "default", 8, {}, keys)),
         ("historyexplorer", "select", "profile", "6.8", "6.8",
@@ -726,11 +812,8 @@ def _run_all(page, timeout_s):
 
 
 @pytest.mark.timeout(900)
-def test_explorers_beside_other_outputs_progress_errors_and_export(jupyter_lab, tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    base, token = jupyter_lab
-    root = tmp_path / "root"
+def test_explorers_beside_other_outputs_progress_errors_and_export(jupyter_lab, lab_page, tmp_path):
+    root = jupyter_lab.root / "around"
     env_before = dict(os.environ)
     os.environ.update(MPLBACKEND="Agg", PYTHONWARNINGS="ignore", TQDM_DISABLE="1")
     try:
@@ -741,93 +824,89 @@ def test_explorers_beside_other_outputs_progress_errors_and_export(jupyter_lab, 
     (root / "around-live.ipynb").write_text(json.dumps(_around_notebook(executed=False)))
     _BUDGET["end"] = time.monotonic() + 600
     shots = _shots(tmp_path)
-    with sync_playwright() as pw:
-        browser = _launch(pw)
-        page = None
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(_left_ms(60))
-            # saved, opened without running: every snapshot and the print are on the page
-            _open_notebook(page, base, token, "around-saved.ipynb")
-            page.wait_for_function("() => document.querySelectorAll('.numalab-snapshot').length >= 4",
-                                   timeout=_left_ms(60))
-            cells = page.evaluate(_CELL_VIEWS)
-            page.screenshot(path=str(shots / "around-saved.png"), full_page=True)
-            assert "text printed before the explorer" in cells[0]["text"]
-            assert [c["snapshots"] for c in cells[:3]] == [1, 2, 1], cells
-            assert [c["snapshotImages"] for c in cells[:3]] == [1, 2, 1], cells
-            assert "HistoryExplorer: history=5 is not an option; allowed: profile, 1, 2" in cells[3]["text"]
-            # live: run it; the print and both explorers of a cell stay visible, the snapshots hide
-            _open_notebook(page, base, token, "around-live.ipynb")
-            t0 = time.monotonic()
-            _run_all(page, 60)
-            # the history explorer's cell is still running while it shows progress, then a first answer
-            seen = page.evaluate_handle("() => { window.__numalab_seen = []; const box = () => "
-                                        "document.querySelector('.numalab-historyexplorer'); "
-                                        "window.__numalab_poll = setInterval(() => { const b = box(); if (!b) return; "
-                                        "const busy = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]"
-                                        ".some(p => p.textContent.includes('*')); "
-                                        "window.__numalab_seen.push({t: performance.now(), busy, "
-                                        "text: b.innerText.slice(0, 4000)}); }, 50); return true; }")
-            del seen
-            page.wait_for_function(
-                "() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];"
-                " return p.length > 0 && p.every(x => /\\[\\d+\\]/.test(x.textContent)); }",
-                timeout=_left_ms(300), polling=250)
-            ran = time.monotonic() - t0
-            seen = page.evaluate("() => { clearInterval(window.__numalab_poll); return window.__numalab_seen; }")
-            busy = [s for s in seen if s["busy"]]
-            progress = [s for s in busy if re.search(r"running .*\d+ s \.\.\.", s["text"])]
-            first = [s for s in busy if "preliminary" in s["text"] and "elsp Amean" in s["text"]]
-            print(f"\naround-live.ipynb ran in {ran:.1f} s; history explorer: progress shown "
-                  f"{len(progress)} times while its cell ran, first (preliminary) answer "
-                  f"{'after %.1f s' % ((first[0]['t'] - seen[0]['t']) / 1000) if first else 'not seen'}")
-            assert progress and first, (len(seen), [s["text"][:200] for s in busy[-3:]])
-            _wait_views(page, 3, 30)
-            cells = page.evaluate(_CELL_VIEWS)
-            page.screenshot(path=str(shots / "around-live.png"), full_page=True)
-            assert "text printed before the explorer" in cells[0]["text"]
-            assert [c["liveImages"] for c in cells[:3]] == [1, 2, 1], cells
-            assert [c["snapshots"] for c in cells[:3]] == [0, 0, 0], cells
-            assert [c["snapshotImages"] for c in cells[:3]] == [0, 0, 0], cells
-            assert "NumalabValueError: HistoryExplorer: history=5 is not an option; allowed: profile, 1, 2" in cells[3]["text"]
-            # the summary keeps two decimals next to its paired %change
-            box = page.locator(".numalab-historyexplorer").first
-            elsp = box.locator('td.numalab-value[data-key="elsp Amean [s]"]').first.inner_text().strip()
-            assert re.fullmatch(r"\d+\.\d\d", elsp), elsp
-            # export, then re-open the exported view in the cell below
-            box.get_by_role("button", name="export").click()
-            exported = page.locator("code.numalab-exported").first
-            exported.wait_for(timeout=_left_ms(60))
-            folder = Path(exported.inner_text().strip())
-            view = json.loads((folder / "view.json").read_text())
-            assert {p.name for p in folder.iterdir()} >= {"figure.pdf", "figure.svg", "figure.png", "data.nc"}
-            assert view["params"]["history"] == 8 and view["options"] == {"workload_options": {"size_bytes": 1 << 30}}
-            last = page.locator(".jp-CodeCell").nth(4)
-            last.locator(".jp-InputArea-editor").click()
-            page.keyboard.press("Shift+Enter")
-            page.wait_for_function("() => document.querySelectorAll('.numalab-historyexplorer').length >= 2 && "
-                                   "document.querySelectorAll('.numalab-historyexplorer')[1]"
-                                   ".querySelector('td.numalab-value')", timeout=_left_ms(180), polling=250)
-            again = page.locator(".numalab-historyexplorer").nth(1)
-            keys = ("elsp Amean [s]", "false_skips")
-            cols = list(view["shown"]["elsp Amean [s]"])
-            want = {(k, c): view["shown"][k][c] for k in keys for c in cols}
-            got = {}
-            deadline = time.monotonic() + _left_ms(120) / 1000
-            while time.monotonic() < deadline:
-                got = {(k, c): (again.locator(f'td.numalab-value[data-key="{k}"][data-col="{c}"]').first.inner_text()
-                                .strip()) for k in keys for c in cols}
-                if got == want:
-                    break
-                time.sleep(0.3)
-            again.scroll_into_view_if_needed()
-            page.screenshot(path=str(shots / "around-reopened.png"))
-            print(f"exported to {folder}; re-opened view shows {got}")
-            assert got == want
-        except BaseException:
-            _failure_shot(page, shots, tmp_path)
-            raise
-        finally:
-            browser.close()
+    page = lab_page
+    try:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        page.set_default_timeout(_left_ms(60))
+        # saved, opened without running: every snapshot and the print are on the page
+        _open_notebook(page, jupyter_lab, "around/around-saved.ipynb")
+        page.wait_for_function("() => document.querySelectorAll('.numalab-snapshot').length >= 4",
+                               timeout=_left_ms(60))
+        cells = page.evaluate(_CELL_VIEWS)
+        page.screenshot(path=str(shots / "around-saved.png"), full_page=True)
+        assert "text printed before the explorer" in cells[0]["text"]
+        assert [c["snapshots"] for c in cells[:3]] == [1, 2, 1], cells
+        assert [c["snapshotImages"] for c in cells[:3]] == [1, 2, 1], cells
+        assert "HistoryExplorer: history=5 is not an option; allowed: profile, 1, 2" in cells[3]["text"]
+        # live: run it; the print and both explorers of a cell stay visible, the snapshots hide
+        _open_notebook(page, jupyter_lab, "around/around-live.ipynb")
+        t0 = time.monotonic()
+        _run_all(page, 60)
+        # the history explorer's cell is still running while it shows progress, then a first answer
+        seen = page.evaluate_handle("() => { window.__numalab_seen = []; const box = () => "
+                                    "document.querySelector('.numalab-historyexplorer'); "
+                                    "window.__numalab_poll = setInterval(() => { const b = box(); if (!b) return; "
+                                    "const busy = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]"
+                                    ".some(p => p.textContent.includes('*')); "
+                                    "window.__numalab_seen.push({t: performance.now(), busy, "
+                                    "text: b.innerText.slice(0, 4000)}); }, 50); return true; }")
+        del seen
+        page.wait_for_function(
+            "() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];"
+            " return p.length > 0 && p.every(x => /\\[\\d+\\]/.test(x.textContent)); }",
+            timeout=_left_ms(300), polling=250)
+        ran = time.monotonic() - t0
+        seen = page.evaluate("() => { clearInterval(window.__numalab_poll); return window.__numalab_seen; }")
+        busy = [s for s in seen if s["busy"]]
+        progress = [s for s in busy if re.search(r"running .*\d+ s \.\.\.", s["text"])]
+        first = [s for s in busy if "preliminary" in s["text"] and "elsp Amean" in s["text"]]
+        print(f"\naround-live.ipynb ran in {ran:.1f} s; history explorer: progress shown "
+              f"{len(progress)} times while its cell ran, first (preliminary) answer "
+              f"{'after %.1f s' % ((first[0]['t'] - seen[0]['t']) / 1000) if first else 'not seen'}")
+        assert progress and first, (len(seen), [s["text"][:200] for s in busy[-3:]])
+        _wait_views(page, 3, 30)
+        cells = page.evaluate(_CELL_VIEWS)
+        page.screenshot(path=str(shots / "around-live.png"), full_page=True)
+        assert "text printed before the explorer" in cells[0]["text"]
+        assert [c["liveImages"] for c in cells[:3]] == [1, 2, 1], cells
+        assert [c["snapshots"] for c in cells[:3]] == [0, 0, 0], cells
+        assert [c["snapshotImages"] for c in cells[:3]] == [0, 0, 0], cells
+        assert "NumalabValueError: HistoryExplorer: history=5 is not an option; allowed: profile, 1, 2" in cells[3]["text"]
+        # the summary keeps two decimals next to its paired %change
+        box = page.locator(".numalab-historyexplorer").first
+        elsp = box.locator('td.numalab-value[data-key="elsp Amean [s]"]').first.inner_text().strip()
+        assert re.fullmatch(r"\d+\.\d\d", elsp), elsp
+        # export, then re-open the exported view in the cell below
+        box.get_by_role("button", name="export").click()
+        exported = page.locator("code.numalab-exported").first
+        exported.wait_for(timeout=_left_ms(60))
+        folder = Path(exported.inner_text().strip())
+        view = json.loads((folder / "view.json").read_text())
+        assert {p.name for p in folder.iterdir()} >= {"figure.pdf", "figure.svg", "figure.png", "data.nc"}
+        assert view["params"]["history"] == 8 and view["options"] == {"workload_options": {"size_bytes": 1 << 30}}
+        last = page.locator(".jp-CodeCell").nth(4)
+        last.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        page.wait_for_function("() => document.querySelectorAll('.numalab-historyexplorer').length >= 2 && "
+                               "document.querySelectorAll('.numalab-historyexplorer')[1]"
+                               ".querySelector('td.numalab-value')", timeout=_left_ms(180), polling=250)
+        again = page.locator(".numalab-historyexplorer").nth(1)
+        keys = ("elsp Amean [s]", "false_skips")
+        cols = list(view["shown"]["elsp Amean [s]"])
+        want = {(k, c): view["shown"][k][c] for k in keys for c in cols}
+        got = {}
+        deadline = time.monotonic() + _left_ms(120) / 1000
+        while time.monotonic() < deadline:
+            got = {(k, c): (again.locator(f'td.numalab-value[data-key="{k}"][data-col="{c}"]').first.inner_text()
+                            .strip()) for k in keys for c in cols}
+            if got == want:
+                break
+            time.sleep(0.3)
+        again.scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "around-reopened.png"))
+        print(f"exported to {folder}; re-opened view shows {got}")
+        assert got == want
+    except BaseException:
+        _failure_shot(page, shots, jupyter_lab.log)
+        raise
     print(f"screenshots: {shots}")
