@@ -6,7 +6,7 @@ import pytest
 
 import numalab as nl
 from numalab.errors import NumalabValueError
-from numalab.topology import Topology
+from numalab.topology import FIELDS, Topology
 from numalab.workloads import (PH_LOOP, REGION_BYTES, REGION_PAGES, SHARED_RO, from_access_matrix,
                                perf_bench_numa_mem, workload)
 
@@ -258,6 +258,11 @@ def test_a_named_workload_is_laid_out_once_per_arguments(monkeypatch):
     a = workload("numa02", "2s-128", threads=8)
     assert workload("numa02", Topology.preset("2s-128"), threads=8) is a   # an equal topology object
     assert len(built) == 1
+    # equal fields, another source: the arrays are shared, the caller's topology goes with them
+    measured = Topology(**{k: getattr(a.topology, k) for k in (*FIELDS, "name")}, source="measured here")
+    again = workload("numa02", measured, threads=8)
+    assert len(built) == 1 and again.region_init is a.region_init
+    assert again.topology is measured and again.topology.to_attrs()["topology_source"] == "measured here"
     assert workload("numa02", "2s-128", threads=4) is not a and len(built) == 2
     assert workload("numa02", "4s-144", threads=8) is not a and len(built) == 3
     with pytest.raises(ValueError, match="read-only"):
