@@ -301,22 +301,14 @@ def history_run(workload: str, topology: str, profile: str, history, threads, se
     ``workload_options`` (e.g. ``size_bytes``, ``loops``) go to ``numalab.workload``;
     ``engine_options`` to ``numalab.simulate``."""
     from ..engine import simulate
+    from ..workloads import workload as make  # laid out once per arguments in this process
 
     overrides = dict(workload_options or {})
     if threads not in (None, "default"):
         overrides["threads"] = int(threads)
-    wl = built_workload(workload, topology, **overrides)
+    wl = make(workload, topology, **overrides)
     seeds = [int(x) for x in np.atleast_1d(seed).tolist()]
     return simulate(wl, [history_policy(profile, history)], seeds=seeds, **engine_options)
-
-
-def built_workload(name: str, topology: str, **overrides):
-    """``numalab.workload(name, topology, **overrides)``: laid out once per arguments in this
-    process by :func:`numalab.workloads.workload` itself (read-only arrays, shared by every run),
-    so a worker building the layouts ahead fills the cache its later runs read."""
-    from ..workloads import workload as make
-
-    return make(name, topology, **overrides)
 
 
 def history_summary(ds: xr.Dataset) -> dict:

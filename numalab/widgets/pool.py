@@ -5,8 +5,8 @@ The engine is single-threaded numpy that holds the GIL most of the time (about 3
 steps per run), so threads would not run two seeds at once: :class:`SeedPool` keeps a few
 worker processes, started (``python -c``, nothing of the kernel forked, no ``__main__``
 re-imported) when the explorer is built and kept warm: imports done, the workloads they have
-built kept (:func:`.compute.built_workload`). A task is a module-level function and its
-arguments; its value comes back pickled.
+laid out kept (by :func:`numalab.workloads.workload`). A task is a module-level function and
+its arguments; its value comes back pickled.
 
 Results do not depend on the pool: a task is the same pure function the explorer would call in
 its own process (the engine guarantees that each seed's replica gives the same numbers whatever
@@ -161,12 +161,12 @@ def _serve(task_fd: int, reply_fd: int, cancel_fd: int, parent_pid: int, parent_
 def _build_ahead(item) -> bool:
     """Build one workload layout the explorer may ask for next (idle time; a task's SIGUSR1
     stops it: False)."""
-    from .compute import built_workload
+    from ..workloads import workload  # keeps what it lays out: the later runs read it
 
     name, topology, overrides = item
     try:
         _current["warming"] = True
-        built_workload(name, topology, **dict(overrides))
+        workload(name, topology, **dict(overrides))
     except _Cancelled:
         return False
     except Exception:  # noqa: BLE001 - only a head start (e.g. more threads than the topology's CPUs)
