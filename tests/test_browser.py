@@ -681,8 +681,7 @@ def _explore(request, tmp_path, budget_s, knobs, *, full_size=False):
 
     if importlib.util.find_spec("voila") is None:
         pytest.skip("voila is not installed (numalab explore needs it)")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing")
+    _need_chromium()
     _BUDGET["end"] = time.monotonic() + budget_s
     shots = _shots(tmp_path)
     port = _free_port()
