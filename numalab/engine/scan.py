@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import history as hist
+from .. import libm
 from ..errors import EngineInvariantError
 from ..policy import ALLOWED, CODE, decide_unchecked, unfiltered_reasons
 from ..scanview import ScanView
@@ -422,7 +423,7 @@ def arm_fault_clocks(b, ctx, r, idx):
         raise EngineInvariantError(f"{k1} regions protected in one step; the draw bound K={b.lay.K}")
     u = ctx.u_prot[r, k0:k1]
     ctx.slot[r] = k1
-    b.regions.thresh[r, idx] = -np.log1p(-u[:, 0])
+    b.regions.thresh[r, idx] = libm.exp1(u[:, 0])    # the reference's math.log1p, bit for bit
     b.regions.hazard[r, idx] = 0.0
     b.regions.selector[r, idx] = u[:, 1]
     ctx.new_prot.append(r * b.lay.NR + idx)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import libm
 from ..errors import NumalabValueError, check_choice
 from . import events_compiled
 from .stations import Network
@@ -32,11 +33,13 @@ def _thread_streams(net: Network, seeds: np.ndarray, thr_point: np.ndarray, ops:
     for p in range(net.n_points):
         idx = np.flatnonzero(thr_point == p)
         g = np.random.default_rng((int(seeds[p]), 0xF07E))
-        draws = g.random((idx.size, ops + 1, 4))
+        # the Exp(1) factors as the C library computes -log1p(-u): the same bits on every CPU
+        # (numpy's own log1p loop differs in the last bit where it has AVX-512; numalab.libm)
+        draws, exp1 = libm.uniforms_and_exp1(g, (idx.size, ops + 1, 4))
         start[idx] = (draws[:, 0, 0] * net.thr_nf[idx]).astype(np.int64)
         if dist == "exponential":
-            Et[idx] = -np.log1p(-draws[..., 1])
-            Es[idx] = -np.log1p(-draws[..., 2:4])
+            Et[idx] = exp1[..., 1]
+            Es[idx] = exp1[..., 2:4]
     return Et, Es, start
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import libm
 from ..errors import NumalabValueError, check_number
 from .stations import Network
 
@@ -148,7 +149,7 @@ def _busy_line_cost(w: dict, uu, nu_: int, nmax: int, lam, own, R, c_other):
         return w["fwd"] * c_other
     present = np.bincount(w["un"], weights=lam * R, minlength=nu_ * nmax).reshape(nu_, nmax)
     q = np.maximum(present[uu, w["node"]] - own * R, 0.0)
-    p_node = w["batch"] * -np.expm1(-q)
+    p_node = w["batch"] * -libm.expm1(-q)         # the C library's expm1: the same bits on every CPU
     return w["fwd"] * (p_node * w["line_own"] + (1.0 - p_node) * c_other)
 
 
