@@ -1,6 +1,8 @@
 """numalab.libm: the C library's bits for every element, whatever loop numpy would pick."""
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -59,3 +61,31 @@ def test_the_futex_and_engine_clocks_go_through_it():
     assert [v.hex() for v in Et.ravel()] == [(-math.log1p(-x)).hex() for x in u[..., 1].ravel()]
     assert [v.hex() for v in Es.ravel()] == [(-math.log1p(-x)).hex() for x in u[..., 2:4].ravel()]
     assert np.array_equal(start, (u[:, 0, 0] * 4).astype(np.int64))
+
+
+#: modules whose numpy transcendental calls never feed a run (statistics of finished results,
+#: fits, a grid rounded to 4 significant digits, axes and labels): numalab/libm.py says why
+NOT_THE_MODEL = {"libm.py", "stats.py", "plots.py", "futex/calibration.py", "fidelity/crossval.py"}
+CPU_DEPENDENT = re.compile(r"\bnp\.(exp|exp2|expm1|log|log1p|log2|log10|power|float_power|sin|cos|tan|"
+                           r"arcsin|arccos|arctan|arctan2|sinh|cosh|tanh|cbrt|hypot)\(")
+
+
+def test_the_model_calls_no_numpy_loop_whose_last_bit_depends_on_the_cpu():
+    root = Path(libm.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel in NOT_THE_MODEL or rel.startswith("widgets/"):
+            continue
+        for no, line in enumerate(path.read_text().splitlines(), 1):
+            if CPU_DEPENDENT.search(line.split("#")[0]):
+                found.append(f"{rel}:{no}: {line.strip()}")
+    assert not found, "use numalab.libm (the C library's bits) instead:\n" + "\n".join(found)
+
+
+def test_roundup_pow_of_two_without_log2():
+    from numalab.futex.hash import roundup_pow_of_two
+
+    xs = list(range(1, 3000)) + [2 ** k + d for k in range(1, 53) for d in (-1, 0, 1)]
+    assert roundup_pow_of_two(np.array(xs)).tolist() == [1 << (x - 1).bit_length() for x in xs]
+    assert roundup_pow_of_two(0) == 1 and roundup_pow_of_two(5) == 8

@@ -64,8 +64,9 @@ BUCKETS_PER_PAGE = PAGE_SIZE // BUCKET_BYTES
 def roundup_pow_of_two(n):
     """``roundup_pow_of_two(n)`` of ``include/linux/log2.h`` (n >= 1), int or int64 array."""
     arr = np.maximum(np.asarray(n, dtype=np.int64), 1)
-    # exact for n < 2**52: ceil(log2) of an exact power of two is exact in float64
-    out = np.left_shift(np.int64(1), np.ceil(np.log2(arr.astype(np.float64))).astype(np.int64))
+    # 1 << fls(n - 1): frexp's exponent of n - 1 is its bit length (exact for n <= 2**53; no
+    # log2, whose last bit depends on the CPU's numpy loop, numalab.libm)
+    out = np.left_shift(np.int64(1), np.frexp((arr - 1).astype(np.float64))[1].astype(np.int64))
     return int(out) if out.ndim == 0 else out
 
 
@@ -207,7 +208,7 @@ class HashMode:
     def table_of(self, layout: "HashLayout", keys: KeyView) -> np.ndarray:
         """The key's node if it has one, else the hash bits above the index bits modulo the
         node count (``__futex_hash`` for a non-NUMA futex: interleaved over the nodes)."""
-        hashed_node = (keys.h_global >> int(np.log2(layout.global_size))) % layout.nodes
+        hashed_node = (keys.h_global >> (int(layout.global_size).bit_length() - 1)) % layout.nodes
         return np.where(keys.node == FUTEX_NO_NODE, hashed_node, keys.node)
 
     def index_of(self, layout: "HashLayout", keys: KeyView) -> np.ndarray:
