@@ -49,8 +49,9 @@ def run_toy(points: list[dict]) -> xr.Dataset:
     value = np.empty(len(points))
     counts = np.empty((len(points), 3), dtype=np.uint64)
     for i, p in enumerate(points):
-        if sleep:
-            time.sleep(sleep)
+        nap = p.get("sleep_s", sleep)  # a point may carry its own (tests of the executors' probe)
+        if nap:
+            time.sleep(nap)
         draws = np.random.default_rng([p["seed"], p["size"]]).random(p["size"])
         value[i] = draws.sum() * p["rate"] + zlib.crc32(p["label"].encode()) % 1000
         counts[i] = np.histogram(draws, bins=3, range=(0.0, 1.0))[0].astype(np.uint64) + np.uint64(2**63)

@@ -313,6 +313,27 @@ def test_quick_sweeps_stay_in_process():
     assert helpers.CALLS[0] == 1  # the probe point
 
 
+def test_a_quick_probe_does_not_keep_costly_batches_here():
+    """The probe point is quick, the batches after it are not: one of them runs here (the
+    pace seen so far said the rest was cheap), then its pace sends the others to the worker
+    processes, with the results the in-process run gives."""
+    points = [dict(size=3, rate=1.0, label="a", seed=s, sleep_s=0.0 if s == 0 else 1.2) for s in range(4)]
+    batches = [[i] for i in range(4)]
+    got: dict = {}
+    helpers.run_toy([dict(points[0])])                  # this process's first Dataset: not the probe's pace
+    helpers.CALLS.clear()
+
+    def on_done(batch, out):
+        got[batch[0]] = out
+
+    executor = S.executors.run_local(helpers.run_toy, batches, points, 2, on_done)
+    assert executor == "local"
+    assert helpers.CALLS == [1, 1]                       # the probe and one costly batch, here
+    assert sorted(got) == list(range(4))
+    for i, p in enumerate(points):
+        xr.testing.assert_identical(got[i][0], S.executors.call_runner(helpers.run_toy, [dict(p, sleep_s=0.0)])[0])
+
+
 @pytest.fixture(scope="module")
 def cluster():
     import distributed

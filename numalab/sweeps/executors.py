@@ -110,22 +110,32 @@ def _run_here(run, batches, points, on_done) -> str:
     return "in-process"
 
 
+def _timed_here(run, batch, points, on_done) -> float:
+    """Run one batch here (:func:`_run_here`); its wall seconds."""
+    t0 = time.perf_counter()
+    _run_here(run, [batch], points, on_done)
+    return time.perf_counter() - t0
+
+
 def run_local(run, batches, points, workers, on_done) -> str:
     """Run the batches on local processes; returns the executor used ("local" or "in-process").
 
-    One point of the largest batch first runs alone in this process as a probe: when all the
-    other points would take less than :data:`POOL_MIN_S` at that pace (unbatched, so an
-    overestimate), starting worker processes (about a second each: a fresh interpreter
-    importing numpy, xarray and numalab) would cost more than it saves, and the rest runs
-    here too. The probe costs one point's time, whatever the size of the sweep."""
+    One point of the largest batch first runs alone in this process as a probe. Starting worker
+    processes costs about a second each (a fresh interpreter importing numpy, xarray and
+    numalab), so while the points left would take less than :data:`POOL_MIN_S` at the slowest
+    pace a point has taken here so far (the probe unbatched, so an overestimate), the next batch
+    runs here too; as soon as they would not, the rest goes to the processes. A cheap probe
+    (a caller may put its cheapest point first, so that something finishes at once) therefore
+    never keeps a sweep of costly batches in this process for more than one batch past
+    :data:`POOL_MIN_S`. Which process runs a point does not change its result."""
     if workers <= 1 or len(batches) <= 1:
         return _run_here(run, batches, points, on_done)
-    t0 = time.perf_counter()
-    probe, batches = batches[0][:1], [batches[0][1:], *batches[1:]]
-    on_done(probe, call_runner(run, [points[i] for i in probe]))
-    pace = time.perf_counter() - t0
-    batches = [b for b in batches if b]
-    if pace * sum(map(len, batches)) < POOL_MIN_S or len(batches) <= 1:
+    probe, batches = batches[0][:1], [b for b in [batches[0][1:], *batches[1:]] if b]
+    pace = _timed_here(run, probe, points, on_done)
+    while batches and pace * sum(map(len, batches)) < POOL_MIN_S:
+        b, batches = batches[0], batches[1:]
+        pace = max(pace, _timed_here(run, b, points, on_done) / len(b))
+    if len(batches) <= 1:
         return _run_here(run, batches, points, on_done)
     ctx = multiprocessing.get_context("forkserver")
     pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(batches)), mp_context=ctx,
