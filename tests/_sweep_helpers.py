@@ -13,6 +13,7 @@ kill-and-resume test)::
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 import time
@@ -49,6 +50,8 @@ def run_toy(points: list[dict]) -> xr.Dataset:
     value = np.empty(len(points))
     counts = np.empty((len(points), 3), dtype=np.uint64)
     for i, p in enumerate(points):
+        if p.get("die_in_worker") and multiprocessing.parent_process() is not None:
+            os._exit(3)  # a worker process killed mid-batch (tests of the executors' error)
         nap = p.get("sleep_s", sleep)  # a point may carry its own (tests of the executors' probe)
         if nap:
             time.sleep(nap)

@@ -26,7 +26,7 @@ import xarray as xr
 import _sweep_helpers as helpers
 import numalab.sweeps as S
 from numalab.cli import main
-from numalab.errors import NumalabValueError
+from numalab.errors import NumalabEnvironmentError, NumalabValueError
 
 GRID = {"size": [3, 5], "rate": [1.0, 2.0, 0.5], "label": ["a", "b"]}
 
@@ -332,6 +332,17 @@ def test_a_quick_probe_does_not_keep_costly_batches_here():
     assert sorted(got) == list(range(4))
     for i, p in enumerate(points):
         xr.testing.assert_identical(got[i][0], S.executors.call_runner(helpers.run_toy, [dict(p, sleep_s=0.0)])[0])
+
+
+def test_a_worker_that_dies_is_named_with_the_likely_cause(monkeypatch):
+    """A worker process killed mid-batch (here by the point itself; in a script without the
+    ``__main__`` guard, by the re-import of the script) gives one numalab error that names
+    the guard and workers=1, not concurrent.futures' BrokenProcessPool."""
+    monkeypatch.setattr(S.executors, "POOL_MIN_S", 0.0)
+    points = [dict(size=3, rate=1.0, label="a", seed=s, die_in_worker=s > 0) for s in range(3)]
+    with pytest.raises(NumalabEnvironmentError, match="__name__ == .__main__.*workers=1") as info:
+        S.executors.run_local(helpers.run_toy, [[0], [1], [2]], points, 2, lambda batch, out: None)
+    assert type(info.value.__cause__).__name__ == "BrokenProcessPool"
 
 
 @pytest.fixture(scope="module")

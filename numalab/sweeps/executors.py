@@ -110,6 +110,16 @@ def _run_here(run, batches, points, on_done) -> str:
     return "in-process"
 
 
+#: what a worker process that died says (its own traceback, printed above, says why)
+_BROKEN_POOL = (
+    "a worker process died before it returned its points (a sweep with a cache keeps those "
+    "that finished). The most common cause: this runs from a script that calls numalab at "
+    "its top level; worker processes start by importing the main script, so put the call under "
+    "`if __name__ == \"__main__\":`, or pass workers=1 to run in this process. Otherwise the "
+    "machine may have run out of memory (see the traceback above and the kernel log)."
+)
+
+
 def _timed_here(run, batch, points, on_done) -> float:
     """Run one batch here (:func:`_run_here`); its wall seconds."""
     t0 = time.perf_counter()
@@ -144,8 +154,12 @@ def run_local(run, batches, points, workers, on_done) -> str:
     try:
         futs = {pool.submit(call_runner, run, [points[i] for i in b]): b for b in batches}
         for fut in cf.as_completed(futs):
+            try:
+                out = fut.result()
+            except cf.process.BrokenProcessPool as exc:
+                raise NumalabEnvironmentError(_BROKEN_POOL) from exc
             with signals.deferred():  # a batch is stored whole, or not at all
-                on_done(futs[fut], fut.result())
+                on_done(futs[fut], out)
             signals.check()  # a Ctrl-C / SIGTERM Python dropped: stop here, finished points are cached
         ok = True
         return "local"
