@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import numalab as nl
 from numalab.futex.costs import contended_matrix
@@ -237,3 +239,26 @@ def test_identical_stations_are_merged_and_solve_the_same():
                                   np.bincount(full.st_point).astype(float))
     np.testing.assert_allclose(mva(merged)["x"], mva(full)["x"], rtol=1e-9)
     np.testing.assert_array_equal(merged.pt_collisions, full.pt_collisions)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 5), st.integers(1, 4), st.integers(1, 4), st.randoms(use_true_random=False))
+def test_station_weights_add_in_thread_order(T, U, K, F, rnd):
+    """The MVA's per-(class, station) key weights are sums in thread order, bit for bit (no
+    BLAS kernel chooses the order), and the large-table path gives the same sums."""
+    from numalab.futex import stations
+
+    full = np.array([[rnd.randrange(-1 if F > 1 else 0, U) for _ in range(F)] for _ in range(T)])
+    thr_cls = np.array([rnd.randrange(K) for _ in range(T)])
+    wgt = np.array([1.0 / rnd.randrange(1, 7) for _ in range(T)])
+    W, A2 = stations._weights_dense(full, thr_cls, wgt, K, U, nopad=False)
+    want_w, want_a = np.zeros(K * U), np.zeros(K * U)
+    for t in range(T):
+        for u in range(U):
+            c = np.count_nonzero(full[t] == u) * wgt[t]
+            want_w[thr_cls[t] * U + u] += c
+            want_a[thr_cls[t] * U + u] += c * c
+    assert W.tolist() == want_w.tolist() and A2.tolist() == want_a.tolist()
+    W2, A22 = stations._weights_sorted(full, thr_cls, wgt, K, U, nopad=False)
+    np.testing.assert_allclose(W2, W, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(A22, A2, rtol=1e-12, atol=0)

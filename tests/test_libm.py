@@ -89,3 +89,4 @@ def test_roundup_pow_of_two_without_log2():
     xs = list(range(1, 3000)) + [2 ** k + d for k in range(1, 53) for d in (-1, 0, 1)]
     assert roundup_pow_of_two(np.array(xs)).tolist() == [1 << (x - 1).bit_length() for x in xs]
     assert roundup_pow_of_two(0) == 1 and roundup_pow_of_two(5) == 8
+

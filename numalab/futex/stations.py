@@ -276,8 +276,12 @@ def _weights_dense(full, thr_cls, wgt, K, U, nopad):
     if not nopad:
         flat = flat[full.reshape(-1) >= 0]
     cnt = np.bincount(flat, minlength=T * U).reshape(T, U) * wgt[:, None]
-    member = (thr_cls[None, :] == np.arange(K)[:, None]).astype(float)   # (K, T) one-hot
-    return (member @ cnt).reshape(-1), (member @ (cnt * cnt)).reshape(-1)
+    # per (class, station): the sums over the class's threads, added in thread order by one
+    # bincount each (a one-hot matrix product would leave the order to the BLAS kernel the CPU
+    # selects, and with it the last bit of a sum of weights 1/nf)
+    bins = ((thr_cls.astype(np.int64) * U)[:, None] + np.arange(U)).reshape(-1)
+    return (np.bincount(bins, weights=cnt.reshape(-1), minlength=K * U),
+            np.bincount(bins, weights=(cnt * cnt).reshape(-1), minlength=K * U))
 
 
 def _weights_sorted(full, thr_cls, wgt, K, U, nopad):
