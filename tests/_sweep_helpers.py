@@ -27,6 +27,7 @@ from numalab.errors import check_str
 from numalab.sweeps import Param, Runner, register_runner
 
 CALLS: list[int] = []  # points per run_toy call, in this process
+IMPORTED_IN = os.getpid()  # the process that imported this module (a worker's forkserver, if preloaded)
 
 
 def _check_size(name, value):
@@ -46,6 +47,10 @@ def run_toy(points: list[dict]) -> xr.Dataset:
     if len(sizes) != 1:  # the batch key contract: size fixes the shapes
         raise AssertionError(f"one batch mixed sizes {sorted(sizes)}")
     CALLS.append(len(points))
+    log = os.environ.get("NUMALAB_TOY_IMPORT_LOG")
+    if log:  # which process ran the batch, and which one had imported this module
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()} {IMPORTED_IN} {int(multiprocessing.parent_process() is not None)}\n")
     sleep = float(os.environ.get("NUMALAB_TOY_SLEEP_S", "0"))
     value = np.empty(len(points))
     counts = np.empty((len(points), 3), dtype=np.uint64)

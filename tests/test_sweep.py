@@ -345,6 +345,41 @@ def test_a_worker_that_dies_is_named_with_the_likely_cause(monkeypatch):
     assert type(info.value.__cause__).__name__ == "BrokenProcessPool"
 
 
+def test_local_workers_start_with_the_runner_already_imported(tmp_path):
+    """The forkserver the local workers fork from imports the runner's module (and xarray) once,
+    so no worker imports it again; the results are the same as in this process. In a fresh
+    interpreter: the server starts once per process, with the first pool."""
+    log = tmp_path / "imports.log"
+    code = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "import _sweep_helpers as helpers\n"
+        "import numalab.sweeps as S\n"
+        "if __name__ == '__main__':\n"
+        "    S.executors.POOL_MIN_S = 0.0\n"
+        "    points = [dict(size=3, rate=1.0, label='a', seed=s) for s in range(4)]\n"
+        "    got = {}\n"
+        "    S.executors.run_local(helpers.run_toy, [[0], [1], [2], [3]], points, 2,\n"
+        "                          lambda b, out: got.update({b[0]: out[0]}))\n"
+        "    for i, p in enumerate(points):\n"
+        "        assert got[i].identical(S.executors.call_runner(helpers.run_toy, [p])[0])\n"
+    ) % str(Path(__file__).parent)
+    script = tmp_path / "pool.py"
+    script.write_text(code)
+    # the server imports from the interpreter's own path (Python 3.11 passes it no sys.path):
+    # numalab's runners are installed; this toy module is found through PYTHONPATH
+    here = str(Path(__file__).parent)
+    env = dict(os.environ, NUMALAB_TOY_IMPORT_LOG=str(log),
+               PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [tuple(map(int, line.split())) for line in log.read_text().split("\n") if line]
+    in_workers = [(pid, imported) for pid, imported, worker in rows if worker]
+    assert in_workers, rows  # the probe ran here, the other batches in worker processes
+    # every worker found the module imported by another process (the server it was forked from)
+    assert all(pid != imported for pid, imported in in_workers), rows
+    assert len({imported for _, imported in in_workers}) == 1, rows
+
+
 @pytest.fixture(scope="module")
 def cluster():
     import distributed
