@@ -351,7 +351,6 @@ def test_local_workers_start_with_the_runner_already_imported(tmp_path):
     interpreter: the server starts once per process, with the first pool."""
     log = tmp_path / "imports.log"
     code = (
-        "import sys; sys.path.insert(0, %r)\n"
         "import _sweep_helpers as helpers\n"
         "import numalab.sweeps as S\n"
         "if __name__ == '__main__':\n"
@@ -362,11 +361,12 @@ def test_local_workers_start_with_the_runner_already_imported(tmp_path):
         "                          lambda b, out: got.update({b[0]: out[0]}))\n"
         "    for i, p in enumerate(points):\n"
         "        assert got[i].identical(S.executors.call_runner(helpers.run_toy, [p])[0])\n"
-    ) % str(Path(__file__).parent)
+    )
     script = tmp_path / "pool.py"
     script.write_text(code)
     # the server imports from the interpreter's own path (Python 3.11 passes it no sys.path):
-    # numalab's runners are installed; this toy module is found through PYTHONPATH
+    # numalab's runners are installed; this toy module is found through PYTHONPATH (by the
+    # script too)
     here = str(Path(__file__).parent)
     env = dict(os.environ, NUMALAB_TOY_IMPORT_LOG=str(log),
                PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))

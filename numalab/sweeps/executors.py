@@ -132,7 +132,8 @@ def run_local(run, batches, points, workers, on_done) -> str:
 
     One point of the largest batch first runs alone in this process as a probe. Starting worker
     processes costs a second or two (the first pool of a process starts the forkserver, which
-    imports numpy, xarray and the model before it forks the workers: :func:`_forkserver`), so while the points left would take less than :data:`POOL_MIN_S` at the slowest
+    imports numpy, xarray and the model before it forks the workers: :func:`_forkserver`), so
+    while the points left would take less than :data:`POOL_MIN_S` at the slowest
     pace a point has taken here so far (the probe unbatched, so an overestimate), the next batch
     runs here too; as soon as they would not, the rest goes to the processes. A cheap probe
     (a caller may put its cheapest point first, so that something finishes at once) therefore
