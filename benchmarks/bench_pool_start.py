@@ -1,13 +1,21 @@
-"""What starting local worker processes costs a short sweep: this tree against another one.
+"""What starting worker processes costs: a short sweep's local pool and an explorer's
+:class:`~numalab.widgets.pool.SeedPool`, this tree against another one.
 
-    python benchmarks/bench_pool_start.py --old DIR [--workers 2,8] [--rounds 2]
+    python benchmarks/bench_pool_start.py --old DIR [--workers 2,8] [--rounds 2] [--what sweeps,explorers]
 
-Each measurement is a fresh process running one small sweep three times (16 points: numa02 at
+Sweeps: each measurement is a fresh process running one small sweep three times (16 points: numa02 at
 64 MiB and ``max_time=2``, four policies x 4 seeds, ``batch_size=1``, ``cache=False``), with the
 in-process probe turned off (``POOL_MIN_S = 0``) so that every sweep starts a pool. The first
 sweep of a process also starts the forkserver; the later ones only fork workers from it. Trees
 are alternated old / new per round; wall seconds are printed per sweep (the machine's other load
 moves them, so compare within a round).
+
+Explorers: each measurement is a fresh process that builds a ``SeedPool`` three times, one after
+another, as re-running a notebook cell does, and times each from ``start()`` until every worker
+has answered a first (empty) task: a worker's imports and warm-up engine run included. The CPU
+seconds are those of the whole process tree (``RUSAGE_CHILDREN`` of this driver once the
+process has exited: each process is reaped by the one that started it, so the workers' time
+reaches the driver through the process or the fork server).
 """
 
 from __future__ import annotations
@@ -37,11 +45,35 @@ if __name__ == "__main__":
 """
 
 
-def run(tree: Path, workers: int, script: Path) -> list[float]:
+EXPLORER_CHILD = r"""
+import os, sys, time
+from numalab.widgets.pool import SeedPool
+n, out = int(sys.argv[1]), []
+for _ in range(3):
+    t = time.perf_counter()
+    pool = SeedPool(lambda k, v: None, n).start()
+    pool.plan([(i, os.getpid, (), {}) for i in range(n)])  # one task per worker
+    pool.wait(range(n))
+    out.append(time.perf_counter() - t)
+    pool.close()
+print(" ".join(f"{x:.2f}" for x in out))
+"""
+
+
+def run(tree: Path, workers: int, script: Path) -> tuple[list[float], float]:
+    """Wall seconds printed by ``script`` run on ``tree``, and the CPU seconds of its process tree."""
+    import resource
+
     env = dict(os.environ, PYTHONPATH=str(tree), TQDM_DISABLE="1")
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run([sys.executable, str(script), str(workers)], env=env, capture_output=True, text=True,
                          check=True, cwd="/")
-    return [float(x) for x in out.stdout.split()]
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return [float(x) for x in out.stdout.split()], (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def _range(ts) -> str:
+    return f"{min(ts):.2f}-{max(ts):.2f}"
 
 
 def main(argv=None) -> int:
@@ -49,27 +81,37 @@ def main(argv=None) -> int:
     ap.add_argument("--old", required=True, help="another checkout, measured alternately with this one")
     ap.add_argument("--workers", default="2,8", help="comma-separated worker counts (default 2,8)")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--what", default="sweeps,explorers", help="sweeps, explorers or both (default)")
     a = ap.parse_args(argv)
     new, old = Path(__file__).resolve().parents[1], Path(a.old).resolve()
-    script = Path(os.environ.get("TMPDIR", "/tmp")) / f"numalab_pool_start_{os.getpid()}.py"
-    script.write_text(CHILD)
+    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    scripts = {"sweeps": (tmp / f"numalab_pool_start_{os.getpid()}.py", CHILD),
+               "explorers": (tmp / f"numalab_explorer_pool_start_{os.getpid()}.py", EXPLORER_CHILD)}
+    what = a.what.split(",")
     try:
         rows = {}
-        for w in (int(x) for x in a.workers.split(",")):
-            for r in range(a.rounds):
-                for name, tree in (("old", old), ("new", new)) if r % 2 == 0 else (("new", new), ("old", old)):
-                    t = run(tree, w, script)
-                    rows.setdefault((w, name), []).append(t)
-                    print(f"workers={w} round {r + 1} {name}: first {t[0]:.2f} s, then {t[1]:.2f} s, {t[2]:.2f} s",
-                          flush=True)
-        print("\n| workers | first sweep, old | new | later sweeps, old | new |\n|---|---|---|---|---|")
-        for w in sorted({w for w, _ in rows}):
-            o, n = rows[(w, "old")], rows[(w, "new")]
-            first = lambda ts: f"{min(t[0] for t in ts):.2f}-{max(t[0] for t in ts):.2f} s"   # noqa: E731
-            later = lambda ts: f"{min(min(t[1:]) for t in ts):.2f}-{max(max(t[1:]) for t in ts):.2f} s"  # noqa: E731
-            print(f"| {w} | {first(o)} | {first(n)} | {later(o)} | {later(n)} |")
+        for kind in what:
+            script, text = scripts[kind]
+            script.write_text(text)
+            for w in (int(x) for x in a.workers.split(",")):
+                for r in range(a.rounds):
+                    for name, tree in (("old", old), ("new", new)) if r % 2 == 0 else (("new", new), ("old", old)):
+                        t, cpu = run(tree, w, script)
+                        rows.setdefault((kind, w, name), []).append((t, cpu))
+                        print(f"{kind} workers={w} round {r + 1} {name}: first {t[0]:.2f} s, then {t[1]:.2f} s, "
+                              f"{t[2]:.2f} s; {cpu:.1f} CPU s", flush=True)
+        for kind in what:
+            print(f"\n{kind}\n| workers | first, old | new | later, old | new | CPU s, old | new |\n"
+                  "|---|---|---|---|---|---|---|")
+            for w in sorted({w for k, w, _ in rows if k == kind}):
+                o, n = rows[(kind, w, "old")], rows[(kind, w, "new")]
+                cells = [_range([t[0] for t, _ in x]) + " s" for x in (o, n)]
+                cells += [_range([v for t, _ in x for v in t[1:]]) + " s" for x in (o, n)]
+                cells += [_range([c for _, c in x]) for x in (o, n)]
+                print(f"| {w} | " + " | ".join(cells) + " |")
     finally:
-        script.unlink(missing_ok=True)
+        for script, _ in scripts.values():
+            script.unlink(missing_ok=True)
     return 0
 
 

@@ -19,11 +19,20 @@ SMALL = {"size_bytes": 128 << 20, "loops": 100}
 
 
 def _alive(pid: int) -> bool:
+    """Whether any thread of ``pid`` still runs: a killed process's main thread is a zombie
+    while its other threads exit, and its file descriptors close with the last one."""
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+        tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return False
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    return True
+        except OSError:
+            pass
+    return False
 
 
 def test_pooled_explorer_shows_the_pure_functions_numbers():
@@ -161,3 +170,112 @@ def test_at_most_two_pools_keep_their_workers():
     finally:
         for p in pools:
             p.close()
+
+
+def _ppid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as fh:
+        return int(fh.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_workers_are_forked_from_one_warm_server_per_process():
+    from numalab.widgets.forks import fork_server
+
+    got = {}
+    pools = [P.SeedPool(lambda k, v: got.__setitem__(k, v), 2).start() for _ in range(2)]
+    try:
+        server = fork_server(P.PRELOAD, P.WARM_UP)
+        pools[0].plan([(("a", i), os.getppid, (), {}) for i in range(2)])
+        pools[1].plan([(("b", i), os.getppid, (), {}) for i in range(2)])
+        pools[0].wait([("a", 0), ("a", 1)])
+        pools[1].wait([("b", 0), ("b", 1)])
+        pids = pools[0].pids + pools[1].pids
+        assert len(set(pids)) == 4 and server.proc.pid not in pids and os.getpid() not in pids
+        # every worker of both pools is a child of the one server, which is this process's child
+        assert {_ppid(p) for p in pids} == {server.proc.pid} and _ppid(server.proc.pid) == os.getpid()
+        assert set(got.values()) == {server.proc.pid}
+        # the server imported and ran the engine before forking: a worker starts with it imported
+        pools[0].plan([("mods", P._preloaded, (), {})])
+        pools[0].wait(["mods"])
+        assert got["mods"] == (True, True)
+    finally:
+        for p in pools:
+            p.close()
+
+
+def test_a_killed_worker_is_reported_and_replaced():
+    got = {}
+    pool = P.SeedPool(lambda k, v: got.__setitem__(k, v), 2).start()
+    try:
+        pool.plan([("long", time.sleep, (600.0,), {})])
+        deadline = time.monotonic() + 60
+        while not pool.running_keys() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        w = pool._running["long"]
+        victim = P._worker_pid(w, 60.0)
+        time.sleep(0.2)
+        os.kill(victim, 9)
+        with pytest.raises(P.NumalabError, match=rf"pid {victim}\) exited while computing long"):
+            pool.wait(["long"])
+        pool.plan([("after", abs, (-5,), {}), ("other", abs, (-6,), {})])
+        pool.wait(["after", "other"])
+        assert got == {"after": 5, "other": 6} and victim not in pool.pids and len(pool.pids) == 2
+    finally:
+        pool.close()
+
+
+def test_workers_of_a_killed_fork_server_are_replaced_by_a_new_one():
+    from numalab.widgets.forks import fork_server
+
+    got = {}
+    pool = P.SeedPool(lambda k, v: got.__setitem__(k, v), 2).start()
+    try:
+        old = fork_server(P.PRELOAD, P.WARM_UP)
+        pids = pool.pids
+        old.proc.kill()  # its idle workers die with it (PR_SET_PDEATHSIG)
+        old.proc.wait(10)
+        deadline = time.monotonic() + 15
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in pids)
+        pool.plan([("x", abs, (-7,), {}), ("y", abs, (-8,), {})])  # never started: not lost
+        pool.wait(["x", "y"])
+        new = fork_server(P.PRELOAD, P.WARM_UP)
+        assert got == {"x": 7, "y": 8} and new is not old and new.alive()
+        assert {_ppid(p) for p in pool.pids} == {new.proc.pid}
+    finally:
+        pool.close()
+
+
+def test_the_fork_server_never_outlives_its_process():
+    code = textwrap.dedent("""
+        import time
+        from numalab.widgets import pool as P
+        from numalab.widgets.forks import fork_server
+        pool = P.SeedPool(lambda k, v: None, 2).start()
+        pool.plan([("w", time.sleep, (0.0,), {})]); pool.wait(["w"])
+        print(fork_server(P.PRELOAD, P.WARM_UP).proc.pid, flush=True)
+        time.sleep(600)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    for how in ("kill", "exit"):
+        child = subprocess.Popen([sys.executable, "-c", code if how == "kill" else code.replace(
+            "time.sleep(600)", "import sys; sys.stdin.readline()")], stdout=subprocess.PIPE,
+            stdin=subprocess.PIPE, text=True, env=env)
+        try:
+            server = int(child.stdout.readline())
+            assert _alive(server)
+            if how == "kill":
+                child.kill()  # SIGKILL: no finalizer, no atexit
+            else:
+                child.stdin.close()  # a normal exit: atexit closes the server
+            child.wait(10)
+            deadline = time.monotonic() + 15
+            while _alive(server) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not _alive(server), how
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait(10)
+            child.stdout.close()
+            child.stdin.close()

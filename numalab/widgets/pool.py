@@ -3,10 +3,14 @@ change cancels the runs it no longer needs in the middle of an engine call.
 
 The engine is single-threaded numpy that holds the GIL most of the time (about 3,000 short
 steps per run), so threads would not run two seeds at once: :class:`SeedPool` keeps a few
-worker processes, started (``python -c``, nothing of the kernel forked, no ``__main__``
-re-imported) when the explorer is built and kept warm: imports done, the workloads they have
-laid out kept (by :func:`numalab.workloads.workload`). A task is a module-level function and
-its arguments; its value comes back pickled.
+worker processes, started when the explorer is built and kept warm: imports done, the workloads
+they have laid out kept (by :func:`numalab.workloads.workload`). Workers are forked from this
+process's :class:`~numalab.widgets.forks.ForkServer`, an interpreter started once (``python
+-c``: nothing of the kernel forked, no ``__main__`` re-imported) that has imported numpy,
+xarray and the engine and run the engine once: the second explorer of a notebook kernel, a
+re-run cell, or a pool brought back after :data:`MAX_LIVE_POOLS` stopped it gets warm workers
+in milliseconds instead of ~1.5 s of imports each. A task is a module-level function and its
+arguments; its value comes back pickled.
 
 Results do not depend on the pool: a task is the same pure function the explorer would call in
 its own process (the engine guarantees that each seed's replica gives the same numbers whatever
@@ -16,22 +20,19 @@ Cancelling: :meth:`SeedPool.plan` replaces the queued work; a task running for a
 plan does not list is cancelled with SIGUSR1, which raises inside the engine call at its next
 bytecode (within a step, well under a millisecond); the worker stays alive with its warm
 imports. Workers never outlive the process that started them (a notebook kernel): a thread
-in each watches the parent's pid (:func:`numalab.sweeps.executors.parent_alive`), and a worker
-started from the main thread also has PR_SET_PDEATHSIG (not one started from another thread:
-the signal would come when that thread ends). With fewer than two CPUs there is no pool
-(:func:`pool_size` is 0) and the explorer computes in its own process.
+in each watches that process's pid (:func:`numalab.signals.parent_alive`), and each has
+PR_SET_PDEATHSIG for the fork server, which itself watches that process. With fewer than two
+CPUs there is no pool (:func:`pool_size` is 0) and the explorer computes in its own process.
 """
 
 from __future__ import annotations
 
+import atexit
 import itertools
-import json
 import os
 import pickle
 import signal
 import struct
-import subprocess
-import sys
 import threading
 import time
 import weakref
@@ -39,11 +40,14 @@ from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as _wait_conns
 
 from ..errors import NumalabError
+from .forks import fork_server
 
 __all__ = ["SeedPool", "pool_size", "PRELOAD", "MAX_WORKERS"]
 
-#: what a worker imports before it waits for its first task
+#: what the fork server imports before it forks the first worker
 PRELOAD = ["numpy", "xarray", "numalab.engine", "numalab.workloads", "numalab.widgets.compute"]
+#: what the fork server calls once after importing them (workers forked from it start warm)
+WARM_UP = "numalab.widgets.pool:_warm_up"
 
 #: more workers than this do not help an explorer (8 seeds of at most 2 policies)
 MAX_WORKERS = 4
@@ -54,6 +58,15 @@ MAX_WORKERS = 4
 MAX_LIVE_POOLS = 2
 
 _live_pools: list = []  # weakrefs, least recently used first
+
+
+# registered after forks' own atexit, so it runs first: the fork server's exit finds its children gone
+@atexit.register
+def _stop_all() -> None:
+    for ref in list(_live_pools):
+        pool = ref()
+        if pool is not None:
+            pool._finalizer()
 
 
 def pool_size(workers=None) -> int:
@@ -69,7 +82,7 @@ class _Cancelled(BaseException):
     """Raised inside a worker's task by the parent's SIGUSR1."""
 
 
-_current = {"task": 0, "cancel_fd": -1, "cancelled": set(), "warming": False}
+_current = {"task": 0, "cancel_fd": -1, "cancelled": set(), "warming": False, "warm": False}
 
 
 def _drain_cancels() -> None:
@@ -102,31 +115,42 @@ def _warm_up() -> None:
     (numpy's and the engine's), which would otherwise land on the first knob change."""
     from .compute import history_run
 
+    if _current["warm"]:  # forked from the server, which has run it
+        return
     try:
         history_run("numa02", "2s-ivb-40", "6.12", "profile", 2, [0], workload_options={"size_bytes": 64 << 20, "loops": 50})
     except Exception:  # noqa: BLE001 - only a warm-up
         pass
+    _current["warm"] = True
 
 
-def _serve(task_fd: int, reply_fd: int, cancel_fd: int, parent_pid: int, parent_start, pdeathsig: bool) -> None:
-    """A worker's loop: receive ``(tid, fn, args, kwargs)``, send ``(tid, status, value, cpu)``."""
+def _preloaded() -> tuple[bool, bool]:
+    """(every :data:`PRELOAD` module imported, warm-up run) in this process (a test's task)."""
+    import sys
+
+    return all(m in sys.modules for m in PRELOAD), bool(_current["warm"])
+
+
+def _serve(task_fd: int, reply_fd: int, cancel_fd: int, parent_pid: int, parent_start) -> None:
+    """A worker's loop: receive ``(tid, fn, args, kwargs)``, send ``(tid, status, value, cpu)``.
+
+    Called in a child of the fork server with its three pipe ends (the server has set the
+    child's PR_SET_PDEATHSIG); imports and warm-up are no-ops there (the server did them). A
+    thread watches ``parent_pid``, the process the pool belongs to."""
     import importlib
 
-    from ..sweeps import executors
+    from .. import signals
 
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C / a kernel interrupt is the parent's
     except (OSError, ValueError):  # pragma: no cover
         pass
-    if pdeathsig:
-        executors._set_pdeathsig()
     start = tuple(parent_start) if parent_start else None
     if start is not None:
         start = (start[0].encode() if isinstance(start[0], str) else start[0], start[1])
-    if not executors.parent_alive(parent_pid, start):
+    if not signals.parent_alive(parent_pid, start):
         os._exit(1)
-    threading.Thread(target=executors._watch, args=(parent_pid, start), name="numalab-parent-watch",
-                     daemon=True).start()
+    signals.watch_parent(parent_pid, start)
     os.set_blocking(cancel_fd, False)
     _current["cancel_fd"] = cancel_fd
     signal.signal(signal.SIGUSR1, _on_cancel)
@@ -198,22 +222,41 @@ def _run_task(out, tid, fn, args, kwargs) -> None:
         out.send((tid, "error", NumalabError(f"{type(exc).__name__}: {exc}"), time.thread_time() - c0))
 
 
-def _stop(workers: list) -> None:
-    """Ask every worker to exit, then make sure it has (finalizer: no reference to the pool)."""
+def _worker_pid(w: dict, timeout: float = 0.0):
+    """A worker's pid, once the fork server has forked it (None before, within ``timeout`` s)."""
+    if w["pid"] is None:
+        w["pid"] = w["server"].pid(w["req"], timeout)
+    return w["pid"]
+
+
+def _stop(workers: list, timeout: float = 1.0) -> None:
+    """Ask every worker to exit, then make sure it has (finalizer: no reference to the pool).
+
+    A worker's exit closes its reply pipe; one that has not closed it within ``timeout`` s is
+    killed. One not forked yet reads the exit request (or its pipe's end) when it is."""
     for w in workers:
         try:
             w["tasks"].send(None)
         except (OSError, ValueError):
             pass
+    end = time.monotonic() + timeout
     for w in workers:
-        try:
-            w["proc"].wait(1.0)
-        except subprocess.TimeoutExpired:
-            w["proc"].kill()
-            w["proc"].wait(1.0)
+        pid = _worker_pid(w)
+        exited = pid is None
+        while not exited and w["conn"].poll(max(0.0, end - time.monotonic())):
+            try:
+                w["conn"].recv_bytes()  # a reply still in the pipe
+            except (EOFError, OSError):
+                exited = True
+        if not exited:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # pragma: no cover - exited meanwhile
+                pass
         for c in (w["tasks"], w["conn"]):
             c.close()
         os.close(w["cancel"])
+        w["server"].forget(w["req"])
     workers.clear()
 
 
@@ -264,25 +307,32 @@ class SeedPool:
                     old._lock.release()
 
     def _spawn(self) -> dict:
-        from ..sweeps.executors import _start_time
+        """Ask the fork server for a worker; returns at once (the worker's first task may be
+        written to its pipe before the server, still importing, has forked it)."""
+        from ..signals import process_start
 
         task_r, task_w = os.pipe()
         reply_r, reply_w = os.pipe()
         cancel_r, cancel_w = os.pipe()
-        start = _start_time(os.getpid())
+        start = process_start(os.getpid())
         start = [start[0].decode(), start[1]] if start else None
-        main = threading.current_thread() is threading.main_thread()
-        code = (f"import sys; sys.path[:0] = {json.dumps([p for p in sys.path if p])}; "
-                f"from numalab.widgets.pool import _serve; "
-                f"_serve({task_r}, {reply_w}, {cancel_r}, {os.getpid()}, {json.dumps(start)}, {main})")
         try:
-            proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=(task_r, reply_w, cancel_r),
-                                    stdin=subprocess.DEVNULL, close_fds=True)
+            for attempt in (0, 1):
+                server = fork_server(PRELOAD, WARM_UP)
+                try:
+                    req = server.spawn("numalab.widgets.pool:_serve", (task_r, reply_w, cancel_r),
+                                       (os.getpid(), start))
+                    break
+                except OSError:  # the server has died: start another, once
+                    server.close(0.1)
+                    if attempt:
+                        raise
         finally:
             for fd in (task_r, reply_w, cancel_r):
                 os.close(fd)
-        return {"proc": proc, "tasks": Connection(task_w, readable=False), "conn": Connection(reply_r, writable=False),
-                "cancel": cancel_w, "tid": None, "key": None, "ahead": False}
+        return {"server": server, "req": req, "pid": None, "tasks": Connection(task_w, readable=False),
+                "conn": Connection(reply_r, writable=False), "cancel": cancel_w, "tid": None, "key": None,
+                "ahead": False}
 
     def close(self) -> None:
         """Stop the workers (also done when the pool is garbage-collected or Python exits)."""
@@ -293,8 +343,9 @@ class SeedPool:
 
     @property
     def pids(self) -> list[int]:
-        """The workers' process ids."""
-        return [w["proc"].pid for w in self._workers]
+        """The workers' process ids (waits until the fork server has forked them)."""
+        with self._lock:
+            return [_worker_pid(w, 60.0) for w in self._workers]
 
     # ---- work
     def running_keys(self) -> list:
@@ -313,10 +364,7 @@ class SeedPool:
             for key, w in list(self._running.items()):
                 if key not in keys:
                     os.write(w["cancel"], struct.pack("<q", w["tid"]))
-                    try:
-                        os.kill(w["proc"].pid, signal.SIGUSR1)
-                    except ProcessLookupError:  # pragma: no cover - died; noticed by _collect
-                        pass
+                    self._signal(w)
                     del self._running[key]
                     w["key"] = None  # busy until its (cancelled) reply arrives
             seen = set(self._running)
@@ -347,9 +395,20 @@ class SeedPool:
                 w["ahead"] = False
                 try:
                     w["tasks"].send(("layouts", []))
-                    os.kill(w["proc"].pid, signal.SIGUSR1)
                 except (OSError, ValueError):  # pragma: no cover - noticed by _collect
-                    pass
+                    continue
+                self._signal(w)
+
+    @staticmethod
+    def _signal(w) -> None:
+        """SIGUSR1 to a worker: read the cancel pipe now. A worker not forked yet has nothing to
+        interrupt; it reads the pipe before its first task."""
+        pid = _worker_pid(w)
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGUSR1)
+            except ProcessLookupError:  # pragma: no cover - died; noticed by _collect
+                pass
 
     def pending(self, keys) -> set:
         """The keys of ``keys`` still queued or running."""
@@ -372,12 +431,29 @@ class SeedPool:
                 self._collect(poll)
 
     def _dispatch(self) -> None:
-        for w in self._workers:
-            if w["tid"] is None and self._queue:
-                key, fn, args, kwargs = self._queue.pop(0)
-                w["tid"], w["key"] = next(self._tids), key
-                w["tasks"].send((w["tid"], fn, args, kwargs))
-                self._running[key] = w
+        """Hand queued tasks to idle workers. A worker found dead while idle (its pipe broken:
+        killed, or the fork server it was forked from was) is replaced and the task, which
+        never started, goes to the new one."""
+        i = 0
+        while i < len(self._workers) and self._queue:
+            w = self._workers[i]
+            if w["tid"] is not None:
+                i += 1
+                continue
+            key, fn, args, kwargs = self._queue[0]
+            tid = next(self._tids)
+            try:
+                w["tasks"].send((tid, fn, args, kwargs))
+            except (BrokenPipeError, ConnectionResetError):
+                if w.get("fresh"):  # a new worker that cannot take it either: stop here
+                    raise
+                self._replace(w)
+                self._workers[i]["fresh"] = True
+                continue
+            self._queue.pop(0)
+            w["tid"], w["key"], w["fresh"] = tid, key, False
+            self._running[key] = w
+            i += 1
 
     def _collect(self, timeout: float) -> None:
         busy = {id(w["conn"]): w for w in self._workers if w["tid"] is not None}
@@ -415,11 +491,9 @@ class SeedPool:
         for c in (w["tasks"], w["conn"]):
             c.close()
         os.close(w["cancel"])
-        try:
-            code = w["proc"].wait(0.5)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            code = None
+        pid = _worker_pid(w)
+        w["server"].forget(w["req"])
         self._workers[i] = self._spawn()
         if key is None:
             return None  # it was cancelled anyway
-        return NumalabError(f"an explorer worker process exited (code {code}) while computing {key}")
+        return NumalabError(f"an explorer worker process (pid {pid}) exited while computing {key}")
