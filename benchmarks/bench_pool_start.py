@@ -15,7 +15,9 @@ another, as re-running a notebook cell does, and times each from ``start()`` unt
 has answered a first (empty) task: a worker's imports and warm-up engine run included. The CPU
 seconds are those of the whole process tree (``RUSAGE_CHILDREN`` of this driver once the
 process has exited: each process is reaped by the one that started it, so the workers' time
-reaches the driver through the process or the fork server).
+reaches the driver through the process or the fork server). They are printed for the
+explorers only: multiprocessing's forkserver is never waited for by the sweep's process, so its
+workers' time does not reach the driver.
 """
 
 from __future__ import annotations
@@ -99,15 +101,17 @@ def main(argv=None) -> int:
                         t, cpu = run(tree, w, script)
                         rows.setdefault((kind, w, name), []).append((t, cpu))
                         print(f"{kind} workers={w} round {r + 1} {name}: first {t[0]:.2f} s, then {t[1]:.2f} s, "
-                              f"{t[2]:.2f} s; {cpu:.1f} CPU s", flush=True)
+                              f"{t[2]:.2f} s" + (f"; {cpu:.1f} CPU s" if kind == "explorers" else ""), flush=True)
         for kind in what:
-            print(f"\n{kind}\n| workers | first, old | new | later, old | new | CPU s, old | new |\n"
-                  "|---|---|---|---|---|---|---|")
+            cpu_head = " CPU s, old | new |" if kind == "explorers" else ""
+            print(f"\n{kind}\n| workers | first, old | new | later, old | new |{cpu_head}\n"
+                  "|---|---|---|---|---|" + ("---|---|" if cpu_head else ""))
             for w in sorted({w for k, w, _ in rows if k == kind}):
                 o, n = rows[(kind, w, "old")], rows[(kind, w, "new")]
                 cells = [_range([t[0] for t, _ in x]) + " s" for x in (o, n)]
                 cells += [_range([v for t, _ in x for v in t[1:]]) + " s" for x in (o, n)]
-                cells += [_range([c for _, c in x]) for x in (o, n)]
+                if kind == "explorers":
+                    cells += [_range([c for _, c in x]) for x in (o, n)]
                 print(f"| {w} | " + " | ".join(cells) + " |")
     finally:
         for script, _ in scripts.values():
