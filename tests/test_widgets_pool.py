@@ -35,6 +35,17 @@ def _alive(pid: int) -> bool:
     return False
 
 
+@pytest.fixture
+def pool2():
+    """A 2-worker pool and the dict its results are stored in; closed after the test."""
+    got = {}
+    pool = P.SeedPool(lambda k, v: got.__setitem__(k, v), 2).start()
+    try:
+        yield pool, got
+    finally:
+        pool.close()
+
+
 def test_pooled_explorer_shows_the_pure_functions_numbers():
     ex = W.HistoryExplorer(workload="numa02", topology="2s-ivb-40", history=4, threads=2, seeds=3,
                            workload_options=SMALL, live=True, workers=2)
@@ -68,43 +79,35 @@ def test_preliminary_answer_is_labelled():
         ex.pool.close()
 
 
-def test_a_new_plan_cancels_a_running_task_mid_call():
-    got = {}
-    pool = P.SeedPool(lambda k, v: got.__setitem__(k, v), 2).start()
-    try:
-        pool.plan([("warm", time.sleep, (0.0,), {})])
-        pool.wait(["warm"], poll=0.05)
-        pids = pool.pids
-        pool.plan([("long", time.sleep, (60.0,), {})])
-        time.sleep(0.3)
-        t0 = time.monotonic()
-        pool.plan([("short", abs, (-3,), {})])  # "long" is not in the new plan: cancelled
-        pool.wait(["short"])
-        deadline = time.monotonic() + 30
-        while pool.cancelled < 1 and time.monotonic() < deadline:
-            pool._collect(0.1)
-        assert pool.cancelled == 1 and got == {"warm": None, "short": 3} and "long" not in got
-        assert time.monotonic() - t0 < 30 and pool.pids == pids  # the worker lives on, warm
-        pool.plan([("again", abs, (-4,), {})])
-        pool.wait(["again"])
-        assert got["again"] == 4
-    finally:
-        pool.close()
+def test_a_new_plan_cancels_a_running_task_mid_call(pool2):
+    pool, got = pool2
+    pool.plan([("warm", time.sleep, (0.0,), {})])
+    pool.wait(["warm"], poll=0.05)
+    pids = pool.pids
+    pool.plan([("long", time.sleep, (60.0,), {})])
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    pool.plan([("short", abs, (-3,), {})])  # "long" is not in the new plan: cancelled
+    pool.wait(["short"])
+    deadline = time.monotonic() + 30
+    while pool.cancelled < 1 and time.monotonic() < deadline:
+        pool._collect(0.1)
+    assert pool.cancelled == 1 and got == {"warm": None, "short": 3} and "long" not in got
+    assert time.monotonic() - t0 < 30 and pool.pids == pids  # the worker lives on, warm
+    pool.plan([("again", abs, (-4,), {})])
+    pool.wait(["again"])
+    assert got["again"] == 4
 
 
-def test_a_task_error_reaches_the_caller_and_the_worker_survives():
-    got = {}
-    pool = P.SeedPool(lambda k, v: got.__setitem__(k, v), 2).start()
-    try:
-        pool.plan([("bad", W.history_policy, ("no-such-profile", "profile"), {})])
-        with pytest.raises(Exception, match="no-such-profile"):
-            pool.wait(["bad"])
-        pids = pool.pids
-        pool.plan([("ok", abs, (-1,), {})])
-        pool.wait(["ok"])
-        assert got == {"ok": 1} and pool.pids == pids
-    finally:
-        pool.close()
+def test_a_task_error_reaches_the_caller_and_the_worker_survives(pool2):
+    pool, got = pool2
+    pool.plan([("bad", W.history_policy, ("no-such-profile", "profile"), {})])
+    with pytest.raises(Exception, match="no-such-profile"):
+        pool.wait(["bad"])
+    pids = pool.pids
+    pool.plan([("ok", abs, (-1,), {})])
+    pool.wait(["ok"])
+    assert got == {"ok": 1} and pool.pids == pids
 
 
 def test_workers_die_with_their_parent(tmp_path):
@@ -202,48 +205,40 @@ def test_workers_are_forked_from_one_warm_server_per_process():
             p.close()
 
 
-def test_a_killed_worker_is_reported_and_replaced():
-    got = {}
-    pool = P.SeedPool(lambda k, v: got.__setitem__(k, v), 2).start()
-    try:
-        pool.plan([("long", time.sleep, (600.0,), {})])
-        deadline = time.monotonic() + 60
-        while not pool.running_keys() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        w = pool._running["long"]
-        victim = P._worker_pid(w, 60.0)
-        time.sleep(0.2)
-        os.kill(victim, 9)
-        with pytest.raises(P.NumalabError, match=rf"pid {victim}\) exited while computing long"):
-            pool.wait(["long"])
-        pool.plan([("after", abs, (-5,), {}), ("other", abs, (-6,), {})])
-        pool.wait(["after", "other"])
-        assert got == {"after": 5, "other": 6} and victim not in pool.pids and len(pool.pids) == 2
-    finally:
-        pool.close()
+def test_a_killed_worker_is_reported_and_replaced(pool2):
+    pool, got = pool2
+    pool.plan([("long", time.sleep, (600.0,), {})])
+    deadline = time.monotonic() + 60
+    while not pool.running_keys() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    w = pool._running["long"]
+    victim = P._worker_pid(w, 60.0)
+    time.sleep(0.2)
+    os.kill(victim, 9)
+    with pytest.raises(P.NumalabError, match=rf"pid {victim}\) exited while computing long"):
+        pool.wait(["long"])
+    pool.plan([("after", abs, (-5,), {}), ("other", abs, (-6,), {})])
+    pool.wait(["after", "other"])
+    assert got == {"after": 5, "other": 6} and victim not in pool.pids and len(pool.pids) == 2
 
 
-def test_workers_of_a_killed_fork_server_are_replaced_by_a_new_one():
+def test_workers_of_a_killed_fork_server_are_replaced_by_a_new_one(pool2):
     from numalab.widgets.forks import fork_server
 
-    got = {}
-    pool = P.SeedPool(lambda k, v: got.__setitem__(k, v), 2).start()
-    try:
-        old = fork_server(P.PRELOAD, P.WARM_UP)
-        pids = pool.pids
-        old.proc.kill()  # its idle workers die with it (PR_SET_PDEATHSIG)
-        old.proc.wait(10)
-        deadline = time.monotonic() + 15
-        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(_alive(p) for p in pids)
-        pool.plan([("x", abs, (-7,), {}), ("y", abs, (-8,), {})])  # never started: not lost
-        pool.wait(["x", "y"])
-        new = fork_server(P.PRELOAD, P.WARM_UP)
-        assert got == {"x": 7, "y": 8} and new is not old and new.alive()
-        assert {_ppid(p) for p in pool.pids} == {new.proc.pid}
-    finally:
-        pool.close()
+    pool, got = pool2
+    old = fork_server(P.PRELOAD, P.WARM_UP)
+    pids = pool.pids
+    old.proc.kill()  # its idle workers die with it (PR_SET_PDEATHSIG)
+    old.proc.wait(10)
+    deadline = time.monotonic() + 15
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
+    pool.plan([("x", abs, (-7,), {}), ("y", abs, (-8,), {})])  # never started: not lost
+    pool.wait(["x", "y"])
+    new = fork_server(P.PRELOAD, P.WARM_UP)
+    assert got == {"x": 7, "y": 8} and new is not old and new.alive()
+    assert {_ppid(p) for p in pool.pids} == {new.proc.pid}
 
 
 def test_the_fork_server_never_outlives_its_process():
