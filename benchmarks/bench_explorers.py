@@ -7,8 +7,10 @@ change to the new summary + PNG being set on the widgets, rendering included).
 
 Views measured (the defaults of the explorers, full size), once the opening view is on screen
 (the time to it is printed first: imports, worker processes starting, the first runs), each
-main knob moved once uncached (computing ahead off), then cached and computed-ahead cases, and
-last a FutexExplorer whose knob moves while its opening view still computes:
+main knob moved once uncached (computing ahead off), then cached and computed-ahead cases, a
+second HistoryExplorer built in the same process (a re-run cell: its opening view, with workers
+forked from the process's warmed server), and last a FutexExplorer whose knob moves while its
+opening view still computes:
 
 * ``HistoryExplorer()``: numa01_THREAD_ALLOC on 2s-128 (2 x 64 threads, 3 GiB per process),
   v6.12 against v6.12 with N = 8, 8 seeds; its engine calls run on the explorer's worker
@@ -100,6 +102,11 @@ def bench_history():
     time.sleep(8)  # idle: the workers build the layouts one topology / workload change away
     _measure(ex, "topology 4s-144 -> 2s-224-spr, layout built ahead: two new policies", topology="2s-224-spr")
     ex.prefetch_enabled = False
+    # the cell run again: a new explorer (its own cache) whose workers fork from the process's
+    # warmed server instead of importing
+    t0 = time.perf_counter()
+    again = HistoryExplorer(live=True)
+    _opened(again, t0, "HistoryExplorer() again in the same process (a re-run cell)")
 
 
 def bench_futex():
