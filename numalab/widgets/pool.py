@@ -145,12 +145,9 @@ def _serve(task_fd: int, reply_fd: int, cancel_fd: int, parent_pid: int, parent_
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C / a kernel interrupt is the parent's
     except (OSError, ValueError):  # pragma: no cover
         pass
-    start = tuple(parent_start) if parent_start else None
-    if start is not None:
-        start = (start[0].encode() if isinstance(start[0], str) else start[0], start[1])
-    if not signals.parent_alive(parent_pid, start):
+    if not signals.parent_alive(parent_pid, parent_start):
         os._exit(1)
-    signals.watch_parent(parent_pid, start)
+    signals.watch_parent(parent_pid, parent_start)
     os.set_blocking(cancel_fd, False)
     _current["cancel_fd"] = cancel_fd
     signal.signal(signal.SIGUSR1, _on_cancel)
@@ -314,8 +311,7 @@ class SeedPool:
         task_r, task_w = os.pipe()
         reply_r, reply_w = os.pipe()
         cancel_r, cancel_w = os.pipe()
-        start = process_start(os.getpid())
-        start = [start[0].decode(), start[1]] if start else None
+        start = process_start(os.getpid())  # pickled to the server as it is
         try:
             for attempt in (0, 1):
                 server = fork_server(PRELOAD, WARM_UP)
@@ -434,7 +430,7 @@ class SeedPool:
         """Hand queued tasks to idle workers. A worker found dead while idle (its pipe broken:
         killed, or the fork server it was forked from was) is replaced and the task, which
         never started, goes to the new one."""
-        i = 0
+        i, replaced = 0, set()
         while i < len(self._workers) and self._queue:
             w = self._workers[i]
             if w["tid"] is not None:
@@ -445,13 +441,13 @@ class SeedPool:
             try:
                 w["tasks"].send((tid, fn, args, kwargs))
             except (BrokenPipeError, ConnectionResetError):
-                if w.get("fresh"):  # a new worker that cannot take it either: stop here
+                if i in replaced:  # a new worker that cannot take it either: stop here
                     raise
                 self._replace(w)
-                self._workers[i]["fresh"] = True
+                replaced.add(i)
                 continue
             self._queue.pop(0)
-            w["tid"], w["key"], w["fresh"] = tid, key, False
+            w["tid"], w["key"] = tid, key
             self._running[key] = w
             i += 1
 
