@@ -199,18 +199,23 @@ class Protected:
 
 @dataclass
 class Counters:
-    """Per replica: ``events`` (name -> int64 (R,), the table of :mod:`numalab.counters`),
+    """Per replica: ``events`` (name -> int64 (R,), the table of :mod:`numalab.counters`; views
+    of the columns of ``table``, (R, counters) in :data:`numalab.counters.COUNTER_NAMES` order),
     ``reasons`` ((R, len(REASONS)) int64 VMA visits per decision), ``syst`` (float s of kernel
     CPU time)."""
 
     events: dict
     reasons: np.ndarray
     syst: np.ndarray
+    table: np.ndarray | None = None
 
     @classmethod
     def zeros(cls, R, nreasons, syst0):
-        return cls(events={k: np.zeros(R, dtype=np.int64) for k in COUNTER_NAMES},
-                   reasons=np.zeros((R, nreasons), dtype=np.int64), syst=np.full(R, syst0))
+        # one (R, counters) table; ``events`` holds its columns as views (the compiled engine
+        # writes the table, the numpy phases the columns: the same memory)
+        table = np.zeros((R, len(COUNTER_NAMES)), dtype=np.int64)
+        return cls(events={k: table[:, i] for i, k in enumerate(COUNTER_NAMES)},
+                   reasons=np.zeros((R, nreasons), dtype=np.int64), syst=np.full(R, syst0), table=table)
 
 
 @dataclass

@@ -18,24 +18,13 @@ its weight says so.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
+
+from ..jit import available
 
 __all__ = ["available", "run_events"]
 
 _KERNEL = None
-
-
-def available() -> bool:
-    """True when numba imports and ``NUMALAB_JIT`` is not ``0``."""
-    if os.environ.get("NUMALAB_JIT", "1") == "0":
-        return False
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _compile():

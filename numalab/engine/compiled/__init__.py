@@ -1,0 +1,40 @@
+"""The NUMA-balancing engine's step, compiled with numba (optional; ``pip install 'numalab[fast]'``).
+
+The numpy engine (:class:`numalab.engine.Batch`) advances every replica of a batch by one step
+per round of numpy calls; a step costs the fixed overhead of hundreds of small array
+operations, whatever the batch (docs/engine.md, "Scaling"). This package takes the same steps
+replica by replica in scalar code compiled by numba, in the same order of floating-point
+operations (:mod:`.numsum`), on the batch's own arrays (:mod:`.state`): the results are
+bit-identical, and the numpy engine stays the oracle and the fallback
+(``tests/test_compiled_engine.py``).
+
+Modules, one per phase of :meth:`numalab.engine.Batch.step`, each naming the numpy module it
+mirrors: :mod:`.progress` (progress.py and costs.progress_rates), :mod:`.scan` (scan.py,
+history_stats.py) with :mod:`.decide` (the policy's decision chain), :mod:`.detect` (which
+protected regions fault and who takes the fault: faults.py's clocks), :mod:`.handle`
+(faults.py's do_numa_page / task_numa_fault, groups.py, placement.py, scan_period.py,
+balance.py), and :mod:`.loop` (the step and the run).
+
+:func:`available` says whether the compiled engine can run at all (numba imports,
+``NUMALAB_JIT`` is not ``0``), :func:`unsupported` why it cannot run one batch (a tracer, a
+user rule or an adaptive history: the numpy engine runs those).
+"""
+
+from __future__ import annotations
+
+from ...jit import available
+
+__all__ = ["available", "unsupported"]
+
+
+def unsupported(b) -> str | None:
+    """Why the compiled engine cannot run batch ``b`` (None: it can)."""
+    if b.tracer is not None:
+        return "a tracer observes the run"
+    if b.pol.decisions.user_rules:
+        return "the policy has a user rule"
+    if b.pol.adapt is not None:
+        return "the policy has an adaptive history"
+    if any(sel is None for sel in b.lay.mm_vsel):
+        return "a process's VMAs are not contiguous"
+    return None
