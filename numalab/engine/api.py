@@ -29,11 +29,14 @@ def engine_options(options: dict) -> EngineOptions:
     return EngineOptions.coerce({k: v for k, v in options.items() if k not in ("costs", "topology")})
 
 
-def make_batch(wl: Workload, policy: Policy, seeds, *, layout: Layout | None = None, **options) -> Batch:
+def make_batch(wl: Workload, policy: Policy, seeds, *, layout: Layout | None = None, kernel: str = "auto",
+               **options) -> Batch:
     """One policy over ``seeds`` as one batch, set up but not run (options checked).
     ``seeds``: a count or a list of ints >= 0; unlike :func:`simulate`, a list may repeat a
     seed (identical replicas, e.g. to time a batch whose events all line up).
-    ``layout``: the workload's static arrays when already built for these options."""
+    ``layout``: the workload's static arrays when already built for these options.
+    ``kernel``: the engine that runs it (:attr:`numalab.engine.Batch.kernel`; the results are
+    the same)."""
     opts = engine_options(options)
     if isinstance(seeds, numbers.Integral) and not isinstance(seeds, bool):
         seeds = check_seeds(seeds)
@@ -42,7 +45,7 @@ def make_batch(wl: Workload, policy: Policy, seeds, *, layout: Layout | None = N
     pol = coerce_policies(policy)[0]
     _check_cost(wl, [pol], seeds, opts)
     lay = Layout(wl, opts) if layout is None else layout
-    return Batch(lay, pol, seeds, opts, Costs.coerce(options.get("costs")))
+    return Batch(lay, pol, seeds, opts, Costs.coerce(options.get("costs")), kernel=kernel)
 
 
 def _check_cost(wl, pols, seeds, opts: EngineOptions) -> None:
@@ -96,7 +99,7 @@ def coerce_policies(policies) -> list[Policy]:
 
 
 def simulate(workload, policies, seeds=8, *, dt=DEFAULTS["dt"], time_resolution=DEFAULTS["time_resolution"],
-             max_time=DEFAULTS["max_time"], costs=None, topology="2s-128", **options):
+             max_time=DEFAULTS["max_time"], costs=None, topology="2s-128", kernel="auto", **options):
     """Simulate ``workload`` under each of ``policies`` for each seed.
 
     Parameters
@@ -109,6 +112,9 @@ def simulate(workload, policies, seeds=8, *, dt=DEFAULTS["dt"], time_resolution=
     time_resolution : seconds between time-series samples.
     max_time : give up after this many simulated seconds (``finished`` = 0).
     costs : :class:`numalab.costs.Costs` or a dict of overrides.
+    kernel : "auto" (the compiled steps of :mod:`numalab.engine.compiled` when numba is
+        installed and the policy allows them, else numpy's), "numpy" or "numba": which engine
+        takes the steps. The results are bit-identical; the compiled one is faster.
     **options : the other fields of :class:`numalab.engine.EngineOptions` (``EngineOptions.describe()``
         lists them with bounds and docs): the sysctls ``scan_delay_ms``, ``scan_period_min_ms``,
         ``scan_period_max_ms``, ``scan_size_mb``; ``lb_migrate_hz`` (:data:`LB_MIGRATE_HZ`);
@@ -127,5 +133,5 @@ def simulate(workload, policies, seeds=8, *, dt=DEFAULTS["dt"], time_resolution=
     opts = EngineOptions.coerce(dict(options, dt=dt, time_resolution=time_resolution, max_time=max_time))
     _check_cost(wl, pols, seeds, opts)
     lay = Layout(wl, opts)                      # once for every policy
-    batches = [Batch(lay, p, seeds, opts, costs).run() for p in pols]
+    batches = [Batch(lay, p, seeds, opts, costs, kernel=kernel).run() for p in pols]
     return to_dataset(wl, pols, seeds, batches, opts.to_dict(), costs)

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import history as hist
 from ..adaptive import hooks_for
-from ..errors import NumalabValueError, check_int
+from ..errors import NumalabValueError, check_choice, check_int
 from ..workloads import PH_DONE, PH_INIT, PH_LOOP, PH_WAIT
 from . import balance, faults, memory, observe, placement, progress, quiet, scan
 from .layout import Layout
@@ -35,6 +35,8 @@ from .state import (PID_UNSET, Counters, Draws, MmNuma, NumaGroups, Observations
 __all__ = ["Batch", "draws", "DRAW_BLOCK"]
 
 DRAW_BLOCK = 32            # steps of random numbers drawn per Generator call (same stream)
+#: the engines a batch can run on (Batch.kernel)
+KERNELS = ("auto", "numpy", "numba")
 SERIES = ("pages_node", "local_fraction", "scan_period", "faults", "converged_fraction")
 
 
@@ -47,8 +49,11 @@ class Batch:
     (:mod:`.state`): ``tasks``, ``numa``, ``groups``, ``mm``, ``vmas``, ``regions``, ``prot``,
     ``counters``, ``outcome``, ``rates``, ``obs``, ``draw``. ``now`` is the clock (s)."""
 
-    def __init__(self, lay: Layout, policy, seeds, opts, costs):
+    def __init__(self, lay: Layout, policy, seeds, opts, costs, kernel: str = "auto"):
         self.lay, self.wl, self.topo = lay, lay.wl, lay.topo
+        # "auto": the compiled steps (numalab.engine.compiled) when numba is there and the batch
+        # allows them, else numpy's; "numpy": numpy's (the oracle); "numba": compiled or an error
+        self.kernel = check_choice("kernel", kernel, KERNELS)
         self.pol, self.o, self.costs = policy, opts, costs
         self.rule = hooks_for(policy.adapt, policy.decisions)          # chosen once: no rule-name tests per scan
         self.seeds = list(seeds)
@@ -201,9 +206,26 @@ class Batch:
         if self.o.check_invariants and self.steps % 20 == 0:
             observe.check_invariants(self)
 
+    def compiled(self) -> bool:
+        """Whether :meth:`run` takes the compiled steps (:mod:`numalab.engine.compiled`): kernel
+        "auto" when numba imports (and ``NUMALAB_JIT`` is not 0) and the batch has no tracer, user
+        rule or adaptive history; kernel "numba" requires it."""
+        if self.kernel == "numpy":
+            return False
+        from . import compiled
+        why = "numba is not installed (pip install 'numalab[fast]') or NUMALAB_JIT=0" \
+            if not compiled.available() else compiled.unsupported(self)
+        if why is not None and self.kernel == "numba":
+            raise NumalabValueError(f"kernel='numba' cannot run this batch: {why}; allowed: kernel='auto' or 'numpy'")
+        return why is None
+
     def run(self):
         """Step until every replica is done or ``max_time``; sample every ``time_resolution``.
-        Stretches of quiet steps (:mod:`.quiet`) are taken in one go, with the same result."""
+        Stretches of quiet steps (:mod:`.quiet`) are taken in one go, with the same result; with
+        the compiled steps (:meth:`compiled`) every step is taken, compiled, with the same result."""
+        if self.steps == 0 and self.compiled():
+            from .compiled.loop import run
+            return run(self)
         res = self.o.time_resolution
         next_sample = 0.0
         # a stretch is looked for after a step that took no fault and protected nothing (the

@@ -1,0 +1,124 @@
+"""The compiled step and run: :meth:`numalab.engine.Batch.step` and :meth:`~numalab.engine.Batch.run`
+with the phases of this package.
+
+:func:`step` is the kernel's order of events, one phase call per mechanism, as in the numpy
+engine. :func:`advance` takes every replica through the steps of one call (up to the next
+time-series sample), replica after replica: replicas are independent, so the order in which
+their steps are taken does not change a number. :func:`run` is the run loop around it, in
+Python: the samples, the invariants and the draws stay numpy's own code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..observe import check_invariants, sample
+from ._nb import jit
+from .decide import pack_policy
+from .detect import detect_faults
+from .handle import handle_faults, lb_moves, numa_migrate_preferred
+from .progress import begin_step, end_step, run_threads
+from .scan import scan_trigger
+from .state import make_scratch, pack_layout, pack_state
+
+__all__ = ["step", "advance", "run"]
+
+#: the numpy run loop checks the invariants every this many steps (Batch.end_step)
+INVARIANT_STEPS = 20
+
+
+@jit
+def step(L, Q, S, X, r, k):
+    """Step ``k`` of replica ``r``: the order of events of :meth:`numalab.engine.Batch.step`."""
+    begin_step(L, Q, S, X, r, k)
+    run_threads(L, Q, S, X, r, k)             # threads run and write; kernel debt paid
+    scan_trigger(L, Q, S, X, r, k)            # task_tick_numa -> task_numa_work
+    detect_faults(L, Q, S, X, r, k)           # which PROT_NONE regions are touched, by whom
+    handle_faults(L, Q, S, X, r, k)           # do_numa_page -> migrate -> task_numa_fault
+    numa_migrate_preferred(L, Q, S, X, r, k)  # moves and swaps to the preferred node
+    lb_moves(L, Q, S, X, r, k)                # the load balancer's cross-node pulls
+    end_step(L, Q, S, X, r, k)                # the run's end
+
+
+@jit
+def advance(L, Q, S, X):
+    """Take every replica through the call's steps; returns how many steps the batch took.
+
+    The numpy run loop stops stepping when every replica is done, and steps a finished replica
+    (whose threads no longer run) as long as another one runs. So each replica is first taken
+    up to its end or the call's last step; if all are then done, the batch stopped at the
+    latest of those ends, and the replicas that finished earlier take the steps up to it."""
+    R = S.done.shape[0]
+    steps = X.times.shape[0] - 1
+    at = np.zeros(R, dtype=np.int64)
+    for r in range(R):
+        k = 0
+        while k < steps and not S.done[r]:
+            step(L, Q, S, X, r, k)
+            k += 1
+        at[r] = k
+    stop = steps
+    if S.done.all():
+        stop = at.max()
+    for r in range(R):
+        for k in range(at[r], stop):
+            step(L, Q, S, X, r, k)
+    return stop
+
+
+def _coming_times(b, next_sample):
+    """The clock at the start of each coming step and after the last: up to the first step end
+    at which the numpy run loop samples or stops (its clock adds ``dt`` step after step)."""
+    times = [b.now]
+    t, stop, dt, max_time = b.now, next_sample - 1e-9, b.dt, b.o.max_time
+    while True:
+        t = t + dt
+        times.append(t)
+        if t >= stop or t >= max_time:
+            return times
+
+
+def _sync(b):
+    """After a compiled call: the numpy engine's caches of the state it changed are dropped, and
+    the PROT_NONE index is rebuilt from the regions (the invariants read it)."""
+    b.prot.replace(np.flatnonzero(b.regions.prot_none.ravel()), b.lay, b.regions.thresh)
+    b.groups.stats = None
+    b.groups.node_sums = None
+    b.rates.step_local = None
+
+
+def run(b):
+    """:meth:`numalab.engine.Batch.run` with compiled steps: the same samples at the same
+    times, the same draws (each replica's Generator yields one step's uniforms per step), the
+    same end."""
+    if b.draw.block is not None or b.steps:
+        raise ValueError("the compiled engine runs a batch from its start")
+    L, Q = pack_layout(b), pack_policy(b)
+    S = pack_state(b)
+    res = b.o.time_resolution
+    next_sample = 0.0
+    while np.count_nonzero(b.outcome.done) < b.outcome.done.size:
+        if b.now >= next_sample - 1e-9:
+            sample(b)
+            next_sample += res
+        if b.now >= b.o.max_time:
+            break
+        times = _coming_times(b, next_sample)
+        X = make_scratch(b, times)
+        for i, g in enumerate(b.rng):
+            g.random(out=X.draws[i])
+        before = b.steps
+        taken = int(advance(L, Q, S, X))
+        b.now = times[taken]
+        b.steps += taken
+        _sync(b)
+        if b.o.check_invariants and b.steps // INVARIANT_STEPS > before // INVARIANT_STEPS:
+            check_invariants(b)
+        if taken < len(times) - 1:
+            break
+    sample(b)
+    if b.o.check_invariants:
+        check_invariants(b)
+    b.outcome.finished = b.outcome.done.copy()
+    b.outcome.elsp = np.where(b.outcome.done, b.outcome.elsp, b.now)
+    return b
