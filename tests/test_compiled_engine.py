@@ -1,0 +1,97 @@
+"""The compiled engine (numalab.engine.compiled) gives the numpy engine's results bit for bit: on
+random small workloads (every profile, history lengths, the switches), on the built-in
+workloads at full size on every preset, in any batch, and it leaves to numpy the batches it
+cannot run (a tracer, a user rule, an adaptive history)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import numalab as nl
+from numalab.engine import make_batch
+from numalab.engine.compiled import available, unsupported
+from numalab.engine.compiled.state import ST_SOURCES, _get
+from numalab.errors import NumalabValueError
+
+from golden import digest
+from test_engine_reference import cases
+
+pytestmark = pytest.mark.skipif(not available(), reason="numba is not installed (pip install 'numalab[fast]')")
+
+
+def _run(wl, policy, seeds, kernel, **opts):
+    return make_batch(wl, policy, seeds, kernel=kernel, **opts).run()
+
+
+def assert_same_run(a, b):
+    """Every state array, the clock, the outcome and every time series sample equal."""
+    assert a.now == b.now and a.steps == b.steps
+    for name, path in ST_SOURCES:
+        x, y = np.asarray(_get(a, path)), np.asarray(_get(b, path))
+        assert x.dtype == y.dtype and x.shape == y.shape, name
+        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
+    assert np.array_equal(a.outcome.elsp, b.outcome.elsp, equal_nan=True)
+    assert np.array_equal(a.outcome.finished, b.outcome.finished)
+    assert a.obs.series_t == b.obs.series_t
+    for key, xs in a.obs.series.items():
+        ys = b.obs.series[key]
+        assert len(xs) == len(ys), key
+        for x, y in zip(xs, ys):
+            assert np.array_equal(x, y, equal_nan=True), key
+
+
+@settings(max_examples=150, deadline=None)
+@given(cases())
+def test_compiled_matches_numpy_on_random_small_runs(case):
+    wl, policy, seed, opts = case
+    if unsupported(make_batch(wl, policy, [seed], **opts)) is not None:
+        policy = nl.Policy.profile("6.12")          # a user rule: the numpy engine's own case
+    a = _run(wl, policy, [seed], "numpy", **opts)
+    b = _run(wl, policy, [seed], "numba", **opts)
+    assert b.compiled() and not a.compiled()
+    assert_same_run(a, b)
+
+
+def test_a_seed_is_the_same_in_any_batch():
+    wl = nl.workload("numa01_THREAD_ALLOC", nl.Topology.preset("2s-128"), threads=16, size_bytes=256 << 20, loops=30)
+    alone = _run(wl, "6.12", [5], "numba", max_time=40.0)
+    batch = _run(wl, "6.12", [3, 5, 9], "numba", max_time=40.0)
+    assert alone.elsp[0] == batch.elsp[1]
+    assert np.array_equal(alone.counters.table[0], batch.counters.table[1])
+    assert np.array_equal(alone.regions.node[0], batch.regions.node[1])
+
+
+FULL = [("numa01", "2s-224-spr", "6.12"), ("numa01", "8n-genoa-nps4", "rfc2023-p4"),
+        ("numa01_THREAD_ALLOC", "2s-128", "rfc2023-p5"), ("numa01_THREAD_ALLOC", "4s-144", "6.7"),
+        ("numa02", "2s-240", "rfc2024-pid-bits"), ("numa02_SMT", "2s-ivb-40", "rfc2023-p2"),
+        ("numa01", "2s-88-csl", "6.4"), ("numa02", "2s-128", "pre-6.4")]
+
+
+@pytest.mark.parametrize("name,preset,policy", FULL)
+def test_full_size_workloads_give_the_same_dataset(name, preset, policy):
+    """The Dataset (every variable and coordinate, as the golden test fingerprints them) of the
+    built-in workloads at full size, 2 seeds, the first 30 simulated seconds."""
+    wl = nl.workload(name, nl.Topology.preset(preset))
+    a = nl.simulate(wl, policy, seeds=[0, 1], max_time=30.0, kernel="numpy")
+    b = nl.simulate(wl, policy, seeds=[0, 1], max_time=30.0, kernel="numba")
+    assert digest(a) == digest(b)
+
+
+def test_the_numpy_engine_runs_what_the_compiled_one_cannot():
+    wl = nl.workload("numa02", nl.Topology.preset("2s-128"), threads=8, size_bytes=64 << 20)
+    adaptive = nl.Policy.profile("6.12", history="adaptive", adapt="span")
+    b = make_batch(wl, adaptive, [0], max_time=5.0)
+    assert unsupported(b) == "the policy has an adaptive history"
+    assert not b.compiled()
+    with pytest.raises(NumalabValueError, match="kernel='numba' cannot run this batch"):
+        make_batch(wl, adaptive, [0], kernel="numba", max_time=5.0).run()
+    with pytest.raises(NumalabValueError, match="kernel="):
+        make_batch(wl, "6.12", [0], kernel="fortran")
+
+
+def test_numalab_jit_0_turns_the_compiled_engine_off(monkeypatch):
+    wl = nl.workload("numa02", nl.Topology.preset("2s-128"), threads=8, size_bytes=64 << 20)
+    monkeypatch.setenv("NUMALAB_JIT", "0")
+    assert not make_batch(wl, "6.12", [0], max_time=5.0).compiled()
+    monkeypatch.delenv("NUMALAB_JIT")
+    assert make_batch(wl, "6.12", [0], max_time=5.0).compiled()
