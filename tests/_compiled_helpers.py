@@ -58,7 +58,10 @@ def _copy(b):
     """A deep copy of batch ``b`` that shares its read-only parts (layout, workload, policy)."""
     memo = {id(b.lay): b.lay, id(b.wl): b.wl, id(b.topo): b.topo, id(b.pol): b.pol, id(b.costs): b.costs,
             id(b.o): b.o, id(b.rule): b.rule}
-    return copy.deepcopy(b, memo)
+    out = copy.deepcopy(b, memo)
+    # deepcopy copies each counter column on its own: make them the copied table's views again
+    out.counters.events = {k: out.counters.table[:, i] for i, k in enumerate(out.counters.events)}
+    return out
 
 
 def _copy_ctx(ctx, memo=None):

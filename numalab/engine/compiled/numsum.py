@@ -17,6 +17,8 @@ Integer sums are exact in any order.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ._nb import jit
 
 __all__ = ["pairwise", "psum", "seqsum"]
@@ -25,36 +27,71 @@ PW_BLOCKSIZE = 128
 
 
 @jit
-def pairwise(a, lo, n):
-    """numpy's ``pairwise_sum`` of ``a[lo:lo + n]`` (1-D float array, any stride)."""
+def _block(a, lo, n):
+    """numpy's pairwise sum of a run of at most 128 elements: eight interleaved accumulators
+    (one by one below 8 elements)."""
     if n < 8:
         res = 0.0
         for i in range(lo, lo + n):
             res += a[i]
         return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    stop = n - (n % 8)
+    while i < stop:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@jit
+def pairwise(a, lo, n):
+    """numpy's ``pairwise_sum`` of ``a[lo:lo + n]`` (1-D float array, any stride): runs longer
+    than 128 split in two at a multiple of 8, each half summed the same way. Written as a
+    post-order walk of that split tree on an explicit stack, not as numpy's recursion: numba's
+    on-disk cache cannot reload a recursive function (numba issues #6061, #9129)."""
     if n <= PW_BLOCKSIZE:
-        r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-        r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-        i = 8
-        stop = n - (n % 8)
-        while i < stop:
-            r0 += a[lo + i]
-            r1 += a[lo + i + 1]
-            r2 += a[lo + i + 2]
-            r3 += a[lo + i + 3]
-            r4 += a[lo + i + 4]
-            r5 += a[lo + i + 5]
-            r6 += a[lo + i + 6]
-            r7 += a[lo + i + 7]
-            i += 8
-        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        while i < n:
-            res += a[lo + i]
-            i += 1
-        return res
-    n2 = n // 2
-    n2 -= n2 % 8
-    return pairwise(a, lo, n2) + pairwise(a, lo + n2, n - n2)
+        return _block(a, lo, n)
+    st_lo = np.empty(64, np.int64)
+    st_n = np.empty(64, np.int64)
+    st_state = np.empty(64, np.int64)
+    left = np.empty(64)                 # the left half's sum of each open split
+    sp = 0
+    st_lo[0], st_n[0], st_state[0] = lo, n, 0
+    res = 0.0
+    while sp >= 0:
+        nlo, nn, state = st_lo[sp], st_n[sp], st_state[sp]
+        if nn <= PW_BLOCKSIZE:
+            res = _block(a, nlo, nn)
+            sp -= 1
+            continue
+        n2 = nn // 2
+        n2 -= n2 % 8
+        if state == 0:                  # descend into the left half
+            st_state[sp] = 1
+            sp += 1
+            st_lo[sp], st_n[sp], st_state[sp] = nlo, n2, 0
+        elif state == 1:                # left half done: descend into the right half
+            left[sp] = res
+            st_state[sp] = 2
+            sp += 1
+            st_lo[sp], st_n[sp], st_state[sp] = nlo + n2, nn - n2, 0
+        else:                           # both halves done
+            res = left[sp] + res
+            sp -= 1
+    return res
 
 
 @jit

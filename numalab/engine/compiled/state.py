@@ -153,13 +153,22 @@ def _get(b, path):
     return obj
 
 
+def _readonly(a, dtype):
+    """A read-only C-contiguous view (or copy) of ``a`` as ``dtype``. numba types a read-only
+    array apart from a writable one, so every static array is read-only (a layout's own arrays
+    are, a hand-made workload's are not): one compiled engine for both."""
+    out = np.ascontiguousarray(a, dtype=dtype).view()
+    out.flags.writeable = False
+    return out
+
+
 def pack_layout(b) -> Lay:
     """The static named tuple of batch ``b`` (workload layout, topology, options, costs). Built
     once per batch; its arrays are the layout's own (read-only by convention)."""
     lay, wl, topo, o, c = b.lay, b.wl, b.topo, b.o, b.costs
-    i8 = lambda a: np.ascontiguousarray(a, dtype=np.int64)    # noqa: E731
-    f8 = lambda a: np.ascontiguousarray(a, dtype=np.float64)  # noqa: E731
-    bl = lambda a: np.ascontiguousarray(a, dtype=np.bool_)    # noqa: E731
+    i8 = lambda a: _readonly(a, np.int64)     # noqa: E731
+    f8 = lambda a: _readonly(a, np.float64)   # noqa: E731
+    bl = lambda a: _readonly(a, np.bool_)     # noqa: E731
     vfirst = np.zeros(lay.M + 1, dtype=np.int64)
     for m, vm in enumerate(lay.mm_vmas):
         if lay.mm_vsel[m] is None:
