@@ -130,7 +130,7 @@ def compare(make, cap=2000, limit=None, perturbed=False):
         assert_same_state(b_np, b_c, where=where)
         assert_same_context(ctx_np, X, where=where)
         seen = np.flatnonzero((b_np.counters.reasons - reasons0).sum(axis=0))
-        SEEN.update(REASONS[i] for i in seen)
+        SEEN.update(REASONS[c] for c in seen)
         scans += bool(seen.size)
     return scans
 

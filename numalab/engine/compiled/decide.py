@@ -24,8 +24,8 @@ from ...reasons import CODE
 from ._nb import jit
 from .state import Pol
 
-__all__ = ["pack_policy", "encode", "decide_vma", "unfiltered_reason", "inner", "popcount", "window_weight", "union_weight", "union_has",
-           "current_window_index", "rotate", "RULE_ID"]
+__all__ = ["pack_policy", "encode", "decide_vma", "unfiltered_reason", "inner", "popcount", "window_weight",
+           "union_weight", "union_has", "current_window_index", "rotate", "RULE_ID"]
 
 #: built-in rule name -> its id in ``Q.pre_rule`` / ``Q.acc_rule``
 RULE_ID = {"seq_completed": 1, "forced_one": 2, "early_passes": 3, "own_pid": 4, "hot": 5, "shared": 6,
@@ -55,7 +55,18 @@ inner = jit(no_cpython_wrapper=True, no_cfunc_wrapper=True)
 # ------------------------------------------------------------------------------ encoding
 def encode(policy) -> Pol:
     """The :data:`.state.Pol` of ``policy`` (no user rules, no adaptive history): its history,
-    its decision table by code and its chain (``policy.chain``) as rule ids, parameters, codes."""
+    its decision table by code and its chain (``policy.chain``) as rule ids, parameters, codes.
+
+    Fields: the history -- ``numab_state``, ``windows`` (W), ``words`` (width // 64), ``ring``
+    (rotation "ring"), ``width``, ``rotate_before_access``, ``forced_one`` (the v6.7 retry),
+    ``own_pid`` (history_stats counts PID tests only then); by int8 code (bool arrays) --
+    ``dec_allowed``, ``dec_pid_skip``, ``dec_before_test`` (decided before the PID test is
+    reached); the chain in test order -- ``pre_rule`` / ``pre_code`` / ``pre_allow`` and
+    ``acc_rule`` / ``acc_param`` / ``acc_code`` / ``acc_allow`` (:data:`RULE_ID`; ``acc_param``
+    is hot's and shared's threshold, early_passes' 1 for "vma", 0 for "mm"; ``early_vma`` the
+    same as a flag), ``has_fallback`` with ``fb_code`` / ``fb_refuse`` (disjoint_select /
+    disjoint_wait; without a fallback ``fb_code`` is pid_inactive, or unfiltered when no rule
+    is on, and ``fb_refuse`` -1); the fixed decisions' codes ``code_*``."""
     if policy.decisions.user_rules or policy.adapt is not None:
         raise ValueError(f"policy {policy.name!r} has a user rule or an adaptive history: the numpy engine runs it")
     ch, dec = policy.chain, policy.decisions

@@ -14,6 +14,10 @@ commits the tentative state of the VMAs the walk reaches. A VMA's decision reads
 ``numa_scan_offset``: :func:`walk` keeps them), and the walk changes no other VMA's numab state,
 so deciding each VMA when the walk reaches it -- and writing its state at once -- gives the same
 state (:func:`visit`). The numab state of VMAs the walk does not reach is left alone, as there.
+
+Only :func:`scan_trigger` (the phase) is callable from Python; the others are ``decide.inner``
+functions (no CPython wrapper: unboxing the named tuples in one costs seconds of compile time),
+for compiled callers.
 """
 
 from __future__ import annotations
