@@ -11,6 +11,7 @@ decision against ``numalab.policy.decide`` on random views for every profile.
 """
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -273,3 +274,21 @@ def test_encode_refuses_what_the_numpy_engine_runs():
         encode(Policy(history="adaptive"))
     Q = encode(Policy.profile("rfc2023-p5"))
     assert Q.acc_code[0] == CODE["hot"] and Q.ring and Q.windows == 4     # hot_first: hot is tested first
+
+
+def test_fault_clock_threshold_is_libm_exp1():
+    """arm_fault_clocks' ``-math.log1p(-u)`` in numba gives numalab.libm.exp1's bits (the C
+    library's log1p) over a million uniforms and the edges."""
+    from numalab import libm
+    from numalab.engine.compiled._nb import jit
+
+    @jit(cache=False)
+    def exp1(u):
+        out = np.empty_like(u)
+        for i in range(u.size):
+            out[i] = -math.log1p(-u[i])
+        return out
+
+    u = np.random.default_rng(7).random(1_000_000)
+    u[:5] = [0.0, 0.5, 5e-324, 1e-300, np.nextafter(1.0, 0.0)]
+    assert np.array_equal(exp1(u).view(np.int64), libm.exp1(u).view(np.int64))
