@@ -71,8 +71,9 @@ LAY_FIELDS = (
 )
 Lay = namedtuple("Lay", LAY_FIELDS)
 
-#: the policy: its history and (filled by :func:`numalab.engine.compiled.decide.encode`) its
-#: decision chain; a name listed here and not set by the encoder is an error at pack time
+#: the policy: its history and (filled by :func:`numalab.engine.compiled.decide.encode`, which
+#: documents each field) its decision chain; a name listed here and not set by the encoder is an
+#: error at pack time
 POL_FIELDS = (
     "numab_state", "windows", "words", "ring", "width", "rotate_before_access", "forced_one", "own_pid",
     # the decision table, by int8 code (numalab.reasons.Decisions)
@@ -81,6 +82,8 @@ POL_FIELDS = (
     "pre_rule", "pre_code", "pre_allow", "acc_rule", "acc_param", "acc_code", "acc_allow",
     "has_fallback", "fb_code", "fb_refuse", "early_vma", "code_scan_delay", "code_pid_inactive",
     "code_unfiltered", "code_unsuitable", "code_shared_ro", "code_inaccessible", "code_seq_completed",
+    # by code: decided before the PID test is reached (history_stats' pid_tests count the others)
+    "dec_before_test",
 )
 Pol = namedtuple("Pol", POL_FIELDS)
 
