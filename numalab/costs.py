@@ -197,8 +197,8 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
     frac : float (R, T, N) -- share of the thread's written bytes on each memory node.
     running : bool (R, T) -- thread is on a CPU (wants bandwidth).
     shared_init : bool (R, T) or None -- thread is in its process's shared init sweep
-        (module docstring; :func:`_coherent_rates`). None, or no such running thread: the
-        closed form.
+        (module docstring; :func:`_coherent_rates`). A replica with such a running thread takes
+        the coherent rates, the others (and all with None) the closed form.
     thread_mm : int (T,) -- the process of each thread (needed with ``shared_init``).
 
     Returns (R, T) float, 0 for threads not running. Reductions run over the node and thread
@@ -217,13 +217,28 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
     smt = np.where(k > 0, (k - sharing + sharing * costs.smt_share) / np.maximum(k, 1), 1.0)
     tbw = (topo.per_node("thread_bw_GBps") * 1e9).take(node_of_thread) * smt.take(at_node)   # (R, T)
     relt = rel.take(node_of_thread, axis=0)                  # (R, T, N)
+    coherent = None
     if shared_init is not None:
         init = shared_init & running
-        if init.any():
-            if thread_mm is None:
-                raise NumalabValueError("progress_rates: shared_init needs thread_mm (the process of each thread)")
+        # replica by replica: a replica's rates must not depend on the others of its batch
+        coherent = np.flatnonzero(init.any(axis=1))
+        if coherent.size and thread_mm is None:
+            raise NumalabValueError("progress_rates: shared_init needs thread_mm (the process of each thread)")
+        if coherent.size == R:
             return _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
                                    np.asarray(thread_mm))
+    out = _closed_form(costs, topo, node_of_thread, frac, running, tbw, relt, on, at_node)
+    if coherent is not None and coherent.size:
+        c = coherent
+        out[c] = _coherent_rates(costs, topo, node_of_thread[c], frac[c], running[c], tbw[c], relt[c], init[c],
+                                 np.asarray(thread_mm))
+    return out
+
+
+def _closed_form(costs, topo, node_of_thread, frac, running, tbw, relt, on, at_node):
+    """:func:`progress_rates` when no thread is in a shared init sweep: each thread's
+    unconstrained time per byte, slowed by its memory controllers' and links' saturation."""
+    R, T, N = frac.shape
     # A thread's time per byte adds its node terms node after node; each load is a sum over one
     # replica's threads (a C-contiguous row of T values per node, or per (cpu node, memory
     # node) pair, as one (R, T) row sum each would be)

@@ -15,7 +15,11 @@ init as coherence traffic), whose earlier fingerprints stay stored under
 ``.../init_coherence=False`` and are still met with that switch (and ``first_arrival``) off, and
 the three ``simulate/`` keys (first-arrival faults on swept regions, 0.4.0), whose earlier
 fingerprints stay stored under ``.../first_arrival=False``. Those older fingerprints predate the
-history-length counters, so only their own variables are compared.
+history-length counters, so only their own variables are compared. The ``local_fraction`` series
+of the two ``simulate/numa01_THREAD_ALLOC/2s-128`` keys was retaken once more when
+``costs.progress_rates`` stopped giving every replica of a refresh the coherent init rates as
+soon as one replica needed them (a seed's numbers depended on its batch; every other variable,
+per-run values included, unchanged).
 """
 
 from __future__ import annotations

@@ -55,22 +55,21 @@ def _positions(make, steps=STEPS):
     return sorted(p for p in pos if p >= 0)
 
 
-def _numpy_run_threads(b, ctx):
-    """progress.run_threads -- but where costs.progress_rates would take the coherent rates for
-    every dirty row because *some* dirty row has a running thread in a shared init (its
-    ``init.any()`` is over all rows), the dirty rows are refreshed one at a time first: that is
-    the numpy engine's result for each replica alone, which the compiled refresh (per replica)
-    gives. (Elsewhere numpy's refresh is batch-independent and runs as it is.)"""
+def _is_mixed(b):
+    """Whether the coming refresh of ``b`` has dirty replicas with and without running threads in
+    a shared init (numpy's costs.progress_rates then takes the coherent rates for some rows only)."""
     rows = np.flatnonzero(b.rates.dirty)
-    if b.o.init_coherence and rows.size > 1:
-        running = progress.running_mask(b)[rows] & ~b.outcome.done[rows][:, None]
-        init = ((b.tasks.phase[rows] == PH_INIT) & b.wl.init_bind[None, :] & running).any(axis=1)
-        if init.any() and not init.all():
-            MIXED.append(rows.tolist())
-            for r in rows:
-                b.rates.dirty[:] = False
-                b.rates.dirty[r] = True
-                progress.refresh(b)
+    if not b.o.init_coherence or rows.size < 2:
+        return False
+    running = progress.running_mask(b)[rows] & ~b.outcome.done[rows][:, None]
+    init = ((b.tasks.phase[rows] == PH_INIT) & b.wl.init_bind[None, :] & running).any(axis=1)
+    return bool(init.any() and not init.all())
+
+
+def _numpy_run_threads(b, ctx):
+    """progress.run_threads, noting in MIXED the refreshes that mix coherent and closed-form rows."""
+    if _is_mixed(b):
+        MIXED.append(np.flatnonzero(b.rates.dirty).tolist())
     progress.run_threads(b, ctx)
 
 
@@ -182,16 +181,20 @@ def test_run_threads_mixed_init_refresh():
     assert MIXED, "the case no longer has a mixed refresh: pick another"
 
 
-def test_numpy_refresh_is_batch_dependent():
-    """The known deviation, kept visible: numpy's costs.progress_rates takes the coherent fixed
-    point for every row it is given when any row has a running shared-init thread, so in step
-    MIXED_STEP of MIXED_CASE the replica without one gets other speeds than when run alone (and
-    than the compiled engine's). When numpy's refresh becomes per row, this test fails: then
-    drop _numpy_run_threads' one-row refreshes and this test."""
+def test_numpy_refresh_is_batch_independent():
+    """In step MIXED_STEP of MIXED_CASE one dirty replica has running shared-init threads and
+    the other not: numpy's refresh of both at once gives each the rates it gets alone (the
+    coherent fixed point is taken row by row; before, every row of such a refresh took it)."""
     (b1, c1, b2, c2), = before_phase(make_case(*MIXED_CASE), "run_threads", [MIXED_STEP])
+    assert _is_mixed(b1)
     progress.run_threads(b1, c1)
-    _numpy_run_threads(b2, c2)
-    assert not np.array_equal(b1.rates.speed, b2.rates.speed)
+    rows = np.flatnonzero(b2.rates.dirty)
+    for r in rows:                                     # each dirty replica refreshed alone
+        b2.rates.dirty[:] = False
+        b2.rates.dirty[r] = True
+        progress.refresh(b2)
+    progress.run_threads(b2, c2)
+    assert np.array_equal(b1.rates.speed, b2.rates.speed)
 
 
 def test_coherent_init_is_exercised():
