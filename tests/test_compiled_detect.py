@@ -145,6 +145,34 @@ def test_a_run_without_protection_changes_nothing():
         assert_same_state(b1, b2)
 
 
+def _arm_all(b, ctx, r, done):
+    """Every protected region of replica ``r`` past its threshold (threshold 0); ``done``: the
+    replica finished (and so runs no thread), as end_step and begin_step leave it."""
+    b.regions.thresh[r] = 0.0
+    b.prot.replace(b.prot.idx, b.lay, b.regions.thresh)
+    if done:
+        b.outcome.done[r] = True
+        ctx.running[r] = False
+
+
+@pytest.mark.parametrize("done", [False, True])
+def test_every_clock_past_its_threshold(done):
+    """All protected regions of replica 0 at threshold 0: every one of a touched fixed-rate
+    class faults at once (each picks its faulting entry), unless the replica finished."""
+    b = make_case(*CASES[3])                           # numa02: stacks and swept slices, two seeds
+    before = after = 0
+    clock = ~b.lay.cls_sweep[b.lay.region_class]       # regions of the hazard clock's classes
+    for b1, c1, b2, c2 in before_phase(b, "hinting_faults", range(105)):
+        if not np.count_nonzero(b1.regions.prot_none[0] & clock):
+            continue
+        for bb, cc in ((b1, c1), (b2, c2)):
+            _arm_all(bb, cc, 0, done)
+        before += int(np.count_nonzero(b1.regions.prot_none[0] & clock))
+        check_position(b1, c1, b2, c2, where=f"done={done}")
+        after += int(np.count_nonzero(b2.regions.prot_none[0] & clock))
+    assert before > 0 and (after == before if done else after < before)
+
+
 # ------------------------------------------------------------------------ random workloads
 @st.composite
 def matrix_cases(draw):
