@@ -13,21 +13,39 @@ over the replica's ``prot_none`` row runs the hazard clocks and lists the protec
 sweep classes (``X.sw_prot``). Most steps that list is empty and the sweeps are not looked at;
 otherwise each live sweep piece binary-searches the list for the regions of its swept window
 (``_first_crossings``' candidates), so a step costs O(NR + pieces * log(protected)).
+
+The sweep search reads the batch through the few arrays it needs (rows of replica ``r``), in a
+small named tuple (:data:`Sweep`) rather than ``L`` / ``S`` / ``X`` (hundreds of arrays), and its
+per-piece helper takes only scalars and the three arrays it writes: a call that is not inlined
+costs about a reference count update per array it passes. Only helpers of scalars are
+``inline="always"``: numba's own inlining of a function that takes arrays adds those updates to
+every call (the per-segment loop ran 100x slower), while LLVM inlines plain small calls itself.
 """
 
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 
 from ...workloads import PH_INIT, PH_LOOP, REGION_BYTES
 from ._nb import jit
 
-__all__ = ["detect_faults", "poisson_faults", "sweep_faults", "merge_faults"]
+__all__ = ["detect_faults", "poisson_faults", "sweep_faults", "merge_faults", "Sweep"]
 
 #: a region's size as the float ``_bytes_ahead`` multiplies by
 RB_FLOAT = float(REGION_BYTES)
+
+#: what the first-arrival search reads, for one replica: the sweep segments (Lay's ``seg_*``) and
+#: ``phase_bytes``; each thread's sweep before the step's progress (Scr's ``running``,
+#: ``phase0``, ``left0``, ``used_k`` rows) and after it (St's ``phase``, ``bytes_left``,
+#: ``speed``, ``sweep_phase`` rows); the protected regions of sweep classes and their first
+#: crossings (Scr's ``sw_prot``, ``sw_thread``, ``sw_when`` rows)
+Sweep = namedtuple("Sweep", (
+    "seg_thread", "seg_phase", "seg_lo", "seg_hi", "seg_sigma", "seg_range", "seg_region0", "seg_kfirst", "seg_klast",
+    "phase_bytes", "running", "phase0", "left0", "used_k", "phase", "bytes_left", "speed", "sweep_phase",
+    "sw_prot", "sw_thread", "sw_when"))
 
 
 # ------------------------------------------------------------------------ numpy's scalar ufuncs
@@ -69,14 +87,13 @@ def _np_min(x, y):
 
 # ------------------------------------------------------------------------ the hazard clock
 @jit
-def _faulting_entry(L, S, r, c, target):
-    """The access entry of class ``c`` whose cumulative-rate interval holds ``target``:
-    poisson_faults' count of the class's positions ``cls_start + 1 .. cls_end - 1`` of ``cum``
-    that are ``<= target`` (numpy's searchsorted written as a count)."""
-    a = L.cls_start[c]
+def _faulting_entry(cum, a, z, target):
+    """The access entry of a class (entries ``a .. z - 1``) whose cumulative-rate interval holds
+    ``target``: poisson_faults' count of the positions ``a + 1 .. z - 1`` of the replica's
+    ``cum`` that are ``<= target`` (numpy's searchsorted written as a count)."""
     e = a
-    for pos in range(a + 1, L.cls_end[c]):
-        if S.cum[r, pos] <= target:
+    for pos in range(a + 1, z):
+        if cum[pos] <= target:
             e += 1
     return e
 
@@ -90,64 +107,77 @@ def poisson_faults(L, S, X, r):
     faults, in region order, to ``X.f_region[r]`` / ``X.f_thread[r]`` (and clears their
     ``prot_none``) and the protected regions of sweep classes to ``X.sw_prot[r]``
     (swept_protected). Returns (faults, protected regions of sweep classes)."""
-    dt = L.dt
-    done = S.done[r]
+    return _clocks(L.region_class, L.cls_sweep, L.cls_start, L.cls_end, L.entry_thread, L.dt, S.done[r],
+                   S.prot_none[r], S.hazard[r], S.thresh[r], S.selector[r], S.lam_c[r], S.cum[r], X.f_region[r],
+                   X.f_thread[r], X.sw_prot[r])
+
+
+@jit
+def _clocks(region_class, cls_sweep, cls_start, cls_end, entry_thread, dt, done, prot, hazard, thresh, selector,
+            lam_c, cum, f_region, f_thread, sw_prot):
+    """:func:`poisson_faults` on the replica's rows."""
     nf = 0
     nsw = 0
-    prot = S.prot_none[r]
-    for q in range(L.NR):
+    for q in range(prot.shape[0]):
         if not prot[q]:
             continue
-        c = L.region_class[q]
-        if L.cls_sweep[c]:
+        c = region_class[q]
+        if cls_sweep[c]:
             sh = 0.0 * dt                         # a sweep class has no hazard (sweep_faults)
-            X.sw_prot[r, nsw] = q
+            sw_prot[nsw] = q
             nsw += 1
         else:
-            sh = S.lam_c[r, c] * dt
-        h = S.hazard[r, q] + sh
-        S.hazard[r, q] = h
-        if h >= S.thresh[r, q] and sh > 0 and not done:
-            lam = S.lam_c[r, c]
-            target = S.cum[r, L.cls_start[c]] + S.selector[r, q] * lam
-            X.f_region[r, nf] = q
-            X.f_thread[r, nf] = L.entry_thread[_faulting_entry(L, S, r, c, target)]
+            sh = lam_c[c] * dt
+        h = hazard[q] + sh
+        hazard[q] = h
+        if h >= thresh[q] and sh > 0 and not done:
+            target = cum[cls_start[c]] + selector[q] * lam_c[c]
+            f_region[nf] = q
+            f_thread[nf] = entry_thread[_faulting_entry(cum, cls_start[c], cls_end[c], target)]
             nf += 1
             prot[q] = False
     return nf, nsw
 
 
 # ------------------------------------------------------------------------ first arrival
-@jit(inline="always")
-def _position(L, t, phase, left, sweep_phase):
+@jit
+def sweep_view(L, S, X, r):
+    """The :data:`Sweep` of replica ``r``."""
+    return Sweep(L.seg_thread, L.seg_phase, L.seg_lo, L.seg_hi, L.seg_sigma, L.seg_range, L.seg_region0,
+                 L.seg_kfirst, L.seg_klast, L.phase_bytes, X.running[r], X.phase0[r], X.left0[r], X.used_k[r],
+                 S.phase[r], S.bytes_left[r], S.speed[r], S.sweep_phase[r], X.sw_prot[r], X.sw_thread[r],
+                 X.sw_when[r])
+
+
+@jit
+def _position(pb, t, phase, left, sweep_phase):
     """_position: bytes of the phase written so far, plus the sweep phase in a loop."""
-    pbt = L.phase_bytes[t, 0] if phase == PH_INIT else L.phase_bytes[t, 1]
+    pbt = pb[t, 0] if phase == PH_INIT else pb[t, 1]
     return (pbt - left) + (sweep_phase if phase == PH_LOOP else 0.0)
 
 
 @jit
-def _piece(L, S, X, r, s):
-    """sweep_pieces + _live_pieces for segment ``s`` of replica ``r``: the piece of the
-    segment's phase its thread wrote this step, as (position ``x``, start ``tau`` s into the step,
-    bytes ``w``; ``w = 0.0``: none). Piece a is the phase the thread started the step in (from
-    where it stood, after the kernel time it owed); piece b the start of its loop when its init
-    ended in the step (from the sweep phase, once the init's bytes were written)."""
-    t = L.seg_thread[s]
-    ph0 = X.phase0[r, t]
-    left0 = X.left0[r, t]
-    ph1 = S.phase[r, t]
-    left1 = S.bytes_left[r, t]
-    writing = X.running[r, t] and (ph0 == PH_INIT or ph0 == PH_LOOP)
-    if not writing:
+def _piece(W, s):
+    """sweep_pieces + _live_pieces for segment ``s``: the piece of the segment's phase its thread
+    wrote this step, as (position ``x``, start ``tau`` s into the step, bytes ``w``; ``w = 0.0``:
+    none). Piece a is the phase the thread started the step in (from where it stood, after the
+    kernel time it owed); piece b the start of its loop when its init ended in the step (from
+    the sweep phase, once the init's bytes were written)."""
+    t = W.seg_thread[s]
+    ph0 = W.phase0[t]
+    left0 = W.left0[t]
+    ph1 = W.phase[t]
+    left1 = W.bytes_left[t]
+    if not (W.running[t] and (ph0 == PH_INIT or ph0 == PH_LOOP)):     # not writing
         return 0.0, 0.0, 0.0
-    if ph0 == L.seg_phase[s]:
+    if ph0 == W.seg_phase[s]:
         w = left0 - left1 if ph1 == ph0 else _np_max(left0, 0.0)
-        return _position(L, t, ph0, left0, S.sweep_phase[r, t]), X.used_k[r, t], w
-    if L.seg_phase[s] == PH_LOOP and ph0 == PH_INIT and ph1 == PH_LOOP:
-        w_b = L.phase_bytes[t, 1] - left1
+        return _position(W.phase_bytes, t, ph0, left0, W.sweep_phase[t]), W.used_k[t], w
+    if W.seg_phase[s] == PH_LOOP and ph0 == PH_INIT and ph1 == PH_LOOP:
+        w_b = W.phase_bytes[t, 1] - left1
         if w_b > 0:
-            tau_b = X.used_k[r, t] + _np_max(left0, 0.0) / _np_max(S.speed[r, t], 1e-30)
-            return S.sweep_phase[r, t], tau_b, w_b
+            tau_b = W.used_k[t] + _np_max(left0, 0.0) / _np_max(W.speed[t], 1e-30)
+            return W.sweep_phase[t], tau_b, w_b
     return 0.0, 0.0, 0.0
 
 
@@ -175,95 +205,95 @@ def _lower_bound(a, n, key):
 
 
 @jit
-def _cross_interval(L, S, X, r, s, u, v, a, w, tau, nsw):
-    """_first_crossings for one swept interval ``[u, v)`` of segment ``s`` (a piece from
-    position ``a`` mod its range, ``w`` bytes, from ``tau``): the protected regions of sweep
-    classes between its widened bounds that the piece reaches (``_bytes_ahead`` ``d < w``), each
-    kept for the piece if it arrives first (earlier ``tau + d / speed``; ties: lower thread)."""
-    sig, lo = L.seg_sigma[s], L.seg_lo[s]
-    kf, kl = L.seg_kfirst[s], L.seg_klast[s]
+def _cross_interval(sw_prot, sw_thread, sw_when, nsw, u, v, a, w, tau, t, speed, sig, lo, kf, kl, r0, rng):
+    """_first_crossings for one swept interval ``[u, v)`` of a segment (``seg_sigma`` ``sig``,
+    ``seg_lo`` ``lo``, ``seg_kfirst`` / ``seg_klast`` ``kf`` / ``kl``, ``seg_region0`` ``r0``,
+    ``seg_range`` ``rng``) by thread ``t``'s piece (from position ``a`` mod the range, ``w``
+    bytes, from ``tau`` s, at ``speed`` floored at 1e-30): the protected regions of sweep classes
+    (``sw_prot[:nsw]``) between the interval's widened bounds that the piece reaches
+    (``_bytes_ahead`` ``d < w``), each kept for the piece if it arrives first (earlier
+    ``tau + d / speed``; ties: the lower thread)."""
     k0 = max(_region_at(u, sig, lo, kf) - 1, kf)
     k1 = min(_region_at(v, sig, lo, kf) + 1, kl + 1)
-    if not (u < v and k1 > k0):
+    if not (u < v and k1 > k0):                          # the interval holds no region
         return
-    r0 = L.seg_region0[s]
-    rng = L.seg_range[s]
-    t = L.seg_thread[s]
-    speed = _np_max(S.speed[r, t], 1e-30)
-    i = _lower_bound(X.sw_prot[r], nsw, r0 + k0)
-    while i < nsw and X.sw_prot[r, i] < r0 + k1:
-        k = X.sw_prot[r, i] - r0
-        p = sig + _np_max(0.0, k * RB_FLOAT - lo)        # _bytes_ahead
+    i = _lower_bound(sw_prot, nsw, r0 + k0)
+    while i < nsw and sw_prot[i] < r0 + k1:
+        p = sig + _np_max(0.0, (sw_prot[i] - r0) * RB_FLOAT - lo)    # _bytes_ahead
         d = _np_mod(p - a, rng)
         if d < w:
             when = tau + d / speed
-            bt = X.sw_thread[r, i]
-            bw = X.sw_when[r, i]
+            bt, bw = sw_thread[i], sw_when[i]
             # lexsort((thread, when, q)): the least when, then the least thread (NaN last)
             if bt < 0 or when < bw or (when == bw and t < bt) or (bw != bw and (when == when or t < bt)):
-                X.sw_thread[r, i] = t
-                X.sw_when[r, i] = when
+                sw_thread[i] = t
+                sw_when[i] = when
         i += 1
 
 
-@jit
-def _first_crossings(L, S, X, r, s, x, tau, w, nsw):
-    """_first_crossings for the piece of segment ``s``: its swept positions ``[a, a + w)`` mod
-    the range, cut to the segment -- two intervals at most, the second ``[sigma, v2)`` only where
-    the piece passed the end of its range (all of it when ``w >= range``)."""
-    rng = L.seg_range[s]
-    a = _np_mod(x, rng)
-    sig = L.seg_sigma[s]
-    end = sig + (L.seg_hi[s] - L.seg_lo[s])
+@jit(inline="always")
+def _swept(a, w, rng, sig, end):
+    """_first_crossings' swept positions ``[a, a + w)`` mod the range, cut to the segment
+    ``[sig, end)``: ``(u, v, v2)``, the intervals ``[u, v)`` and, where the piece passed the end
+    of its range, ``[sig, v2)`` (empty unless ``sig < v2``); all of it when ``w >= range``."""
     if w >= rng:
-        u, v, v2 = sig, end, sig
-    else:
-        u, v, v2 = _np_max(a, sig), _np_min(a + w, end), _np_min(a + w - rng, end)
-    _cross_interval(L, S, X, r, s, u, v, a, w, tau, nsw)
-    if sig < v2:
-        _cross_interval(L, S, X, r, s, sig, v2, a, w, tau, nsw)
+        return sig, end, sig
+    return _np_max(a, sig), _np_min(a + w, end), _np_min(a + w - rng, end)
 
 
 @jit
-def sweep_faults(L, S, X, r, nsw):
-    """sweep_faults for replica ``r`` (``nsw`` protected regions of sweep classes listed in
-    ``X.sw_prot[r]``): ``X.sw_thread[r, i]`` is the thread whose sweep crossed the i-th first this
-    step, -1 if none. A finished replica's threads do not run (no pieces)."""
+def sweep_faults(W, nsw, done):
+    """sweep_faults for one replica (its :data:`Sweep` ``W``; ``nsw`` protected regions of sweep
+    classes listed in ``W.sw_prot``): ``W.sw_thread[i]`` is the thread whose sweep crossed the
+    i-th first this step, -1 if none. A finished replica's threads do not run (no pieces).
+    The loop body is _first_crossings for each live piece."""
     for i in range(nsw):
-        X.sw_thread[r, i] = -1
-    if nsw == 0 or S.done[r]:
+        W.sw_thread[i] = -1
+    if nsw == 0 or done:
         return
-    for s in range(L.S):
-        x, tau, w = _piece(L, S, X, r, s)
-        if w > 0:
-            _first_crossings(L, S, X, r, s, x, tau, w, nsw)
+    for s in range(W.seg_thread.shape[0]):
+        x, tau, w = _piece(W, s)
+        if not w > 0:
+            continue
+        rng, sig, lo = W.seg_range[s], W.seg_sigma[s], W.seg_lo[s]
+        a = _np_mod(x, rng)
+        u, v, v2 = _swept(a, w, rng, sig, sig + (W.seg_hi[s] - lo))
+        t = W.seg_thread[s]
+        speed = _np_max(W.speed[t], 1e-30)
+        kf, kl, r0 = W.seg_kfirst[s], W.seg_klast[s], W.seg_region0[s]
+        # (the helper takes the three arrays it writes, not W: a call that is not inlined and
+        # passes W's 21 arrays costs ~0.3 us, per piece)
+        _cross_interval(W.sw_prot, W.sw_thread, W.sw_when, nsw, u, v, a, w, tau, t, speed, sig, lo, kf, kl, r0, rng)
+        if sig < v2:
+            _cross_interval(W.sw_prot, W.sw_thread, W.sw_when, nsw, sig, v2, a, w, tau, t, speed, sig, lo, kf, kl,
+                            r0, rng)
 
 
 @jit
-def merge_faults(S, X, r, nf, nsw):
-    """hinting_faults' merge: the Poisson faults (``X.f_region[r, :nf]``) and the sweep faults
-    (``X.sw_thread[r] >= 0``), both in region order and disjoint, into one list in region order
-    (filled from the back, so the Poisson faults at its front are read before overwritten); the
-    sweep faults' ``prot_none`` cleared. Returns how many."""
+def merge_faults(prot, f_region, f_thread, sw_prot, sw_thread, nf, nsw):
+    """hinting_faults' merge, for one replica's rows: the Poisson faults (``f_region[:nf]``) and
+    the sweep faults (``sw_thread >= 0``), both in region order and disjoint, into one list in
+    region order (filled from the back, so the Poisson faults at its front are read before they
+    are overwritten); the sweep faults' ``prot_none`` cleared. Returns how many."""
     ns = 0
     for i in range(nsw):
-        if X.sw_thread[r, i] >= 0:
+        if sw_thread[i] >= 0:
             ns += 1
     n = nf + ns
     i, j, o = nf - 1, nsw - 1, n - 1
     while j >= 0:
-        if X.sw_thread[r, j] < 0:
+        if sw_thread[j] < 0:
             j -= 1
             continue
-        q = X.sw_prot[r, j]
-        if i >= 0 and X.f_region[r, i] > q:
-            X.f_region[r, o] = X.f_region[r, i]
-            X.f_thread[r, o] = X.f_thread[r, i]
+        q = sw_prot[j]
+        if i >= 0 and f_region[i] > q:
+            f_region[o] = f_region[i]
+            f_thread[o] = f_thread[i]
             i -= 1
         else:
-            X.f_region[r, o] = q
-            X.f_thread[r, o] = X.sw_thread[r, j]
-            S.prot_none[r, q] = False
+            f_region[o] = q
+            f_thread[o] = sw_thread[j]
+            prot[q] = False
             j -= 1
         o -= 1
     return n
@@ -277,6 +307,6 @@ def detect_faults(L, Q, S, X, r, k):
     ``X.f_region[r, :n]``, ``X.f_thread[r, :n]``, ``X.nfaults[r] = n``."""
     nf, nsw = poisson_faults(L, S, X, r)
     if nsw:
-        sweep_faults(L, S, X, r, nsw)
-        nf = merge_faults(S, X, r, nf, nsw)
+        sweep_faults(sweep_view(L, S, X, r), nsw, S.done[r])
+        nf = merge_faults(S.prot_none[r], X.f_region[r], X.f_thread[r], X.sw_prot[r], X.sw_thread[r], nf, nsw)
     X.nfaults[r] = nf
