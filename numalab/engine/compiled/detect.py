@@ -51,8 +51,8 @@ Sweep = namedtuple("Sweep", (
 # ------------------------------------------------------------------------ numpy's scalar ufuncs
 @jit(inline="always")
 def _np_mod(x, y):
-    """``np.mod`` of two floats (npy_divmod: fmod, then the divisor's sign; a zero divisor gives
-    fmod's NaN) -- numpy's rounding, not Python's ``%`` by assumption."""
+    """``np.mod`` of two floats as numpy computes it (npy_divmod: fmod, then the divisor's sign;
+    a zero divisor gives fmod's NaN), written out rather than trusting numba's ``%`` to match."""
     mod = np.fmod(x, y)
     if y == 0.0:
         return mod
@@ -99,23 +99,17 @@ def _faulting_entry(cum, a, z, target):
 
 
 @jit
-def poisson_faults(L, S, X, r):
-    """poisson_faults (with step_hazard) for replica ``r``: every protected region adds its step
+def poisson_faults(region_class, cls_sweep, cls_start, cls_end, entry_thread, dt, done, prot, hazard, thresh,
+                   selector, lam_c, cum, f_region, f_thread, sw_prot):
+    """poisson_faults (with step_hazard) for one replica (its rows of ``S.prot_none``,
+    ``S.hazard``, ``S.thresh``, ``S.selector``, ``S.lam_c``, ``S.cum``, ``X.f_region``,
+    ``X.f_thread``, ``X.sw_prot``; ``done`` its ``S.done``): every protected region adds its step
     hazard ``where(sweep class, 0.0, lambda_c) * dt`` (finished replicas too) and faults when the
     hazard reaches its Exp(1) threshold, its step hazard is positive and the replica is not done;
     the faulting thread is the entry where ``cum[start] + selector * lambda_c`` falls. Writes the
-    faults, in region order, to ``X.f_region[r]`` / ``X.f_thread[r]`` (and clears their
-    ``prot_none``) and the protected regions of sweep classes to ``X.sw_prot[r]``
-    (swept_protected). Returns (faults, protected regions of sweep classes)."""
-    return _clocks(L.region_class, L.cls_sweep, L.cls_start, L.cls_end, L.entry_thread, L.dt, S.done[r],
-                   S.prot_none[r], S.hazard[r], S.thresh[r], S.selector[r], S.lam_c[r], S.cum[r], X.f_region[r],
-                   X.f_thread[r], X.sw_prot[r])
-
-
-@jit
-def _clocks(region_class, cls_sweep, cls_start, cls_end, entry_thread, dt, done, prot, hazard, thresh, selector,
-            lam_c, cum, f_region, f_thread, sw_prot):
-    """:func:`poisson_faults` on the replica's rows."""
+    faults, in region order, to ``f_region`` / ``f_thread`` (and clears their ``prot_none``) and
+    the protected regions of sweep classes, in region order, to ``sw_prot`` (swept_protected).
+    Returns (faults, protected regions of sweep classes)."""
     nf = 0
     nsw = 0
     for q in range(prot.shape[0]):
@@ -305,7 +299,11 @@ def detect_faults(L, Q, S, X, r, k):
     (poisson_faults), first arrival on the protected regions of sweep classes (sweep_faults),
     the faults of both merged in region order with their ``prot_none`` cleared:
     ``X.f_region[r, :n]``, ``X.f_thread[r, :n]``, ``X.nfaults[r] = n``."""
-    nf, nsw = poisson_faults(L, S, X, r)
+    # (the helpers take the replica's rows: a call that is not inlined and passes L, S and X
+    # costs ~2 us)
+    nf, nsw = poisson_faults(L.region_class, L.cls_sweep, L.cls_start, L.cls_end, L.entry_thread, L.dt, S.done[r],
+                             S.prot_none[r], S.hazard[r], S.thresh[r], S.selector[r], S.lam_c[r], S.cum[r],
+                             X.f_region[r], X.f_thread[r], X.sw_prot[r])
     if nsw:
         sweep_faults(sweep_view(L, S, X, r), nsw, S.done[r])
         nf = merge_faults(S.prot_none[r], X.f_region[r], X.f_thread[r], X.sw_prot[r], X.sw_thread[r], nf, nsw)
