@@ -11,15 +11,16 @@ its fault, spec §2.2) -- in the numpy engine's float operations, so bit-identic
 The numpy engine keeps the protected regions as a sorted flat index (``b.prot``); here one pass
 over the replica's ``prot_none`` row runs the hazard clocks and lists the protected regions of
 sweep classes (``X.sw_prot``). Most steps that list is empty and the sweeps are not looked at;
-otherwise each live sweep piece binary-searches the list for the regions of its swept window
-(``_first_crossings``' candidates), so a step costs O(NR + pieces * log(protected)).
+otherwise each live sweep piece finds its candidate window (``_first_crossings``' widened bounds)
+and, only when the window meets the listed stretch, binary-searches the list for the regions in
+it: a step costs O(NR + pieces + crossings * log(protected)).
 
-The sweep search reads the batch through the few arrays it needs (rows of replica ``r``), in a
-small named tuple (:data:`Sweep`) rather than ``L`` / ``S`` / ``X`` (hundreds of arrays), and its
-per-piece helper takes only scalars and the three arrays it writes: a call that is not inlined
-costs about a reference count update per array it passes. Only helpers of scalars are
-``inline="always"``: numba's own inlining of a function that takes arrays adds those updates to
-every call (the per-segment loop ran 100x slower), while LLVM inlines plain small calls itself.
+Cost notes (numba): the sweep search reads the batch through the few arrays it needs (rows of
+replica ``r``), in a small named tuple (:data:`Sweep`) rather than ``L`` / ``S`` / ``X``, and its
+per-interval helper takes scalars and the three arrays it writes: a call that LLVM does not
+inline costs some 10-20 ns per array it passes (measured: ~2 us for ``L``, ``S``, ``X``; by all
+appearances reference counting). Only helpers of scalars are ``inline="always"``: numba's own
+inlining of a function that takes arrays made the per-segment loop 100x slower.
 """
 
 from __future__ import annotations
@@ -198,21 +199,28 @@ def _lower_bound(a, n, key):
     return lo
 
 
-@jit
-def _cross_interval(sw_prot, sw_thread, sw_when, nsw, u, v, a, w, tau, t, speed, sig, lo, kf, kl, r0, rng):
-    """_first_crossings for one swept interval ``[u, v)`` of a segment (``seg_sigma`` ``sig``,
-    ``seg_lo`` ``lo``, ``seg_kfirst`` / ``seg_klast`` ``kf`` / ``kl``, ``seg_region0`` ``r0``,
-    ``seg_range`` ``rng``) by thread ``t``'s piece (from position ``a`` mod the range, ``w``
-    bytes, from ``tau`` s, at ``speed`` floored at 1e-30): the protected regions of sweep classes
-    (``sw_prot[:nsw]``) between the interval's widened bounds that the piece reaches
-    (``_bytes_ahead`` ``d < w``), each kept for the piece if it arrives first (earlier
-    ``tau + d / speed``; ties: the lower thread)."""
+@jit(inline="always")
+def _window(u, v, sig, lo, kf, kl):
+    """_first_crossings' candidate regions ``k0 .. k1 - 1`` of a segment (``seg_sigma`` ``sig``,
+    ``seg_lo`` ``lo``, ``seg_kfirst`` / ``seg_klast`` ``kf`` / ``kl``) for the swept interval
+    ``[u, v)``, widened by one region either way; ``k1 <= k0`` when the interval holds none."""
     k0 = max(_region_at(u, sig, lo, kf) - 1, kf)
     k1 = min(_region_at(v, sig, lo, kf) + 1, kl + 1)
-    if not (u < v and k1 > k0):                          # the interval holds no region
-        return
-    i = _lower_bound(sw_prot, nsw, r0 + k0)
-    while i < nsw and sw_prot[i] < r0 + k1:
+    if not u < v:
+        k1 = k0
+    return k0, k1
+
+
+@jit
+def _cross_interval(sw_prot, sw_thread, sw_when, nsw, lo_q, hi_q, a, w, tau, t, speed, sig, lo, r0, rng):
+    """_first_crossings for the candidate regions ``lo_q .. hi_q - 1`` of one swept interval of
+    a segment (``seg_sigma`` ``sig``, ``seg_lo`` ``lo``, ``seg_region0`` ``r0``, ``seg_range``
+    ``rng``) by thread ``t``'s piece (from position ``a`` mod the range, ``w`` bytes, from
+    ``tau`` s, at ``speed`` floored at 1e-30): the protected regions of sweep classes among them
+    (``sw_prot[:nsw]``) that the piece reaches (``_bytes_ahead`` ``d < w``), each kept for the
+    piece if it arrives first (earlier ``tau + d / speed``; ties: the lower thread)."""
+    i = _lower_bound(sw_prot, nsw, lo_q)
+    while i < nsw and sw_prot[i] < hi_q:
         p = sig + _np_max(0.0, (sw_prot[i] - r0) * RB_FLOAT - lo)    # _bytes_ahead
         d = _np_mod(p - a, rng)
         if d < w:
@@ -245,6 +253,7 @@ def sweep_faults(W, nsw, done):
         W.sw_thread[i] = -1
     if nsw == 0 or done:
         return
+    first, last = W.sw_prot[0], W.sw_prot[nsw - 1]
     for s in range(W.seg_thread.shape[0]):
         x, tau, w = _piece(W, s)
         if not w > 0:
@@ -252,14 +261,19 @@ def sweep_faults(W, nsw, done):
         rng, sig, lo = W.seg_range[s], W.seg_sigma[s], W.seg_lo[s]
         a = _np_mod(x, rng)
         u, v, v2 = _swept(a, w, rng, sig, sig + (W.seg_hi[s] - lo))
+        kf, kl, r0 = W.seg_kfirst[s], W.seg_klast[s], W.seg_region0[s]
+        k0, k1 = _window(u, v, sig, lo, kf, kl)
+        k0b, k1b = _window(sig, v2, sig, lo, kf, kl)
+        # a piece goes on only if a window meets the protected stretch (most do not: a scan
+        # protects one stretch of the buffer), and its helper takes the three arrays it writes,
+        # not W: a call that is not inlined costs per array passed (module docstring)
         t = W.seg_thread[s]
         speed = _np_max(W.speed[t], 1e-30)
-        kf, kl, r0 = W.seg_kfirst[s], W.seg_klast[s], W.seg_region0[s]
-        # (the helper takes the three arrays it writes, not W: a call that is not inlined and
-        # passes W's 21 arrays costs ~0.3 us, per piece)
-        _cross_interval(W.sw_prot, W.sw_thread, W.sw_when, nsw, u, v, a, w, tau, t, speed, sig, lo, kf, kl, r0, rng)
-        if sig < v2:
-            _cross_interval(W.sw_prot, W.sw_thread, W.sw_when, nsw, sig, v2, a, w, tau, t, speed, sig, lo, kf, kl,
+        if k1 > k0 and r0 + k1 > first and r0 + k0 <= last:
+            _cross_interval(W.sw_prot, W.sw_thread, W.sw_when, nsw, r0 + k0, r0 + k1, a, w, tau, t, speed, sig, lo,
+                            r0, rng)
+        if k1b > k0b and r0 + k1b > first and r0 + k0b <= last:
+            _cross_interval(W.sw_prot, W.sw_thread, W.sw_when, nsw, r0 + k0b, r0 + k1b, a, w, tau, t, speed, sig, lo,
                             r0, rng)
 
 
