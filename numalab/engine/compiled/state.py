@@ -145,6 +145,10 @@ SCR_FIELDS = (
     "f_region", "f_thread", "nfaults",
     # group sums of numa_faults (R, T(gid), N, 2) mem and cpu, sizes (R, T)
     "gm", "gc", "gsize",
+    # detect.py's first-arrival search, per replica: the protected regions of sweep classes in
+    # region order (R, NSW; NSW = regions of sweep classes, at least 1) and, aligned, the thread
+    # that crossed each first this step (-1: none) and when
+    "sw_prot", "sw_thread", "sw_when",
 )
 Scr = namedtuple("Scr", SCR_FIELDS)
 
@@ -233,13 +237,16 @@ def make_scratch(b, times) -> Scr:
     R, T, N, NR = b.R, b.lay.T, b.lay.N, b.lay.NR
     steps = len(times) - 1
     n = 2 * b.lay.K + 2 * T
+    nsw = max(1, int(np.count_nonzero(b.lay.cls_sweep[b.lay.region_class])))   # regions of sweep classes
     return Scr(draws=np.empty((R, steps, n)), times=np.asarray(times, dtype=np.float64),
                running=np.zeros((R, T), dtype=np.bool_), phase0=np.zeros((R, T), dtype=np.int64),
                left0=np.zeros((R, T)), used_k=np.zeros((R, T)), slot=np.zeros(R, dtype=np.int64),
                want=np.zeros((R, T), dtype=np.bool_), step_local=np.zeros((R, 2)),
                step_local_ok=np.zeros(R, dtype=np.bool_), f_region=np.zeros((R, NR), dtype=np.int64),
                f_thread=np.zeros((R, NR), dtype=np.int64), nfaults=np.zeros(R, dtype=np.int64),
-               gm=np.zeros((R, T, N, 2)), gc=np.zeros((R, T, N, 2)), gsize=np.zeros((R, T), dtype=np.int64))
+               gm=np.zeros((R, T, N, 2)), gc=np.zeros((R, T, N, 2)), gsize=np.zeros((R, T), dtype=np.int64),
+               sw_prot=np.zeros((R, nsw), dtype=np.int64), sw_thread=np.full((R, nsw), -1, dtype=np.int64),
+               sw_when=np.zeros((R, nsw)))
 
 
 #: phases a thread runs in (progress.running_mask)
