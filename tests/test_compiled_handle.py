@@ -13,6 +13,8 @@ for what they do not reach (tight memory: failing migrations; a memory-only and 
 node; each switch off), and random small workloads (``test_engine_reference.cases``).
 """
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -35,6 +37,7 @@ if available():
     from numalab.engine.compiled import groups as cgroups
     from numalab.engine.compiled import period as cperiod
     from numalab.engine.compiled.handle import handle_faults, lb_moves, numa_migrate_preferred
+    from numalab.engine.compiled.numsum import seqsum
     from numalab.engine.compiled.placement import shares as placement_shares
 
 #: steps compared whatever happens in them (and every step in which the phase has work)
@@ -103,6 +106,8 @@ EXTRA = [
      for k, v in (("numa_groups", False), ("task_swaps", False), ("migrate_filter", False),
                   ("scan_period_adapt", False), ("sticky_locality", False), ("thp", False))]
 FACTORIES = [(f"{c[0]}/{c[1]}/{c[2]}", _named_case(*c)) for c in CASES] + EXTRA
+#: the cases of the perturbed-state test
+PERTURBED = ("numa01/2s-ivb-40/rfc2023-p2", "genoa numa01", "8-node matrix", "memory-only node")
 
 
 def _policy(b):
@@ -160,11 +165,14 @@ def _fault_list(b, ctx):
 
 
 # ------------------------------------------------------------------------------------ one phase
-def _compare(phase, b1, c1, b2, c2, where):
-    """Run numpy ``phase`` on (b1, c1) and the compiled one on (b2, c2), replica by replica;
-    assert the states and contexts equal. Returns what happened (for the coverage checks)."""
+def _compare(phase, b1, c1, b2, c2, where, perturb=None):
+    """Run numpy ``phase`` on (b1, c1) and the compiled one on (b2, c2), replica by replica
+    (after ``perturb(b1, b2)``, which changes both alike); assert the states and contexts
+    equal. Returns what happened (for the coverage checks)."""
     _relink(b1)
     _relink(b2)
+    if perturb is not None:
+        perturb(b1, b2)
     before = b1.counters.table.copy()
     L, Q, S = _layout(b2), _policy(b2), pack_state(b2)
     X = scratch_of(b2, c2)
@@ -230,13 +238,14 @@ def _last_steps(b):
     return {b.steps - 2, b.steps - 1}
 
 
-def _check_case(phases, factory, label, **options):
+def _check_case(phases, factory, label, perturb=None, **options):
     """Compare each of ``phases`` at the positions of :func:`_positions` of the case's run (and
-    at its last two steps); returns the summed coverage."""
+    at its last two steps), states changed by ``perturb`` if given; returns the summed
+    coverage."""
     total = dict.fromkeys(("positions", "faults", "want") + _COVER, 0)
     always = SOME_STEPS | _last_steps(factory(**options))
     for phase, b1, c1, b2, c2 in _positions(factory(**options), phases, always):
-        got = _compare(phase, b1, c1, b2, c2, f"{label} {options} {phase} step {b1.steps}")
+        got = _compare(phase, b1, c1, b2, c2, f"{label} {options} {phase} step {b1.steps}", perturb)
         total["positions"] += 1
         for key, v in got.items():
             total[key] += v
@@ -256,6 +265,34 @@ def test_handle_faults_matches_numpy():
     assert cov["faults"] > 1000 and cov["want"] > 20, cov
     for k in ("numa_pages_migrated", "numa_migrate_fail", "group_joins"):
         assert cov[k] > 0, (k, cov)
+
+
+def _perturbation(seed):
+    """A state change for :func:`_compare`: random non-dyadic fault statistics (where the
+    association of the fold's and the ratio test's float operations shows) and every node 0-3
+    huge pages short of full (migrate_balanced's room runs out exactly at a candidate)."""
+    rng = np.random.default_rng(seed)
+
+    def perturb(b1, b2):
+        fm, fc = (rng.random(b1.numa.faults_mem.shape) * 10.0 ** rng.integers(-2, 6, b1.numa.faults_mem.shape)
+                  for _ in range(2))
+        short = 512 * rng.integers(0, 4, b1.regions.node_pages.shape)
+        for b in (b1, b2):
+            b.numa.faults_mem[:] = fm
+            b.numa.faults_cpu[:] = fc
+            b.regions.node_pages[:] = b.lay.node_cap[None, :] - short
+            b.groups.stats = b.groups.node_sums = None
+    return perturb
+
+
+def test_handle_faults_on_perturbed_states():
+    """The fault phase on states made to show what the runs' states hide: fault statistics
+    whose float operations round (so their order and association matter) and nodes whose room
+    ends exactly at a candidate's pages."""
+    cov = {}
+    for label, factory in [f for f in FACTORIES if f[0] in PERTURBED]:
+        cov = _sum(cov, _check_case({"hinting_faults"}, factory, label, perturb=_perturbation(5)))
+    assert cov["numa_migrate_fail"] > 20 and cov["numa_pages_migrated"] > 0 and cov["want"] > 0, cov
 
 
 def test_numa_migrate_preferred_matches_numpy():
@@ -337,6 +374,21 @@ def test_group_sums_and_scores_match_numpy(case):
                 base = np.array([int(rng.integers(100, 70000))])
                 want = scan_period.shared_scale(b, base, gm, gsize, sel)[0]
                 assert cperiod.shared_scale(gid, X.gm, X.gsize, r, t, base[0]) == want
+
+
+def test_shared_scale_sums_the_nodes_pairwise():
+    """shared_scale's floor of the group's faults summed over 8 nodes: tenths whose pairwise and
+    sequential sums fall on either side of an integer."""
+    rng = np.random.default_rng(3)
+    gid, gsize = np.array([[1, 1]]), np.array([[0, 2]])
+    b = SimpleNamespace(groups=SimpleNamespace(gid=gid))
+    split = 0
+    for _ in range(3000):
+        gm = rng.integers(1, 10, (1, 2, 8, 2)) / 10.0
+        split += any(np.floor(gm[0, 1, :, p].sum()) != np.floor(seqsum(gm[0, 1, :, p].copy())) for p in range(2))
+        want = scan_period.shared_scale(b, np.array([1000]), gm, gsize, (np.array([0]), np.array([0])))[0]
+        assert cperiod.shared_scale(gid, gm, gsize, 0, 0, 1000) == want
+    assert split > 10
 
 
 def test_a_pair_sum_is_numpys_with_signed_zeros_and_specials():
