@@ -104,7 +104,7 @@ def handle_faults(L, Q, S, X, r, k):
         S.syst[r] += kt
         F[i, F_T], F[i, F_CN], F[i, F_MEM], F[i, F_PAGES] = t, cn, mem, pages
         F[i, F_LOCAL], F[i, F_LAST8], F[i, F_LTASK], F[i, F_FAILED] = local, last8, ltask, failed
-    task_numa_fault(L, Q, S, X, r, k, F, nf, now)
+    task_numa_fault(L, S, X, r, k, F, nf, now)
 
 
 @_inner
@@ -169,7 +169,7 @@ def migrate(L, S, r, q, dst):
 
 
 @_inner
-def task_numa_fault(L, Q, S, X, r, k, F, nf, now):
+def task_numa_fault(L, S, X, r, k, F, nf, now):
     """faults.task_numa_fault for the fault records ``F[:nf]``: numa groups (option
     ``numa_groups``), task_numa_placement for the faulting tasks whose retry time passed (once
     per task, before this batch's faults reach the buffers), then the buffers and
@@ -193,7 +193,7 @@ def task_numa_fault(L, Q, S, X, r, k, F, nf, now):
     if ndue:
         # the sums after this batch's joins
         group_stats(S.gid, S.faults_mem, S.faults_cpu, X.gm, X.gc, X.gsize, r)
-        task_numa_placement(L, Q, S, X, r, k, due[:ndue], now)
+        task_numa_placement(L, S, X, r, k, due[:ndue], now)
     stats = False
     for i in range(nf):
         t, cn, mem, pages = F[i, F_T], F[i, F_CN], F[i, F_MEM], F[i, F_PAGES]

@@ -21,7 +21,7 @@ from .groups import group_stats, node_sum
 from .numsum import psum
 from .period import task_scan_max, task_scan_start, update_task_scan_period
 
-__all__ = ["task_numa_placement", "shares", "numa_migrate_preferred", "task_swap", "move_task", "lb_moves"]
+__all__ = ["task_numa_placement", "shares", "numa_migrate_preferred", "task_swap", "move_task", "lb_moves", "lb_partner"]
 
 NO_NODE = -1
 C_TASK_MIGRATIONS = COUNTER_NAMES.index("task_migrations")
@@ -82,7 +82,7 @@ def _preferred(L, S, X, r, t):
 
 
 @_inner
-def task_numa_placement(L, Q, S, X, r, k, due, now):
+def task_numa_placement(L, S, X, r, k, due, now):
     """placement.task_numa_placement for the tasks ``due`` (ascending) of replica ``r``
     at ``now``, with ``X``'s group sums current (after the fault batch's joins). As numpy,
     evaluated together: the scan maxima from the sums before any fold, the preferred nodes
@@ -196,35 +196,37 @@ def numa_migrate_preferred(L, Q, S, X, r, k):
             load[dst] += 1
             moved[t] = True
         elif L.task_swaps:
-            task_swap(L, S, X, r, t, a, dst, running, moved, sc, own_n)
+            q = task_swap(S.node, S.gid, L.cpu_bind, r, t, a, dst, running, moved, sc, own_n)
+            if q >= 0:                           # migrate_swap
+                if move_task(L, S, X, r, t, dst):
+                    S.events[r, C_TASK_MIGRATIONS] += 1
+                if move_task(L, S, X, r, q, a):
+                    S.events[r, C_TASK_MIGRATIONS] += 1
+                moved[t] = True
+                moved[q] = True
 
 
-@_inner
-def task_swap(L, S, X, r, t, a, dst, running, moved, sc, own_n):
-    """placement.task_swap (task_numa_compare + migrate_swap): swap ``t`` (on ``a``) with the
-    running, unmoved, unbound task on ``dst`` of the largest combined gain (np.argmax: first of
-    equals, NaN first; tasks of one group compare their own shares), if positive."""
-    gt = S.gid[r, t]
-    bj = -1
+@jit
+def task_swap(node, gid, cpu_bind, r, t, a, dst, running, moved, sc, own_n):
+    """placement.task_swap's choice (task_numa_compare): the running, unmoved, unbound task on
+    ``dst`` whose swap with ``t`` (on ``a``) gains most (np.argmax: the first of equals, NaN
+    first; tasks of one group compare their own shares ``own_n``, others ``sc``), if the gain is
+    positive; else -1 (``S.node``, ``S.gid``, ``L.cpu_bind``)."""
+    gt = gid[r, t]
+    bj = np.int64(-1)                            # not a literal: one type for the caller's calls
     best = 0.0
-    for q in range(L.T):
-        if S.node[r, q] != dst or not running[q] or moved[q] or L.cpu_bind[q] >= 0:
+    for q in range(node.shape[1]):
+        if node[r, q] != dst or not running[q] or moved[q] or cpu_bind[q] >= 0:
             continue
-        if S.gid[r, q] == gt and gt >= 0:
+        if gid[r, q] == gt and gt >= 0:
             tot = (own_n[t, dst] - own_n[t, a]) + (own_n[q, a] - own_n[q, dst])
         else:
             tot = (sc[t, dst] - sc[t, a]) + (sc[q, a] - sc[q, dst])
         if bj < 0 or (tot > best and not np.isnan(best)) or (np.isnan(tot) and not np.isnan(best)):
             bj, best = q, tot
     if bj >= 0 and best > 0:
-        if move_task(L, S, X, r, t, dst):
-            S.events[r, C_TASK_MIGRATIONS] += 1
-        if move_task(L, S, X, r, bj, a):
-            S.events[r, C_TASK_MIGRATIONS] += 1
-        moved[t] = True
-        moved[bj] = True
-        return True
-    return False
+        return bj
+    return np.int64(-1)
 
 
 @_inner
@@ -295,26 +297,26 @@ def lb_moves(L, Q, S, X, r, k):
             load[a] -= 1
             load[dst] += 1
             continue
-        _lb_swap(L, S, X, r, t, a, dst, w, live)
+        j = lb_partner(S.node, S.phase, L.cpu_bind, r, dst, w, live)
+        if j >= 0:                               # a swap: t to dst, j back to a
+            if move_task(L, S, X, r, t, dst):
+                S.events[r, C_LB_MIGRATIONS] += 1
+            if move_task(L, S, X, r, j, a):
+                S.events[r, C_LB_MIGRATIONS] += 1
 
 
-@_inner
-def _lb_swap(L, S, X, r, t, a, dst, w, live):
-    """balance.lb_moves onto a full node: ``t`` goes to ``dst`` and the ``floor(w n)``-th (index
-    order) of the ``n`` running unbound tasks there comes back to ``a``; none there: no move."""
+@jit
+def lb_partner(node, phase, cpu_bind, r, dst, w, live):
+    """balance.lb_moves onto a full node: the ``floor(w n)``-th (index order) of the ``n``
+    running unbound tasks on ``dst``, pulled back in exchange; -1 when there is none."""
     nq = 0
-    for j in range(L.T):
-        if S.node[r, j] == dst and live and _running(S.phase, r, j) and L.cpu_bind[j] < 0:
+    for j in range(node.shape[1]):
+        if node[r, j] == dst and live and _running(phase, r, j) and cpu_bind[j] < 0:
             nq += 1
-    if nq == 0:
-        return
     pick = min(int(w * nq), nq - 1)
-    for j in range(L.T):
-        if S.node[r, j] == dst and live and _running(S.phase, r, j) and L.cpu_bind[j] < 0:
+    for j in range(node.shape[1]):
+        if node[r, j] == dst and live and _running(phase, r, j) and cpu_bind[j] < 0:
             if pick == 0:
-                if move_task(L, S, X, r, t, dst):
-                    S.events[r, C_LB_MIGRATIONS] += 1
-                if move_task(L, S, X, r, j, a):
-                    S.events[r, C_LB_MIGRATIONS] += 1
-                return
+                return j
             pick -= 1
+    return -1
