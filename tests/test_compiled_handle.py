@@ -8,9 +8,12 @@ the numpy copy; on the other, the same fault list -- ``poisson_faults`` + ``swee
 merged and PROT_NONE cleared as ``hinting_faults`` does -- handed to the compiled
 ``handle_faults`` through ``X.f_region`` / ``X.f_thread`` / ``X.nfaults``),
 ``numa_migrate_preferred`` and ``lb_moves`` (with a high ``lb_migrate_hz``, so that pulls and
-swaps happen). Cases: :data:`_compiled_helpers.CASES` at every step of their runs, extra cases
-for what they do not reach (tight memory: failing migrations; a memory-only and a memoryless
-node; each switch off), and random small workloads (``test_engine_reference.cases``).
+swaps happen). Positions: every step of a run in which the phase has work, and the steps 0, 1,
+2, 5, ..., 300 and the last two whatever happens. Cases: :data:`_compiled_helpers.CASES`, extra
+cases for what they do not reach (tight memory: failing migrations; a memory-only and a
+memoryless node; 8 nodes with groups; each switch off), random small workloads
+(``test_engine_reference.cases``), and states perturbed to show float association and the
+migrate_balanced boundary. Each ported reduction is also held to the numpy call it mirrors.
 """
 
 from types import SimpleNamespace
@@ -21,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 
 import numalab as nl
 from numalab.counters import COUNTER_NAMES
-from numalab.engine import balance, faults, groups, make_batch, placement, scan_period
+from numalab.engine import faults, groups, make_batch, scan_period
 from numalab.engine.compiled import available
 from numalab.engine.compiled.state import POL_FIELDS, Pol, pack_layout, pack_state
 from numalab.topology import Topology
@@ -74,8 +77,8 @@ def _memless():
 
 def _tight():
     """Two nodes of 4 CPUs with barely the matrix workload's memory: migrations start failing."""
-    return Topology(nodes=2, cpus_per_node=4, smt=2, mem_per_node_GiB=(6 * (4 << 20) + (12 << 20)) / 2 / (1 << 30) * 1.05,
-                    name="tight")
+    room = (6 * (4 << 20) + (12 << 20)) / 2 / (1 << 30) * 1.05     # as test_engine_reference's tight nodes
+    return Topology(nodes=2, cpus_per_node=4, smt=2, mem_per_node_GiB=room, name="tight")
 
 
 def _matrix_case(topo, policy, seeds, init_node, **opts):
@@ -177,7 +180,7 @@ def _compare(phase, b1, c1, b2, c2, where, perturb=None):
     L, Q, S = _layout(b2), _policy(b2), pack_state(b2)
     X = scratch_of(b2, c2)
     nf = 0
-    want = int(np.count_nonzero(c1.want)) if c1.want is not None else 0
+    requests = int(np.count_nonzero(c1.want)) if c1.want is not None else 0   # served by the phase
     if phase == "hinting_faults":
         fl = _fault_list(b2, c2)
         PHASES[phase](b1, c1)
@@ -198,9 +201,9 @@ def _compare(phase, b1, c1, b2, c2, where, perturb=None):
     assert_same_state(b1, b2, where=where)
     assert_same_context(c1, X, where=where)
     d = b1.counters.table - before
-    if phase == "hinting_faults":
-        want = int(np.count_nonzero(c1.want)) if c1.want is not None else 0
-    return dict(faults=nf, want=want,
+    if phase == "hinting_faults":                                             # made by the phase
+        requests = int(np.count_nonzero(c1.want)) if c1.want is not None else 0
+    return dict(faults=nf, want=requests,
                 **{k: int(d[:, COUNTER_NAMES.index(k)].sum()) for k in _COVER})
 
 

@@ -21,7 +21,8 @@ from .groups import group_stats, node_sum
 from .numsum import psum
 from .period import task_scan_max, task_scan_start, update_task_scan_period
 
-__all__ = ["task_numa_placement", "shares", "numa_migrate_preferred", "task_swap", "move_task", "lb_moves", "lb_partner"]
+__all__ = ["task_numa_placement", "shares", "numa_migrate_preferred", "task_swap", "move_task", "lb_moves",
+           "lb_partner"]
 
 NO_NODE = -1
 C_TASK_MIGRATIONS = COUNTER_NAMES.index("task_migrations")
