@@ -21,9 +21,7 @@ import numpy as np
 
 import numalab as nl
 from numalab.engine import make_batch
-from numalab.engine.batch import draws
 from numalab.engine.compiled.state import ST_SOURCES, _get, make_scratch
-from numalab.engine.state import StepContext
 from numalab.engine import balance, faults, placement, progress, scan
 
 #: the phases of Batch.step in order (name -> the numpy phase call on (b, ctx))
@@ -111,6 +109,29 @@ def scratch_of(b, ctx):
     if ctx.want is not None:
         X.want[:] = ctx.want
     return X
+
+
+def compiled_phase(name, L, Q, S, X, r, k=0, b=None):
+    """Phase ``name`` (numalab.engine.compiled.loop.PHASES) of replica ``r`` at step ``k``, called
+    from Python with the named tuples (the phases themselves take structs and have no Python
+    entry); ``Q`` None: the policy of batch ``b``."""
+    from numalab.engine.compiled.loop import PHASES, call_phase
+
+    call_phase(PHASES.index(name), L, compiled_policy(b) if Q is None else Q, S, X, r, k)
+
+
+def compiled_policy(b):
+    """The compiled policy of batch ``b``. A policy with a user rule, which the compiled engine
+    leaves to numpy, is encoded without it: the phases that read only the history (progress,
+    detect, handle) are checked on those random cases too."""
+    from numalab.engine.compiled.decide import encode
+
+    pol = b.pol
+    if pol.user_rules:
+        values = pol.values()
+        values.pop("windows")
+        pol = nl.Policy(history=pol.windows, base=values.pop("base", pol.base), **values)
+    return encode(pol)
 
 
 def context_back(X):

@@ -15,7 +15,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from _compiled_helpers import (CASES, _copy, _copy_ctx, assert_same_context, assert_same_state, before_phase,
-                               make_case, scratch_of)
+                               compiled_phase, make_case, scratch_of)
 from numalab.engine import LB_MIGRATE_HZ, faults, make_batch
 from numalab.engine.compiled import detect
 from numalab.engine.compiled.state import pack_layout, pack_state
@@ -70,7 +70,7 @@ def compiled_detect(b, ctx):
     """detect_faults on every replica of ``b`` (its state written in place); the scratch."""
     L, S, X = _read_only(pack_layout(b)), pack_state(b), scratch_of(b, ctx)
     for r in range(b.R):
-        detect.detect_faults(L, None, S, X, r, 0)
+        compiled_phase("detect_faults", L, None, S, X, r, b=b)
     return X
 
 

@@ -26,12 +26,12 @@ import numalab as nl
 from numalab.counters import COUNTER_NAMES
 from numalab.engine import faults, groups, make_batch, scan_period
 from numalab.engine.compiled import available
-from numalab.engine.compiled.state import POL_FIELDS, Pol, pack_layout, pack_state
+from numalab.engine.compiled.state import pack_layout, pack_state
 from numalab.topology import Topology
 from numalab.workloads import from_access_matrix
 
 from _compiled_helpers import (CASES, ORDER, PHASES, _copy, _copy_ctx, assert_same_context, assert_same_state,
-                               make_case, scratch_of)
+                               compiled_phase, compiled_policy, make_case, scratch_of)
 from test_engine_reference import cases
 
 pytestmark = pytest.mark.skipif(not available(), reason="numba is not installed (pip install 'numalab[fast]')")
@@ -39,7 +39,6 @@ pytestmark = pytest.mark.skipif(not available(), reason="numba is not installed 
 if available():
     from numalab.engine.compiled import groups as cgroups
     from numalab.engine.compiled import period as cperiod
-    from numalab.engine.compiled.handle import handle_faults, lb_moves, numa_migrate_preferred
     from numalab.engine.compiled.numsum import seqsum
     from numalab.engine.compiled.placement import shares as placement_shares
 
@@ -114,17 +113,9 @@ PERTURBED = ("numa01/2s-ivb-40/rfc2023-p2", "genoa numa01", "8-node matrix", "me
 
 
 def _policy(b):
-    """The compiled policy tuple: the scan phase's encoder when there is one, else the fields
-    the handle phases read (numab_state, the window ring) and zeros."""
-    try:
-        from numalab.engine.compiled.decide import pack_policy
-    except ImportError:
-        p = b.pol
-        vals = dict.fromkeys(POL_FIELDS, 0)
-        vals.update(numab_state=bool(p.numab_state), windows=int(p.windows), words=int(p.width // 64),
-                    ring=p.rotation == "ring", width=int(p.width))
-        return Pol(**vals)
-    return pack_policy(b)
+    """The compiled policy tuple (a user rule's policy without it: the handle phases read only
+    the history)."""
+    return compiled_policy(b)
 
 
 def _layout(b):
@@ -192,12 +183,11 @@ def _compare(phase, b1, c1, b2, c2, where, perturb=None):
                 X.nfaults[r] = np.count_nonzero(sel)
                 X.f_region[r, :X.nfaults[r]] = freg[sel]
                 X.f_thread[r, :X.nfaults[r]] = ft[sel]
-                handle_faults(L, Q, S, X, r, 0)
+                compiled_phase("handle_faults", L, Q, S, X, r)
     else:
         PHASES[phase](b1, c1)
-        fn = numa_migrate_preferred if phase == "numa_migrate_preferred" else lb_moves
         for r in range(b2.R):
-            fn(L, Q, S, X, r, 0)
+            compiled_phase(phase, L, Q, S, X, r)
     assert_same_state(b1, b2, where=where)
     assert_same_context(c1, X, where=where)
     d = b1.counters.table - before
@@ -331,7 +321,7 @@ def _random_batch(case, rng):
     """A batch of ``case`` whose groups and fault statistics are random: mixed magnitudes,
     zeros, non-dyadic fractions (where the order of a float sum shows)."""
     b = make_case(*case)
-    R, T, N = b.R, b.lay.T, b.lay.N
+    R, T = b.R, b.lay.T
     b.groups.gid[:] = np.where(rng.random((R, T)) < 0.7, rng.integers(0, max(T // 3, 1), (R, T)), -1)
     for a in (b.numa.faults_mem, b.numa.faults_cpu):
         x = rng.random(a.shape) * 10.0 ** rng.integers(-3, 8, a.shape)

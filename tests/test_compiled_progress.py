@@ -17,8 +17,8 @@ from numalab.engine.compiled.state import pack_layout, pack_state  # noqa: E402
 from numalab.topology import Topology  # noqa: E402
 from numalab.workloads import PH_INIT, from_access_matrix  # noqa: E402
 
-from _compiled_helpers import (CASES, assert_same_context, assert_same_state, before_phase, make_case,  # noqa: E402
-                               scratch_of, small_case)
+from _compiled_helpers import (CASES, assert_same_context, assert_same_state, before_phase, compiled_phase,  # noqa: E402
+                               make_case, scratch_of, small_case)
 from test_engine_reference import cases  # noqa: E402
 
 STEPS = (0, 1, 2, 5, 10, 20, 40, 80, 150, 300)
@@ -98,11 +98,11 @@ def check_run_threads(make, positions):
         X.slot[:] = 7
         X.want[:] = True
         for r in range(b2.R):
-            cp.begin_step(L, None, S, X, r, 0)
+            compiled_phase("begin_step", L, None, S, X, r, b=b2)
         assert np.array_equal(X.running, c1.running) and not X.slot.any() and not X.want.any(), where
         _numpy_run_threads(b1, c1)
         for r in range(b2.R):
-            cp.run_threads(L, None, S, X, r, 0)
+            compiled_phase("run_threads", L, None, S, X, r, b=b2)
         assert_same_state(b1, b2, where=where)
         assert_same_context(c1, X, where=where)
 
@@ -114,7 +114,7 @@ def check_end_step(make, positions):
         L, S, X = _compiled(b2, c2)
         b1.end_step(c1)
         for r in range(b2.R):
-            cp.end_step(L, None, S, X, r, 0)
+            compiled_phase("end_step", L, None, S, X, r, b=b2)
         assert_same_state(b1, b2, where=where)
 
 
@@ -162,7 +162,7 @@ def test_run_threads_perturbed(case):
         L, S, X = _compiled(b2, c2)
         _numpy_run_threads(b1, c1)
         for r in range(b2.R):
-            cp.run_threads(L, None, S, X, r, 0)
+            compiled_phase("run_threads", L, None, S, X, r, b=b2)
         assert_same_state(b1, b2, where=where)
         assert_same_context(c1, X, where=where)
 
@@ -204,7 +204,7 @@ def test_coherent_init_is_exercised():
     ctx = b.begin_step()
     L, S, X = _compiled(b, ctx)
     assert L.init_coherence and (b.tasks.phase[0] == PH_INIT)[b.wl.init_bind].all()
-    cp.run_threads(L, None, S, X, 0, 0)
+    compiled_phase("run_threads", L, None, S, X, 0, b=b)
     coherent = S.speed[0].copy()
     shared = np.zeros(L.T, dtype=bool)
     out = np.empty(L.T)

@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 import numalab as nl
 from numalab.counters import COUNTER_NAMES
 from numalab.engine import LB_MIGRATE_HZ, make_batch, scan
-from numalab.engine.compiled import scan as cscan
-from numalab.engine.compiled.decide import decide_vma, encode, pack_policy
+from numalab.engine.compiled.decide import decide_vma_py, encode, pack_policy
 from numalab.engine.compiled.state import pack_layout, pack_state
 from numalab.history import bit_masks
 from numalab.policy import Policy, decide
@@ -31,7 +30,8 @@ from numalab.scanview import synthetic_view
 from numalab.topology import Topology
 from numalab.workloads import INACCESSIBLE, SHARED_RO, from_access_matrix
 
-from _compiled_helpers import CASES, assert_same_context, assert_same_state, before_phase, make_case, scratch_of
+from _compiled_helpers import (CASES, assert_same_context, assert_same_state, before_phase, compiled_phase, make_case,
+                               scratch_of)
 
 STEPS = (0, 1, 2, 5, 10, 20, 40, 80, 150, 300)
 PROFILES = Policy.profiles()
@@ -126,7 +126,7 @@ def compare(make, cap=2000, limit=None, perturbed=False):
         scan.scan_trigger(b_np, ctx_np)
         L, Q, S, X = layout(b_c), pack_policy(b_c), pack_state(b_c), scratch_of(b_c, ctx_c)
         for r in range(b_c.R):
-            cscan.scan_trigger(L, Q, S, X, r, 0)
+            compiled_phase("scan_trigger", L, Q, S, X, r)
         where = f"{b_np.pol.name} at t={ctx_np.t0:.3f}"
         assert_same_state(b_np, b_c, where=where)
         assert_same_context(ctx_np, X, where=where)
@@ -257,7 +257,7 @@ def test_decide_matches_policy_decide(policy):
         word, mask = bit_masks(view.scanner_tid, policy.width)
         for b in range(6):
             for v in range(5):
-                code, sel = decide_vma(
+                code, sel = decide_vma_py(
                     Q, view.pids_active[b, v], int(view.idx[b, v]), int(word[b, 0]), np.uint64(mask[b, 0]),
                     int(view.numa_scan_seq[b, 0]), int(view.start_scan_seq[b, v]), int(view.prev_scan_seq[b, v]),
                     int(view.scan_offset[b, 0]), int(view.vm_start[b, v]), int(view.vm_end[b, v]),

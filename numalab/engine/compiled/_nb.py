@@ -15,7 +15,7 @@ import os
 
 import numba
 
-__all__ = ["jit", "CACHE"]
+__all__ = ["jit", "inner", "CACHE"]
 
 CACHE = os.environ.get("NUMALAB_JIT_CACHE", "1") != "0"
 
@@ -27,3 +27,8 @@ def jit(fn=None, **options):
     if fn is None:
         return lambda f: numba.njit(**kw)(f)
     return numba.njit(**kw)(fn)
+
+
+#: a compiled function called only from compiled code (one that takes the engine's structs):
+#: no CPython or C wrappers, which a struct argument could not pass through anyway
+inner = jit(no_cpython_wrapper=True, no_cfunc_wrapper=True)

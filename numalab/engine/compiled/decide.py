@@ -21,10 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...reasons import CODE
-from ._nb import jit
+from ._nb import inner, jit
 from .state import Pol
+from .structs import make_pol
 
-__all__ = ["pack_policy", "encode", "decide_vma", "unfiltered_reason", "inner", "popcount", "window_weight",
+__all__ = ["pack_policy", "encode", "decide_vma", "decide_vma_py", "unfiltered_reason", "popcount", "window_weight",
            "union_weight", "union_has", "current_window_index", "rotate", "RULE_ID"]
 
 #: built-in rule name -> its id in ``Q.pre_rule`` / ``Q.acc_rule``
@@ -49,7 +50,6 @@ _U0 = np.uint64(0)
 #: the decorator of a function called only from compiled code: ``jit`` without the CPython and
 #: cfunc wrappers (a wrapper unboxes every array of the named tuples it takes, which costs
 #: seconds of compile time per function; the function is then not callable from Python)
-inner = jit(no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
 # ------------------------------------------------------------------------------ encoding
@@ -222,7 +222,7 @@ def unfiltered_reason(Q, unsuitable, shared_ro, inaccessible):
     return Q.code_unfiltered
 
 
-@jit
+@inner
 def decide_vma(Q, pids, pidx, word, mask, seq, start_seq, prev_seq, offset, vm_start, vm_end, next_scan_ms,
                now_ms, nr_threads, forced, select, unsuitable, shared_ro, inaccessible):
     """policy._decide of one (scanner, VMA): ``(reason code, vma_scan_select after the visit)``.
@@ -250,3 +250,11 @@ def decide_vma(Q, pids, pidx, word, mask, seq, start_seq, prev_seq, offset, vm_s
         size_bytes = (vm_end - vm_start) * PAGE_BYTES
         return Q.fb_code, 1 + ((VMA_4M // size_bytes) >> SCALEDOWN_F)
     return Q.fb_refuse, select - 1
+
+
+@jit
+def decide_vma_py(Qt, pids, pidx, word, mask, seq, start_seq, prev_seq, offset, vm_start, vm_end, next_scan_ms,
+                  now_ms, nr_threads, forced, select, unsuitable, shared_ro, inaccessible):
+    """:func:`decide_vma` from Python, the policy as its named tuple ``Qt`` (the unit tests)."""
+    return decide_vma(make_pol(Qt), pids, pidx, word, mask, seq, start_seq, prev_seq, offset, vm_start, vm_end,
+                      next_scan_ms, now_ms, nr_threads, forced, select, unsuitable, shared_ro, inaccessible)

@@ -31,7 +31,7 @@ from collections import namedtuple
 import numpy as np
 
 from ...workloads import PH_INIT, PH_LOOP, REGION_BYTES
-from ._nb import jit
+from ._nb import inner, jit
 
 __all__ = ["detect_faults", "poisson_faults", "sweep_faults", "merge_faults", "Sweep"]
 
@@ -135,7 +135,7 @@ def poisson_faults(region_class, cls_sweep, cls_start, cls_end, entry_thread, dt
 
 
 # ------------------------------------------------------------------------ first arrival
-@jit
+@inner
 def sweep_view(L, S, X, r):
     """The :data:`Sweep` of replica ``r``."""
     return Sweep(L.seg_thread, L.seg_phase, L.seg_lo, L.seg_hi, L.seg_sigma, L.seg_range, L.seg_region0,
@@ -307,7 +307,7 @@ def merge_faults(prot, f_region, f_thread, sw_prot, sw_thread, nf, nsw):
     return n
 
 
-@jit
+@inner
 def detect_faults(L, Q, S, X, r, k):
     """hinting_faults up to handle_faults, for replica ``r`` in step ``k``: the hazard clocks
     (poisson_faults), first arrival on the protected regions of sweep classes (sweep_faults),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...counters import COUNTER_NAMES
-from ._nb import jit
+from ._nb import inner, jit
 
 __all__ = ["group_stats", "node_sum", "active_node", "join_groups"]
 
@@ -26,7 +26,6 @@ F_T, F_PRIV, F_LAST8, F_LTASK = 0, 5, 6, 7
 
 #: a helper of the batch's named tuples called only from compiled code: no CPython / cfunc
 #: wrapper (unboxing a hundred fields is most of such a function's compile time)
-_inner = jit(no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
 @jit
@@ -81,7 +80,7 @@ def active_node(gc, r, g, n):
     return 3 * node_sum(gc, r, g, n) > mx, nact
 
 
-@_inner
+@inner
 def join_groups(L, S, X, r, F, nf):
     """groups.join_groups for replica ``r``'s shared faults (rows of the per-fault record
     ``F[:nf]`` with ``F_PRIV`` 0): each faulting task without a group creates its own; then it

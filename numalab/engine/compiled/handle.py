@@ -24,7 +24,7 @@ import numpy as np
 
 from ...counters import COUNTER_NAMES
 from ...workloads import PH_INIT
-from ._nb import jit
+from ._nb import inner, jit
 from .groups import active_node, group_stats, join_groups, node_sum
 from .placement import lb_moves, numa_migrate_preferred, task_numa_placement
 
@@ -46,10 +46,9 @@ NF = 9
 
 #: a helper of the batch's named tuples called only from compiled code: no CPython / cfunc
 #: wrapper (unboxing a hundred fields is most of such a function's compile time)
-_inner = jit(no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
-@jit
+@inner
 def handle_faults(L, Q, S, X, r, k):
     """faults.handle_faults for replica ``r``'s faults of step ``k`` (do_numa_page): record each,
     run the migrate filter, migrate what fits (migrate_balanced: candidates claim room on
@@ -107,7 +106,7 @@ def handle_faults(L, Q, S, X, r, k):
     task_numa_fault(L, S, X, r, k, F, nf, now)
 
 
-@_inner
+@inner
 def record_hint_fault(L, Q, S, r, q, t, local):
     """faults.record_hint_faults for one fault of thread ``t`` on region ``q``: the task's PID bit
     in the VMA's current window when it has numab state (ring: ``pids_idx % W``, shift:
@@ -125,7 +124,7 @@ def record_hint_fault(L, Q, S, r, q, t, local):
     return inc
 
 
-@_inner
+@inner
 def should_migrate(L, S, r, t, cn, local, last8, lnode, my8):
     """faults.should_migrate for one fault: ``(check, want, ratio)`` -- the filter runs (no bind
     policy, folio remote), it says migrate (option ``migrate_filter`` off: every checked fault),
@@ -153,7 +152,7 @@ def group_ratio(gm, gc, r, g, cn, fn):
     return (gcd > 3 * gcs) or (3 * gcd * gms > 4 * gcs * gmd)
 
 
-@_inner
+@inner
 def migrate(L, S, r, q, dst):
     """memory.migrate of region ``q`` of replica ``r`` to node ``dst``: its node, the class and
     node counts, the replica's rates marked for a refresh (the caller checked the room)."""
@@ -168,7 +167,7 @@ def migrate(L, S, r, q, dst):
     S.node_pages[r, dst] += pages
 
 
-@_inner
+@inner
 def task_numa_fault(L, S, X, r, k, F, nf, now):
     """faults.task_numa_fault for the fault records ``F[:nf]``: numa groups (option
     ``numa_groups``), task_numa_placement for the faulting tasks whose retry time passed (once

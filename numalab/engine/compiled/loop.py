@@ -13,21 +13,26 @@ from __future__ import annotations
 import numpy as np
 
 from ..observe import check_invariants, sample
-from ._nb import jit
+from ._nb import inner, jit
 from .decide import pack_policy
 from .detect import detect_faults
 from .handle import handle_faults, lb_moves, numa_migrate_preferred
 from .progress import begin_step, end_step, run_threads
 from .scan import scan_trigger
 from .state import make_scratch, pack_layout, pack_state
+from .structs import make_lay, make_pol, make_scr, make_st
 
-__all__ = ["step", "advance", "run"]
+__all__ = ["step", "advance", "run", "call_phase", "PHASES"]
+
+#: the phases of a step, in order (:func:`call_phase` takes one by its index)
+PHASES = ("begin_step", "run_threads", "scan_trigger", "detect_faults", "handle_faults", "numa_migrate_preferred",
+          "lb_moves", "end_step")
 
 #: the numpy run loop checks the invariants every this many steps (Batch.end_step)
 INVARIANT_STEPS = 20
 
 
-@jit
+@inner
 def step(L, Q, S, X, r, k):
     """Step ``k`` of replica ``r``: the order of events of :meth:`numalab.engine.Batch.step`."""
     begin_step(L, Q, S, X, r, k)
@@ -41,7 +46,36 @@ def step(L, Q, S, X, r, k):
 
 
 @jit
-def advance(L, Q, S, X):
+def advance(Lt, Qt, St, Xt):
+    """Take every replica through the steps of scratch ``Xt`` (named tuples of :mod:`.state`
+    in, structs inside: :mod:`.structs`); returns how many steps the batch took."""
+    return _advance(make_lay(Lt), make_pol(Qt), make_st(St), make_scr(Xt))
+
+
+@jit
+def call_phase(phase, Lt, Qt, St, Xt, r, k):
+    """Phase ``PHASES[phase]`` of replica ``r`` at step ``k`` from Python (the phase tests)."""
+    L, Q, S, X = make_lay(Lt), make_pol(Qt), make_st(St), make_scr(Xt)
+    if phase == 0:
+        begin_step(L, Q, S, X, r, k)
+    elif phase == 1:
+        run_threads(L, Q, S, X, r, k)
+    elif phase == 2:
+        scan_trigger(L, Q, S, X, r, k)
+    elif phase == 3:
+        detect_faults(L, Q, S, X, r, k)
+    elif phase == 4:
+        handle_faults(L, Q, S, X, r, k)
+    elif phase == 5:
+        numa_migrate_preferred(L, Q, S, X, r, k)
+    elif phase == 6:
+        lb_moves(L, Q, S, X, r, k)
+    else:
+        end_step(L, Q, S, X, r, k)
+
+
+@inner
+def _advance(L, Q, S, X):
     """Take every replica through the call's steps; returns how many steps the batch took.
 
     The numpy run loop stops stepping when every replica is done, and steps a finished replica

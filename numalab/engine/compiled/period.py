@@ -14,17 +14,16 @@ import math
 
 import numpy as np
 
-from ._nb import jit
+from ._nb import inner, jit
 from .numsum import psum
 
 #: a helper of the batch's named tuples called only from compiled code: no CPython / cfunc
 #: wrapper (unboxing a hundred fields is most of such a function's compile time)
-_inner = jit(no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 __all__ = ["task_scan_min", "shared_scale", "task_scan_start", "task_scan_max", "update_task_scan_period"]
 
 
-@jit
+@inner
 def task_scan_min(L, m):
     """task_scan_min (ms) of a thread of mm ``m``: at most ~10 scan windows per second (1000 ms
     / (2560 MB / scan_size)), at least the sysctl minimum spread over the mm's scan windows."""
@@ -49,7 +48,7 @@ def shared_scale(gid, gm, gsize, r, t, base):
     return base * gsize[r, g] * (s + 1) // (p + s + 1)
 
 
-@_inner
+@inner
 def task_scan_start(L, S, X, r, t):
     """scan_period.task_scan_start (ms) of task ``t`` of replica ``r``."""
     smin = task_scan_min(L, L.thread_mm[t])
@@ -58,7 +57,7 @@ def task_scan_start(L, S, X, r, t):
     return max(smin, shared_scale(S.gid, X.gm, X.gsize, r, t, smin))
 
 
-@_inner
+@inner
 def task_scan_max(L, S, X, r, t):
     """scan_period.task_scan_max (ms) of task ``t`` of replica ``r``."""
     m = L.thread_mm[t]
@@ -69,7 +68,7 @@ def task_scan_max(L, S, X, r, t):
     return max(smin, smax)
 
 
-@_inner
+@inner
 def update_task_scan_period(L, S, X, r, k, t, shared, private):
     """scan_period.update_task_scan_period for task ``t`` after its placement; ``shared`` /
     ``private`` the faults of the window just folded in (base pages; numpy holds them as exact

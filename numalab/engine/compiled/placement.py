@@ -16,7 +16,7 @@ import numpy as np
 
 from ...counters import COUNTER_NAMES
 from ...workloads import PH_INIT, PH_LOOP
-from ._nb import jit
+from ._nb import inner, jit
 from .groups import group_stats, node_sum
 from .numsum import psum
 from .period import task_scan_max, task_scan_start, update_task_scan_period
@@ -31,10 +31,9 @@ C_SCAN_PERIOD_RESETS = COUNTER_NAMES.index("scan_period_resets")
 
 #: a helper of the batch's named tuples called only from compiled code: no CPython / cfunc
 #: wrapper (unboxing a hundred fields is most of such a function's compile time)
-_inner = jit(no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
-@_inner
+@inner
 def _fold(L, S, r, t, now):
     """task_numa_placement's fold of task ``t``'s fault buffers into its decayed numa_faults
     (``f += buf - f / 2``; the CPU faults weighted by the runtime share of the period and the
@@ -66,7 +65,7 @@ def _fold(L, S, r, t, now):
     return shared, private
 
 
-@_inner
+@inner
 def _preferred(L, S, X, r, t):
     """task_numa_placement's choice for task ``t`` (after the fold and the group sums): the
     node of most memory faults, its group's if grouped (np.argmax: the first of equals, NaN
@@ -82,7 +81,7 @@ def _preferred(L, S, X, r, t):
         S.numa_preferred_nid[r, t] = L.nearest_cpu_node[best]
 
 
-@_inner
+@inner
 def task_numa_placement(L, S, X, r, k, due, now):
     """placement.task_numa_placement for the tasks ``due`` (ascending) of replica ``r``
     at ``now``, with ``X``'s group sums current (after the fault batch's joins). As numpy,
@@ -149,7 +148,7 @@ def shares(gid, faults_mem, gm, r):
     return sc, own
 
 
-@jit
+@inner
 def numa_migrate_preferred(L, Q, S, X, r, k):
     """placement.numa_migrate_preferred: serve replica ``r``'s requests (``X.want[r]``, then
     cleared) in increasing ``u_task`` (stable: ties to the lower index): into an idle CPU of the
@@ -230,7 +229,7 @@ def task_swap(node, gid, cpu_bind, r, t, a, dst, running, moved, sc, own_n):
     return np.int64(-1)
 
 
-@_inner
+@inner
 def move_task(L, S, X, r, t, dst):
     """placement.move_task: ``update_scan_period`` (a task with faults leaving its preferred
     node, or any cross-node move before its first placement, restarts at task_scan_start; ``X``'s
@@ -257,7 +256,7 @@ def move_task(L, S, X, r, t, dst):
     return True
 
 
-@jit
+@inner
 def lb_moves(L, Q, S, X, r, k):
     """balance.lb_moves: a running, unbound task with ``u_lb[t] < p = lb_migrate_hz * dt`` is
     pulled to the k-th other node with CPUs (``v = u_lb / p``, ``k = floor(v (N - 1))``), and

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...workloads import PH_DONE, PH_INIT, PH_LOOP, PH_WAIT
-from ._nb import jit
+from ._nb import inner, jit
 from .numsum import psum, seqsum
 
 __all__ = ["begin_step", "refresh", "record_locality", "run_threads", "advance", "end_step", "progress_rates",
@@ -273,7 +273,7 @@ def cumulative_rates(entry_thread, entry_phase, entry_touch_per_byte, entry_fixe
         lam_c[c] = cum[cls_end[c]] - cum[cls_start[c]]
 
 
-@jit(inline="always")
+@inner
 def refresh(L, Q, S, X, r):
     """progress.refresh for replica ``r`` when its rates are dirty: node shares (S.frac),
     speeds (S.speed, coherent while a running thread is in a bound init and the option
@@ -300,7 +300,7 @@ def refresh(L, Q, S, X, r):
 
 
 # ------------------------------------------------------------------------------ the phases
-@jit
+@inner
 def begin_step(L, Q, S, X, r, k):
     """Batch.begin_step for replica ``r``: who runs this step (init or loop phase, replica not
     done), no protection slot used, no placement request."""
@@ -312,7 +312,7 @@ def begin_step(L, Q, S, X, r, k):
     X.slot[r] = 0
 
 
-@jit(inline="always")
+@inner
 def record_locality(L, S, X, r):
     """progress.record_locality / locality_increments for replica ``r``: add the step's local
     and total written bytes (psum over threads of speed * frac at the thread's node, and of
@@ -365,7 +365,7 @@ def advance(dt, t0, phase_bytes, main_of_thread, running, used_k, speed, phase, 
     return changed
 
 
-@jit
+@inner
 def run_threads(L, Q, S, X, r, k):
     """progress.run_threads for replica ``r``, step ``k``: refresh, record locality, pay kernel
     debt first (used_k = min(kdebt, dt): no user progress meanwhile), accrue runtime, keep each
@@ -386,7 +386,7 @@ def run_threads(L, Q, S, X, r, k):
         S.dirty[r] = True
 
 
-@jit
+@inner
 def end_step(L, Q, S, X, r, k):
     """Batch.end_step for replica ``r`` (the clock and the invariants are the loop's): a live
     replica whose threads are all done becomes done, elapsed = np.nanmax(finish) + the harness

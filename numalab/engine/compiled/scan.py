@@ -28,8 +28,8 @@ import numpy as np
 
 from ...errors import EngineInvariantError
 from ...workloads import INACCESSIBLE, PH_INIT, REGION_PAGES, SHARED_RO, UNSUITABLE
-from ._nb import jit
-from .decide import current_window_index, decide_vma, inner, rotate, union_has, unfiltered_reason, window_weight
+from ._nb import inner
+from .decide import current_window_index, decide_vma, rotate, union_has, unfiltered_reason, window_weight
 from .period import task_scan_min
 from .state import CNT
 
@@ -65,7 +65,7 @@ def _crossings(L, S, X, r, k, trig, cross):
             S.node_stamp[r, t] = S.node_stamp[r, t] + S.numa_scan_period[r, t] / 1000.0
 
 
-@jit
+@inner
 def scan_trigger(L, Q, S, X, r, k):
     """scan.scan_trigger for replica ``r`` in step ``k``: task_tick_numa for every running
     thread, then, per mm in index order, task_numa_work of its winner (the smallest crossing

@@ -181,6 +181,7 @@ def pack_layout(b) -> Lay:
         if lay.mm_vsel[m] is None:
             raise ValueError("the compiled engine needs each mm's VMAs contiguous")
         vfirst[m], vfirst[m + 1] = lay.mm_vsel[m]
+    vfirst = i8(vfirst)
     return Lay(
         T=lay.T, V=lay.V, NR=lay.NR, N=lay.N, M=lay.M, C=lay.C, E=lay.E, K=lay.K, S=lay.S, NCPU=topo.ncpus,
         thread_mm=i8(lay.thread_mm), thread_main=bl(wl.thread_main), main_of_thread=i8(lay.main_of_thread),
@@ -251,3 +252,63 @@ def make_scratch(b, times) -> Scr:
 
 #: phases a thread runs in (progress.running_mask)
 RUNNING_PHASES = (PH_INIT, PH_LOOP)
+
+
+# ------------------------------------------------------------------------------------ structs
+def _type_expr(t) -> str:
+    """The numba type ``t`` of a field as the source text that builds it (structs.py)."""
+    import numba
+
+    if isinstance(t, numba.types.Array):
+        ro = ", readonly=True" if not t.mutable else ""
+        dtype = "boolean" if str(t.dtype) == "bool" else str(t.dtype)
+        return f'types.Array(types.{dtype}, {t.ndim}, "{t.layout}"{ro})'
+    return {"int64": "types.int64", "float64": "types.float64", "bool": "types.boolean"}[str(t)]
+
+
+def structs_source(L, Q, S, X) -> str:
+    """The source of :mod:`.structs` for packed tuples of these types (``python -m
+    numalab.engine.compiled.state`` prints it; ``tests/test_compiled_engine.py`` checks the
+    committed module against it)."""
+    import numba
+
+    out = [STRUCTS_HEADER]
+    for kind, tup in (("Lay", L), ("Pol", Q), ("St", S), ("Scr", X)):
+        out.append(f"\n\n@structref.register\nclass {kind}Type(types.StructRef):\n"
+                   f"    \"\"\"The struct of :data:`numalab.engine.compiled.state.{kind}`.\"\"\"\n")
+        fields = "".join(f"    (\"{f}\", {_type_expr(numba.typeof(v))}),\n" for f, v in tup._asdict().items())
+        out.append(f"\n\n{kind.upper()}_TYPE = {kind}Type([\n{fields}])\n")
+        assigns = "".join(f"    s.{f} = t.{f}\n" for f in tup._fields)
+        out.append(f"\n\n@inner\ndef make_{kind.lower()}(t):\n    \"\"\"A {kind} struct of named tuple ``t``.\"\"\"\n"
+                   f"    s = structref.new({kind.upper()}_TYPE)\n{assigns}    return s\n")
+    return "".join(out)
+
+
+STRUCTS_HEADER = '''"""The compiled engine's four structs, GENERATED from the field lists of :mod:`.state`
+(``python -m numalab.engine.compiled.state > numalab/engine/compiled/structs.py``; do not edit).
+
+numba passes a named tuple to a function as every one of its arrays, so a function over the
+batch's ~200 arrays takes ~200 arguments: slow to compile and to call. A struct (numba's
+``StructRef``) is one pointer. The compiled phases take the structs ``L``, ``Q``, ``S``, ``X``
+(fields named as the tuples' ``Lay``, ``Pol``, ``St``, ``Scr``); only the run's entry
+(:func:`numalab.engine.compiled.loop.advance`) takes the named tuples, and ``make_*`` copies
+them into structs (the arrays are shared, not copied).
+"""
+
+from numba.core import types
+from numba.experimental import structref
+
+from ._nb import inner
+
+__all__ = ["LAY_TYPE", "POL_TYPE", "ST_TYPE", "SCR_TYPE", "make_lay", "make_pol", "make_st", "make_scr"]
+'''
+
+
+if __name__ == "__main__":   # print structs.py for the current field lists
+    import numalab as nl
+    from numalab.engine import make_batch
+    from .decide import pack_policy
+
+    _b = make_batch(nl.workload("numa01", nl.Topology.preset("2s-128"), threads=4, size_bytes=16 << 20, loops=1),
+                    "6.12", [0])
+    print(structs_source(pack_layout(_b), pack_policy(_b), pack_state(_b), make_scratch(_b, [0.0, _b.dt])), end="")
