@@ -95,3 +95,18 @@ def test_numalab_jit_0_turns_the_compiled_engine_off(monkeypatch):
     assert not make_batch(wl, "6.12", [0], max_time=5.0).compiled()
     monkeypatch.delenv("NUMALAB_JIT")
     assert make_batch(wl, "6.12", [0], max_time=5.0).compiled()
+
+
+def test_structs_module_is_generated_from_the_field_lists():
+    """numalab/engine/compiled/structs.py is what state.structs_source gives for today's field
+    lists and packed types (regenerate it with ``python -m numalab.engine.compiled.state``)."""
+    from pathlib import Path
+
+    import numalab.engine.compiled.structs as structs
+    from numalab.engine.compiled.decide import pack_policy
+    from numalab.engine.compiled.state import make_scratch, pack_layout, pack_state, structs_source
+
+    b = make_batch(nl.workload("numa01", nl.Topology.preset("2s-128"), threads=4, size_bytes=16 << 20, loops=1),
+                   "6.12", [0])
+    text = structs_source(pack_layout(b), pack_policy(b), pack_state(b), make_scratch(b, [0.0, b.dt]))
+    assert Path(structs.__file__).read_text() == text
