@@ -99,7 +99,7 @@ def test_numalab_jit_0_turns_the_compiled_engine_off(monkeypatch):
 
 def test_structs_module_is_generated_from_the_field_lists():
     """numalab/engine/compiled/structs.py is what state.structs_source gives for today's field
-    lists and packed types (regenerate it with ``python -m numalab.engine.compiled.state``)."""
+    lists and packed types (regenerate it with ``python -m numalab.engine.compiled``)."""
     from pathlib import Path
 
     import numalab.engine.compiled.structs as structs

@@ -33,7 +33,7 @@ def test_sweep_pieces_usual_step_equals_general_selection(monkeypatch):
         return inner(b, ctx)
 
     monkeypatch.setattr(faults, "sweep_faults", checked)
-    run_batch(_wl(), nl.Policy.profile("6.12"), [0, 1], max_time=40.0)
+    run_batch(_wl(), nl.Policy.profile("6.12"), [0, 1], kernel="numpy", max_time=40.0)
     assert seen["usual"] > 50 and seen["with_pieces"] > 20
 
 
@@ -53,5 +53,5 @@ def test_trigger_ends_only_where_the_plan_finds_no_stretch(monkeypatch):
         return q
 
     monkeypatch.setattr(quiet, "plan", checked)
-    run_batch(_wl(), nl.Policy.profile("6.12"), [0])     # the whole run: ~60 early ends
+    run_batch(_wl(), nl.Policy.profile("6.12"), [0], kernel="numpy")  # the whole run: ~60 early ends
     assert counts["early"] > 20 and counts["plans"] > counts["early"]

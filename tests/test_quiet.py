@@ -48,7 +48,7 @@ def both(wl, policy, seeds, **options):
         taken.append(q.k)
         orig(b, q)
     for jump in (False, True):
-        b = make_batch(wl, nl.Policy.parse(policy), seeds, **options)
+        b = make_batch(wl, nl.Policy.parse(policy), seeds, kernel="numpy", **options)
         b.jump_quiet = jump
         quiet.skip = counting if jump else orig
         try:
@@ -101,7 +101,7 @@ def test_a_plan_never_reaches_past_an_event():
     # every stretch a plan offers is quiet when stepped: the same steps one by one change
     # nothing but the running sums (no scan, fault, phase end or refresh)
     wl = nl.workload("numa01", Topology.preset("2s-ivb-40"), size_bytes=256 * MiB, loops=3)
-    b = make_batch(wl, nl.Policy.profile("6.12"), [0], max_time=15.0)
+    b = make_batch(wl, nl.Policy.profile("6.12"), [0], kernel="numpy", max_time=15.0)
     b.jump_quiet = False
     covered = 0
     from numalab.engine import observe

@@ -24,7 +24,14 @@ from __future__ import annotations
 
 from ...jit import available
 
-__all__ = ["available", "unsupported"]
+__all__ = ["available", "unsupported", "RULE_ID"]
+
+#: the built-in rules (numalab.rules.BUILTIN_RULES) the compiled decision knows, name -> its id
+#: in the encoded chain (:mod:`.decide`); the fallback ``disjoint_select`` is encoded apart. A
+#: rule added to the table runs on the numpy engine until it is given a compiled test here.
+RULE_ID = {"seq_completed": 1, "forced_one": 2, "early_passes": 3, "own_pid": 4, "hot": 5, "shared": 6,
+           "ignore_pid_partial": 7, "starvation": 8}
+FALLBACKS = ("disjoint_select",)
 
 
 def unsupported(b) -> str | None:
@@ -35,6 +42,10 @@ def unsupported(b) -> str | None:
         return "the policy has a user rule"
     if b.pol.adapt is not None:
         return "the policy has an adaptive history"
+    ch = b.pol.chain
+    for r in (*(e[0] for e in ch.pre), *(e[0] for e in ch.access), *([ch.fallback[0]] if ch.fallback else [])):
+        if r.name not in RULE_ID and r.name not in FALLBACKS:
+            return f"rule {r.name!r} has no compiled form"
     if any(sel is None for sel in b.lay.mm_vsel):
         return "a process's VMAs are not contiguous"
     return None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...reasons import CODE
+from . import RULE_ID
 from ._nb import inner, jit
 from .state import Pol
 from .structs import make_pol
@@ -28,9 +29,6 @@ from .structs import make_pol
 __all__ = ["pack_policy", "encode", "decide_vma", "decide_vma_py", "unfiltered_reason", "popcount", "window_weight",
            "union_weight", "union_has", "current_window_index", "rotate", "RULE_ID"]
 
-#: built-in rule name -> its id in ``Q.pre_rule`` / ``Q.acc_rule``
-RULE_ID = {"seq_completed": 1, "forced_one": 2, "early_passes": 3, "own_pid": 4, "hot": 5, "shared": 6,
-           "ignore_pid_partial": 7, "starvation": 8}
 R_SEQ_COMPLETED, R_FORCED, R_EARLY_PASSES, R_OWN_PID = 1, 2, 3, 4
 R_HOT, R_SHARED, R_IGNORE_PID, R_STARVATION = 5, 6, 7, 8
 

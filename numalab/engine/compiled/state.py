@@ -268,7 +268,7 @@ def _type_expr(t) -> str:
 
 def structs_source(L, Q, S, X) -> str:
     """The source of :mod:`.structs` for packed tuples of these types (``python -m
-    numalab.engine.compiled.state`` prints it; ``tests/test_compiled_engine.py`` checks the
+    numalab.engine.compiled`` prints it; ``tests/test_compiled_engine.py`` checks the
     committed module against it)."""
     import numba
 
@@ -285,7 +285,7 @@ def structs_source(L, Q, S, X) -> str:
 
 
 STRUCTS_HEADER = '''"""The compiled engine's four structs, GENERATED from the field lists of :mod:`.state`
-(``python -m numalab.engine.compiled.state > numalab/engine/compiled/structs.py``; do not edit).
+(``python -m numalab.engine.compiled > numalab/engine/compiled/structs.py``; do not edit).
 
 numba passes a named tuple to a function as every one of its arrays, so a function over the
 batch's ~200 arrays takes ~200 arguments: slow to compile and to call. A struct (numba's
@@ -303,12 +303,3 @@ from ._nb import inner
 __all__ = ["LAY_TYPE", "POL_TYPE", "ST_TYPE", "SCR_TYPE", "make_lay", "make_pol", "make_st", "make_scr"]
 '''
 
-
-if __name__ == "__main__":   # print structs.py for the current field lists
-    import numalab as nl
-    from numalab.engine import make_batch
-    from .decide import pack_policy
-
-    _b = make_batch(nl.workload("numa01", nl.Topology.preset("2s-128"), threads=4, size_bytes=16 << 20, loops=1),
-                    "6.12", [0])
-    print(structs_source(pack_layout(_b), pack_policy(_b), pack_state(_b), make_scratch(_b, [0.0, _b.dt])), end="")

@@ -1,5 +1,5 @@
 """The compiled engine's four structs, GENERATED from the field lists of :mod:`.state`
-(``python -m numalab.engine.compiled.state > numalab/engine/compiled/structs.py``; do not edit).
+(``python -m numalab.engine.compiled > numalab/engine/compiled/structs.py``; do not edit).
 
 numba passes a named tuple to a function as every one of its arrays, so a function over the
 batch's ~200 arrays takes ~200 arguments: slow to compile and to call. A struct (numba's
