@@ -26,6 +26,19 @@ COSTLY_FIRST = (
 )
 
 
+def pytest_configure(config):
+    # The compiled engine (numalab.engine.compiled, numba) compiles once per install (~45 s of
+    # CPU) and numba caches it beside the package. Compile it here, in the controller, before
+    # pytest-xdist starts its workers: the workers, the notebook kernels and the sweep workers
+    # then load it (~0.5 s each) instead of compiling it side by side on the same two cores.
+    if hasattr(config, "workerinput"):
+        return
+    from numalab.engine.compiled import available
+    if available():
+        from numalab.engine.compiled.loop import warm_up
+        warm_up(phases=True)
+
+
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(COSTLY_FIRST)}
     first = {}

@@ -10,6 +10,9 @@ Python: the samples, the invariants and the draws stay numpy's own code.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 
 from ..observe import check_invariants, sample
@@ -22,7 +25,7 @@ from .scan import scan_trigger
 from .state import make_scratch, pack_layout, pack_state
 from .structs import make_lay, make_pol, make_scr, make_st
 
-__all__ = ["step", "advance", "run", "call_phase", "PHASES"]
+__all__ = ["step", "advance", "run", "call_phase", "warm_up", "PHASES"]
 
 #: the phases of a step, in order (:func:`call_phase` takes one by its index)
 PHASES = ("begin_step", "run_threads", "scan_trigger", "detect_faults", "handle_faults", "numa_migrate_preferred",
@@ -121,12 +124,38 @@ def _sync(b):
     b.rates.step_local = None
 
 
+def _announce_compile():
+    """Say so on stderr when this call compiles the engine (numba's cache holds no engine yet:
+    the first compiled run of an install, about a minute), not when it loads it."""
+    cache = getattr(advance, "_cache", None)
+    index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+    if advance.signatures or (index is not None and os.path.exists(index)):
+        return
+    print("numalab: compiling the NUMA-balancing engine with numba, once per install (about a minute; "
+          "NUMALAB_JIT=0 runs the numpy engine instead) ...", file=sys.stderr, flush=True)
+
+
+def warm_up(phases: bool = False):
+    """Compile (or load from numba's cache) the compiled engine with a tiny run, so that the
+    processes started after this one load it instead of compiling it side by side; ``phases``:
+    :func:`call_phase` too (the phase tests' entry)."""
+    import numalab as nl
+    from ..api import make_batch
+
+    wl = nl.workload("numa01", nl.Topology.preset("2s-128"), threads=2, size_bytes=4 << 20, loops=1)
+    make_batch(wl, "6.12", [0], kernel="numba", max_time=0.2).run()
+    if phases:
+        b = make_batch(wl, "6.12", [0], kernel="numba", max_time=0.2)
+        call_phase(0, pack_layout(b), pack_policy(b), pack_state(b), make_scratch(b, [0.0, b.dt]), 0, 0)
+
+
 def run(b):
     """:meth:`numalab.engine.Batch.run` with compiled steps: the same samples at the same
     times, the same draws (each replica's Generator yields one step's uniforms per step), the
     same end."""
     if b.draw.block is not None or b.steps:
         raise ValueError("the compiled engine runs a batch from its start")
+    _announce_compile()
     L, Q = pack_layout(b), pack_policy(b)
     S = pack_state(b)
     res = b.o.time_resolution
