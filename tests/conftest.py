@@ -34,9 +34,18 @@ def pytest_configure(config):
     if hasattr(config, "workerinput"):
         return
     from numalab.engine.compiled import available
-    if available():
-        from numalab.engine.compiled.loop import warm_up
-        warm_up(phases=True)
+    if not available():
+        return
+    import numalab as nl
+    from numalab.engine import make_batch
+    from numalab.engine.compiled.decide import pack_policy
+    from numalab.engine.compiled.loop import call_phase
+    from numalab.engine.compiled.state import make_scratch, pack_layout, pack_state
+
+    wl = nl.workload("numa01", nl.Topology.preset("2s-128"), threads=2, size_bytes=4 << 20, loops=1)
+    make_batch(wl, "6.12", [0], kernel="numba", max_time=0.2).run()           # loop.advance
+    b = make_batch(wl, "6.12", [0], kernel="numba", max_time=0.2)
+    call_phase(0, pack_layout(b), pack_policy(b), pack_state(b), make_scratch(b, [0.0, b.dt]), 0, 0)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -25,7 +25,7 @@ from .scan import scan_trigger
 from .state import make_scratch, pack_layout, pack_state
 from .structs import make_lay, make_pol, make_scr, make_st
 
-__all__ = ["step", "advance", "run", "call_phase", "warm_up", "PHASES"]
+__all__ = ["step", "advance", "run", "call_phase", "PHASES"]
 
 #: the phases of a step, in order (:func:`call_phase` takes one by its index)
 PHASES = ("begin_step", "run_threads", "scan_trigger", "detect_faults", "handle_faults", "numa_migrate_preferred",
@@ -133,20 +133,6 @@ def _announce_compile():
         return
     print("numalab: compiling the NUMA-balancing engine with numba, once per install (about a minute; "
           "NUMALAB_JIT=0 runs the numpy engine instead) ...", file=sys.stderr, flush=True)
-
-
-def warm_up(phases: bool = False):
-    """Compile (or load from numba's cache) the compiled engine with a tiny run, so that the
-    processes started after this one load it instead of compiling it side by side; ``phases``:
-    :func:`call_phase` too (the phase tests' entry)."""
-    import numalab as nl
-    from ..api import make_batch
-
-    wl = nl.workload("numa01", nl.Topology.preset("2s-128"), threads=2, size_bytes=4 << 20, loops=1)
-    make_batch(wl, "6.12", [0], kernel="numba", max_time=0.2).run()
-    if phases:
-        b = make_batch(wl, "6.12", [0], kernel="numba", max_time=0.2)
-        call_phase(0, pack_layout(b), pack_policy(b), pack_state(b), make_scratch(b, [0.0, b.dt]), 0, 0)
 
 
 def run(b):
