@@ -1,9 +1,9 @@
 """The compiled step and run: :meth:`numalab.engine.Batch.step` and :meth:`~numalab.engine.Batch.run`
 with the phases of this package.
 
-:func:`step` is the kernel's order of events, one phase call per mechanism, as in the numpy
-engine. :func:`advance` takes every replica through the steps of one call (up to the next
-time-series sample), replica after replica: replicas are independent, so the order in which
+:func:`advance` takes every replica through the steps of one call (up to the next time-series
+sample), each step the kernel's order of events, one phase call per mechanism, as in the numpy
+engine; replica after replica: replicas are independent, so the order in which
 their steps are taken does not change a number. :func:`run` is the run loop around it, in
 Python: the samples, the invariants and the draws stay numpy's own code.
 """
@@ -25,7 +25,7 @@ from .scan import scan_trigger
 from .state import make_scratch, pack_layout, pack_state
 from .structs import make_lay, make_pol, make_scr, make_st
 
-__all__ = ["step", "advance", "run", "call_phase", "PHASES"]
+__all__ = ["advance", "run", "call_phase", "PHASES"]
 
 #: the phases of a step, in order (:func:`call_phase` takes one by its index)
 PHASES = ("begin_step", "run_threads", "scan_trigger", "detect_faults", "handle_faults", "numa_migrate_preferred",
@@ -33,19 +33,6 @@ PHASES = ("begin_step", "run_threads", "scan_trigger", "detect_faults", "handle_
 
 #: the numpy run loop checks the invariants every this many steps (Batch.end_step)
 INVARIANT_STEPS = 20
-
-
-@inner
-def step(L, Q, S, X, r, k):
-    """Step ``k`` of replica ``r``: the order of events of :meth:`numalab.engine.Batch.step`."""
-    begin_step(L, Q, S, X, r, k)
-    run_threads(L, Q, S, X, r, k)             # threads run and write; kernel debt paid
-    scan_trigger(L, Q, S, X, r, k)            # task_tick_numa -> task_numa_work
-    detect_faults(L, Q, S, X, r, k)           # which PROT_NONE regions are touched, by whom
-    handle_faults(L, Q, S, X, r, k)           # do_numa_page -> migrate -> task_numa_fault
-    numa_migrate_preferred(L, Q, S, X, r, k)  # moves and swaps to the preferred node
-    lb_moves(L, Q, S, X, r, k)                # the load balancer's cross-node pulls
-    end_step(L, Q, S, X, r, k)                # the run's end
 
 
 @jit
@@ -88,18 +75,26 @@ def _advance(L, Q, S, X):
     R = S.done.shape[0]
     steps = X.times.shape[0] - 1
     at = np.zeros(R, dtype=np.int64)
-    for r in range(R):
-        k = 0
-        while k < steps and not S.done[r]:
-            step(L, Q, S, X, r, k)
-            k += 1
-        at[r] = k
     stop = steps
-    if S.done.all():
+    for second in (False, True):
+        for r in range(R):
+            k = at[r]
+            while k < stop and (second or not S.done[r]):
+                # one step: the order of events of numalab.engine.Batch.step (one call site, so
+                # that numba compiles the engine's steps into this function once)
+                begin_step(L, Q, S, X, r, k)
+                run_threads(L, Q, S, X, r, k)             # threads run and write; kernel debt paid
+                scan_trigger(L, Q, S, X, r, k)            # task_tick_numa -> task_numa_work
+                detect_faults(L, Q, S, X, r, k)           # which PROT_NONE regions are touched, by whom
+                handle_faults(L, Q, S, X, r, k)           # do_numa_page -> migrate -> task_numa_fault
+                numa_migrate_preferred(L, Q, S, X, r, k)  # moves and swaps to the preferred node
+                lb_moves(L, Q, S, X, r, k)                # the load balancer's cross-node pulls
+                end_step(L, Q, S, X, r, k)                # the run's end
+                k += 1
+            at[r] = k
+        if not S.done.all():
+            break
         stop = at.max()
-    for r in range(R):
-        for k in range(at[r], stop):
-            step(L, Q, S, X, r, k)
     return stop
 
 
