@@ -126,7 +126,7 @@ def _announce_compile():
     index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
     if advance.signatures or (index is not None and os.path.exists(index)):
         return
-    print("numalab: compiling the NUMA-balancing engine with numba, once per install (about a minute; "
+    print("numalab: compiling the NUMA-balancing engine with numba, once per install (about half a minute; "
           "NUMALAB_JIT=0 runs the numpy engine instead) ...", file=sys.stderr, flush=True)
 
 
