@@ -110,3 +110,25 @@ def test_structs_module_is_generated_from_the_field_lists():
                    "6.12", [0])
     text = structs_source(pack_layout(b), pack_policy(b), pack_state(b), make_scratch(b, [0.0, b.dt]))
     assert Path(structs.__file__).read_text() == text
+
+
+def test_long_sample_intervals_are_taken_in_bounded_calls(monkeypatch):
+    """A time-series interval of 10 s is 200 steps: the compiled run takes it in calls of at most
+    loop.CALL_STEPS steps (the uniforms of a call are drawn ahead) with the same results."""
+    from numalab.engine.compiled import loop
+
+    wl = nl.workload("numa01", nl.Topology.preset("2s-128"), threads=8, size_bytes=128 << 20, loops=10)
+    opts = dict(max_time=25.0, time_resolution=10.0)
+    calls = []
+    advance = loop.advance
+
+    def counted(Lt, Qt, St, Xt):
+        calls.append(Xt.times.size - 1)
+        return advance(Lt, Qt, St, Xt)
+
+    a = _run(wl, "6.12", [0, 2], "numpy", **opts)
+    monkeypatch.setattr(loop, "_announce_compile", lambda: None)
+    monkeypatch.setattr(loop, "advance", counted)
+    b = _run(wl, "6.12", [0, 2], "numba", **opts)
+    assert max(calls) == loop.CALL_STEPS and sum(calls) >= b.steps
+    assert_same_run(a, b)

@@ -31,6 +31,9 @@ __all__ = ["advance", "run", "call_phase", "PHASES"]
 PHASES = ("begin_step", "run_threads", "scan_trigger", "detect_faults", "handle_faults", "numa_migrate_preferred",
           "lb_moves", "end_step")
 
+#: the most steps one compiled call takes (its uniforms, (replicas, steps, 2K + 2T), are drawn
+#: ahead; ~1 s of simulated time at the default dt, so a call costs milliseconds)
+CALL_STEPS = 64
 #: the numpy run loop checks the invariants every this many steps (Batch.end_step)
 INVARIANT_STEPS = 20
 
@@ -100,14 +103,17 @@ def _advance(L, Q, S, X):
 
 def _coming_times(b, next_sample):
     """The clock at the start of each coming step and after the last: up to the first step end
-    at which the numpy run loop samples or stops (its clock adds ``dt`` step after step)."""
+    at which the numpy run loop samples or stops (its clock adds ``dt`` step after step), and at
+    most :data:`CALL_STEPS` steps (a call's uniforms are drawn ahead: a sample interval of
+    thousands of steps would hold them all in memory)."""
     times = [b.now]
     t, stop, dt, max_time = b.now, next_sample - 1e-9, b.dt, b.o.max_time
-    while True:
+    while len(times) <= CALL_STEPS:
         t = t + dt
         times.append(t)
         if t >= stop or t >= max_time:
-            return times
+            break
+    return times
 
 
 def _sync(b):
