@@ -6,7 +6,7 @@ then each machine, and each table, is left out in turn: the candidate with the m
 rows on the others is scored on it. Prints the in-sample and the cross-validated scores
 (published and strict rule) and the per-fold choices as the markdown of docs/fidelity.md.
 
-Run: ``python benchmarks/crossval.py [--seeds 2] [--grid 3] [--design separate|product] [--out DIR]``;
+Run: ``python benchmarks/crossval.py [--seeds 8] [--grid 3] [--design separate|product] [--out DIR]``;
 reduced: ``--grid 1 --switch init_coherence`` (two candidates). ``numalab reproduce
 --cross-validate`` runs the same and writes crossval.md / crossval.csv next to the other outputs.
 """
@@ -22,7 +22,7 @@ from numalab.fidelity import crossval
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seeds", type=int, default=2, help="seeds per candidate (default: %(default)s)")
+    ap.add_argument("--seeds", type=int, default=8, help="seeds per candidate (default: %(default)s)")
     ap.add_argument("--grid", type=int, default=3, help="values per fitted constant (default: %(default)s)")
     ap.add_argument("--switch", action="append", default=None,
                     help="only these switches (default: every bool of numalab.engine.SWITCHES that is a choice)")

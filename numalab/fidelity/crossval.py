@@ -13,8 +13,8 @@ The candidates (:func:`candidates`) are built from
 
 ``design="separate"`` (the default) takes every combination of the fitted constants' grids with
 the switches at their defaults, and each switch flipped with the fitted constants at their
-defaults (3 x 3 + 5 = 14 candidates at ``grid=3``); ``design="product"`` crosses the two (3 x 3 x 6
-= 54), about four times the engine time, for a choice of a switch and a refit together.
+defaults (3 x 3 + 6 = 15 candidates at ``grid=3``); ``design="product"`` crosses the two (3 x 3 x 7
+= 63), about four times the engine time, for a choice of a switch and a refit together.
 
 Each candidate is simulated once over every table (one :func:`numalab.fidelity.execute` for
 all of them). The rest is bookkeeping over the per-row verdicts (:func:`leave_one_out`): for
@@ -203,7 +203,7 @@ def _judged(rows):
     return [r for r in rows if r["verdict"] != NOT_JUDGED]
 
 
-def cross_validate(published: dict, *, seeds: int = 2, grid: int = 3, switches=None, design: str = "separate",
+def cross_validate(published: dict, *, seeds: int = 8, grid: int = 3, switches=None, design: str = "separate",
                    topology=None, workers=None, progress=False) -> CrossValidation:
     """Simulate every candidate (:func:`candidates`) over every table of ``published`` once and
     leave one machine, then one table, out (:func:`leave_one_out`)."""
