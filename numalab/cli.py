@@ -162,8 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     name = f"numalab {args.command}"
     from . import signals
 
-    old = signals.install()
+    old = None
     try:
+        # inside the try: a signal that comes the moment the handlers are in place is this
+        # command's interruption too, not a traceback
+        old = signals.install()
         check_outputs(args)
         preflight(args)
         module = import_module(f"numalab.commands.{args.command}")
@@ -204,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug in numalab: show where, ask for a report
         return _internal(name, exc)
     finally:
-        signals.restore(old)
+        if old is not None:
+            signals.restore(old)
 
 
 def _internal(name: str, exc: BaseException) -> int:
