@@ -1,25 +1,22 @@
 """The model's own bandwidth floor under every published runtime (issue 24 item 1; not a test).
 
 In the progress model (``numalab.costs``) a node's memory controllers write at most
-``write_efficiency x node_bw_GBps``; whatever the placement, a run cannot end before its
-loop-phase bytes (``Workload.phase_bytes``, the init sweeps left out, so this is a lower
-bound) have gone through the machine's controllers:
+``write_efficiency x node_bw_GBps`` (both the topology's); whatever the placement, a run cannot
+end before its loop-phase bytes (``Workload.phase_bytes``, the init sweeps left out, so this is
+a lower bound) have gone through the machine's controllers:
 
     floor = loop bytes / (sum over nodes of write_efficiency x node_bw_GBps)
 
-For every published runtime of the calibration tables this prints the floor at the default
-``Costs`` beside the published seconds, and the throughput the machine achieved
+For every published runtime of the calibration tables this prints the floor at the preset's
+figures beside the published seconds, and the throughput the machine achieved
 (loop bytes / published seconds) as a share of the preset's summed ``node_bw_GBps``: the
 ``write_efficiency`` the machine had at least. A published runtime below the floor cannot be
 reproduced by any scan, fault or placement mechanism: only the capacity can reach it.
 
 ``--capacity PRESET=EFF`` (repeatable) then simulates every calibration table with that
-machine's write capacity at ``EFF x node_bw_GBps`` (the others at the default) and prints the
-published and strict rules' counts per machine beside the defaults', and every row whose
-verdict changes. ``write_efficiency`` is one ``Costs`` field for every machine, so the run sets
-the preset's ``node_bw_GBps`` to ``node_bw_GBps x EFF / write_efficiency`` instead: the model
-reads ``node_bw_GBps`` only through that product (``costs.progress_rates``), so the two are the
-same model.
+machine's ``write_efficiency`` at ``EFF`` (the others at their presets') and prints the
+published and strict rules' counts per machine beside the presets', and every row whose
+verdict changes.
 
 Run: ``python benchmarks/bandwidth_floor.py [--capacity 2s-224-spr=0.5 --capacity 2s-88-csl=0.5] [--seeds 8]``
 """
@@ -33,7 +30,6 @@ import numpy as np
 
 import numalab as nl
 from numalab import data, fidelity
-from numalab.costs import Costs
 
 
 def main(argv=None):
@@ -42,8 +38,7 @@ def main(argv=None):
                     help="simulate the tables with this machine's write_efficiency (repeatable)")
     ap.add_argument("--seeds", type=int, default=8, help="seeds per run of --capacity (default: %(default)s)")
     args = ap.parse_args(argv)
-    eff = Costs().write_efficiency
-    floor_table(eff)
+    floor_table()
     if args.capacity:
         capacity = {}
         for item in args.capacity:
@@ -52,16 +47,17 @@ def main(argv=None):
                 capacity[preset] = float(value)
             except ValueError:
                 ap.error(f"--capacity {item!r}: expected PRESET=EFF, e.g. 2s-224-spr=0.5")
-        compare_capacity(capacity, eff, args.seeds)
+        compare_capacity(capacity, args.seeds)
 
 
-def floor_table(eff):
+def floor_table():
     rows, seen = [], set()
     for name in fidelity.calibration_tables():
         pub = data.load(name)
         preset = fidelity.table_preset(pub)
         topo = nl.Topology.preset(preset)
-        cap = float(np.sum(topo.per_node("node_bw_GBps"))) * 1e9          # B/s, STREAM read, all nodes
+        read = float(np.sum(topo.per_node("node_bw_GBps"))) * 1e9          # B/s, STREAM read, all nodes
+        write = float(np.sum(topo.per_node("node_bw_GBps") * topo.per_node("write_efficiency"))) * 1e9
         for wl in map(str, pub.workload.values):
             # phase_bytes: (init, loop) bytes per thread
             loop = float(nl.workload(wl, preset).phase_bytes[:, 1].sum())
@@ -70,8 +66,8 @@ def floor_table(eff):
                 if not np.isfinite(s) or (preset, wl, pol) in seen:
                     continue
                 seen.add((preset, wl, pol))
-                rows.append((preset, wl, pol, s, loop / (eff * cap), loop / s / cap))
-    print(f"# default write_efficiency = {eff}; floor = loop bytes / (write_efficiency x summed node_bw_GBps)\n")
+                rows.append((preset, wl, pol, s, loop / write, loop / s / read))
+    print("# floor = loop bytes / (the nodes' summed write_efficiency x node_bw_GBps)\n")
     print("| preset | workload | kernel | published s | model's floor s | machine's fill / node_bw at least |")
     print("|---|---|---|---|---|---|")
     below = defaultdict(lambda: [0, 0])
@@ -83,25 +79,24 @@ def floor_table(eff):
     print()
     for preset, (n, of) in below.items():
         best = max(got for p, *_, got in rows if p == preset)
+        eff = nl.Topology.preset(preset).write_efficiency
         print(f"{preset}: {n} of {of} published runtimes below the model's floor; the machine reached "
-              f"{best:.2f} x node_bw at best (write_efficiency is {eff})")
+              f"{best:.2f} x node_bw at best (the preset's write_efficiency: {eff})")
 
 
-def compare_capacity(capacity: dict, eff: float, seeds: int):
-    """Every table at the defaults and with ``capacity`` ({preset: write_efficiency}); the
-    counts per machine and the rows whose published-rule verdict changes."""
+def compare_capacity(capacity: dict, seeds: int):
+    """Every table at the presets' figures and with ``capacity`` ({preset: write_efficiency});
+    the counts per machine and the rows whose published-rule verdict changes."""
     from numalab.fidelity.runs import Point, execute, plan
 
     published = {name: data.load(name) for name in fidelity.calibration_tables()}
-    scaled = {p: {"node_bw_GBps": [float(x) * e / eff for x in nl.Topology.preset(p).per_node("node_bw_GBps")]}
-              for p, e in capacity.items()}
     results = []
-    for point in (Point(), Point(topology=scaled)):
+    for point in (Point(), Point(topology={p: {"write_efficiency": e} for p, e in capacity.items()})):
         sims = execute(plan(published, seeds, overrides=point))
         results.append(fidelity.table_rows(published, {preset: s for (_, preset), s in sims.items()}))
     label = ", ".join(f"{p} {e}" for p, e in capacity.items())
-    print(f"\n# the calibration tables at the defaults and with write_efficiency {label} ({seeds} seeds)\n")
-    print("| machine | judged rows | published rule, defaults | with the capacity | strict rule, defaults | with the capacity |")
+    print(f"\n# the calibration tables at the presets' write_efficiency and with {label} ({seeds} seeds)\n")
+    print("| machine | judged rows | published rule, presets | with the capacity | strict rule, presets | with the capacity |")
     print("|---|---|---|---|---|---|")
     count = defaultdict(lambda: [0, 0, 0, 0, 0])
     for before, after in zip(*results):

@@ -13,7 +13,8 @@ Run: ``python benchmarks/fidelity_check.py [--seeds 4] [--workloads numa02,...] 
 its machine's preset, as ``numalab reproduce`` does, and prints one line per row that misses
 (the CI check, tests/test_reproduce.py, runs the same with 2 seeds); ``--all`` adds the Ice Lake
 tables, and ``--cost NAME=VALUE`` (repeatable) overrides a :class:`numalab.costs.Costs` field for
-a probe, e.g. ``--machines --all --cost write_efficiency=0.45`` (docs/fidelity.md), and ``--option
+a probe, e.g. ``--machines --all --cost link_write_efficiency=0.6`` (docs/fidelity.md; a machine's
+``write_efficiency`` is a topology figure: ``benchmarks/bandwidth_floor.py --capacity``), and ``--option
 NAME=VALUE`` or ``--no-<mechanism>`` sets an engine option as ``numalab simulate`` does, e.g.
 ``--no-init-coherence`` (the model before the shared init became coherence traffic).
 """

@@ -3,10 +3,10 @@
 For every base-column seconds row of the calibration tables (``data/lkp-*.csv``) this divides
 the bytes the benchmark writes (the workload's own count: numa01 2 x T x 51 x 3 GiB, ...) by
 the published seconds and by the machine preset's ``nodes x node_bw_GBps`` (its STREAM figure).
-One cost constant (``Costs.write_efficiency``) turns that figure into ``bzero`` bandwidth on
-every machine, so a machine-independent model needs this ratio to be machine-independent too
-for the runs that are not stuck on one node (rc, p5, 6.8 columns). docs/fidelity.md, "Across
-machines", discusses the result.
+The machine's ``Topology.write_efficiency`` turns that figure into ``bzero`` bandwidth (until
+0.4.0 one cost constant for every machine, which needed this ratio to be machine-independent
+for the runs that are not stuck on one node: rc, p5, 6.8 columns; it is not). docs/fidelity.md,
+"Across machines" and "The write capacity is the machine's", discusses the result.
 
 Run: ``python benchmarks/published_rates.py``
 """

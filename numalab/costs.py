@@ -8,7 +8,8 @@ sequential). Its speed is limited by (1) what one hardware thread can stream
 (``Topology.thread_bw_GBps``), shared with an SMT sibling when both run, and divided by the
 latency ratio for the remote share of its bytes (a core's outstanding misses are fixed, so
 bandwidth ∝ 1/latency); (2) each node's memory controllers: the write (store + RFO) bandwidth of
-a node is ``write_efficiency × node_bw_GBps`` (STREAM read figures overstate ``bzero``);
+a node is ``Topology.write_efficiency × node_bw_GBps``, both properties of the machine (STREAM
+read figures overstate ``bzero``);
 (3) the socket interconnect for the remote shares. A resource loaded above its capacity slows
 every thread using it in proportion (processor-sharing).
 
@@ -45,14 +46,6 @@ __all__ = ["Costs", "progress_rates"]
 class Costs:
     """Cost constants (units in the names).
 
-    write_efficiency : 0.21
-        Effective ``bzero`` bandwidth of a node as a fraction of its STREAM-read
-        ``node_bw_GBps``. On Ice Lake-SP, non-temporal-free stores need a read-for-ownership and
-        a write-back per line (2 transfers per byte) and DDR4 write-to-read turnarounds cost
-        another ~25%: 150 GB/s × 0.21 ≈ 32 GB/s per socket, ~63 GB/s for two. The published
-        autonuma-benchmark runtimes on lkp-icl-2sp6 imply 40–65 GB/s aggregate: numa02 moves
-        800 GiB in 14 s (RFC 2023 p5, memory spread) = 61 GB/s; numa01 writes 19.6 TiB in
-        323–341 s = 63–66 GB/s (reference/calibration.md).
     link_write_efficiency : 0.5
         Fraction of ``link_bw_GBps`` usable for remote writes (the RFO read and the write-back
         cross the link in opposite directions; UPI protocol overhead).
@@ -85,20 +78,6 @@ class Costs:
     """
 
     # where each value comes from (numalab.provenance; docs/fidelity.md "Where every constant comes from")
-    write_efficiency: float = constant(
-        0.21, kind="fitted",
-        source="set so that the Ice Lake runtimes of the RFC 2023 tables come out (numa01 323-341 s, numa02 "
-               "14 s: 40-65 GB/s aggregate bzero on lkp-icl-2sp6); the RFO + write-back argument of the "
-               "docstring makes it plausible, it does not give it",
-        fitted_to=(
-            "lkp-rfc2023-p5-vs-p4|autonuma-benchmark.numa01.seconds|rfc2023-p4 seconds",
-            "lkp-rfc2023-p6-vs-p5|autonuma-benchmark.numa01.seconds|rfc2023-p5 seconds",
-            "lkp-rfc2023-p6-vs-p5|autonuma-benchmark.numa02.seconds|rfc2023-p5 seconds",
-        ),
-        band=(0.20, 0.42),
-        band_source="bytes written / published seconds / preset STREAM bandwidth of the unstuck runs on the "
-                    "robot's three machines: 0.20-0.22 Ice Lake, 0.30-0.34 Cascade Lake, 0.23-0.42 Sapphire "
-                    "Rapids (docs/fidelity.md finding 1, benchmarks/published_rates.py)")
     link_write_efficiency: float = constant(
         0.5, kind="assumed",
         source="a remote write moves the line twice over the socket link (RFO read one way, write-back the "
@@ -163,7 +142,7 @@ class Costs:
             v = getattr(self, f.name)
             if f.name == "harness_overhead_s":
                 check_number(f"costs.{f.name}", v, lo=0.0)
-            elif f.name in ("write_efficiency", "link_write_efficiency", "smt_share"):
+            elif f.name in ("link_write_efficiency", "smt_share"):
                 check_number(f"costs.{f.name}", v, lo=0.0, hi=1.0, lo_open=True)
             else:
                 check_number(f"costs.{f.name}", v, lo=0.0, lo_open=f.name.endswith("GBps"))
@@ -171,6 +150,12 @@ class Costs:
     @classmethod
     def coerce(cls, costs) -> "Costs":
         """None -> defaults, a Costs -> itself, a dict -> Costs(**dict) (unknown keys refused)."""
+        if isinstance(costs, dict) and "write_efficiency" in costs:
+            raise NumalabValueError(
+                f"costs key 'write_efficiency' (= {costs['write_efficiency']!r}) is not a cost constant: it is "
+                "a property of the machine, Topology.write_efficiency; set it on the topology, e.g. "
+                "topology=Topology.preset('2s-128', write_efficiency=0.3), or in a topology file "
+                "(numalab probe measures it)")
         return coerce_dataclass(cls, costs, "costs")
 
     def to_dict(self) -> dict:
@@ -251,7 +236,7 @@ def _closed_form(costs, topo, node_of_thread, frac, running, tbw, relt, on, at_n
         u += tpb[:, :, n]
     s = np.where(running, 1.0 / np.maximum(u, 1e-30), 0.0)
     # node controller saturation
-    cap = topo.per_node("node_bw_GBps") * 1e9 * costs.write_efficiency                   # (N,) by mem node
+    cap = topo.per_node("node_bw_GBps") * 1e9 * topo.per_node("write_efficiency")    # (N,) by mem node
     sigma = np.maximum(1.0, (s[:, None, :] * frac_t).sum(axis=2) / cap)                  # (R, N) by mem node
     # interconnect saturation per (cpu node a -> mem node n), a != n
     link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency            # (N,) into mem node n
@@ -289,7 +274,7 @@ def _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
     added: the controller and link capacities are the closed form's."""
     R, T, N = frac.shape
     a = 1.0 / (tbw[:, :, None] * relt)                        # (R, T, N) s/byte unconstrained
-    cap = topo.per_node("node_bw_GBps") * 1e9 * costs.write_efficiency
+    cap = topo.per_node("node_bw_GBps") * 1e9 * topo.per_node("write_efficiency")
     link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency
     remote = node_of_thread[:, :, None] != np.arange(N)[None, None, :]
     rr = np.arange(R)[:, None]

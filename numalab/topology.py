@@ -52,16 +52,17 @@ PER_NODE = {
     "smt": (True, 1, False),
     "mem_per_node_GiB": (False, 0.0, False),
     "node_bw_GBps": (False, 0.0, True),
+    "write_efficiency": (False, 0.0, True),
     "link_bw_GBps": (False, 0.0, True),
     "local_latency_ns": (False, 0.0, True),
     "remote_latency_ns": (False, 0.0, True),
     "thread_bw_GBps": (False, 0.0, True),
 }
-_HI = {"cpus_per_node": 65536, "smt": 8}
+_HI = {"cpus_per_node": 65536, "smt": 8, "write_efficiency": 1.0}
 
 #: the fields of the model, in file order (``name`` and ``source`` describe it)
 FIELDS = ("nodes", "cpus_per_node", "distance", "smt", "local_latency_ns", "remote_latency_ns", "node_bw_GBps",
-          "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns", "line_remote_ns")
+          "write_efficiency", "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns", "line_remote_ns")
 
 #: the ``format`` of a topology file
 FORMAT = "numalab-topology/1"
@@ -94,6 +95,14 @@ class Topology:
         SLIT units (:attr:`latency_ns`).
     node_bw_GBps : float or sequence of float
         Sustainable (STREAM-like read) bandwidth of each node's memory controllers.
+    write_efficiency : float or sequence of float
+        What the memory controllers of each node sustain for a store stream (``bzero``, rep
+        stosb) as a share of ``node_bw_GBps``, in (0, 1]: the node's write capacity is
+        ``write_efficiency x node_bw_GBps`` (:mod:`numalab.costs`). Default 0.5: an ordinary
+        store stream moves every line twice, the read-for-ownership and the write-back
+        (``shared/reference/machine-measurements.md``: about 0.5 on Cascade Lake; Ice Lake-SP and
+        Sapphire Rapids can elide the read near saturation, up to about 1.0). A property of the
+        machine, not of the kernel: ``numalab probe`` measures it (fill / read bandwidth per node).
     link_bw_GBps : float or sequence of float
         Sustainable bandwidth of the interconnect into each node's memory from the other nodes
         (UPI/QPI/Infinity Fabric for a socket, the CXL link for a CXL device), one direction.
@@ -123,6 +132,7 @@ class Topology:
     local_latency_ns: float | tuple = 90.0
     remote_latency_ns: float | tuple = 140.0
     node_bw_GBps: float | tuple = 100.0
+    write_efficiency: float | tuple = 0.5
     link_bw_GBps: float | tuple = 40.0
     mem_per_node_GiB: float | tuple = 128.0
     thread_bw_GBps: float | tuple = 10.0
@@ -365,9 +375,11 @@ class Topology:
         return cls.from_dict(read_host(root, lscpu=lscpu), where=f"host {str(root)!r}")
 
     def with_memory_node(self, mem_GiB: float, distance, *, node_bw_GBps: float, link_bw_GBps: float,
-                         local_latency_ns: float, remote_latency_ns: float, name: str | None = None) -> "Topology":
+                         local_latency_ns: float, remote_latency_ns: float, write_efficiency: float = 0.5,
+                         name: str | None = None) -> "Topology":
         """This machine with one more node that has memory and no CPUs (a CXL memory expander,
-        HBM): ``distance`` is its SLIT row to the existing nodes (without its own 10)."""
+        HBM): ``distance`` is its SLIT row to the existing nodes (without its own 10);
+        ``write_efficiency`` its store-stream share of ``node_bw_GBps`` (class docstring)."""
         d = np.asarray(self.distance_matrix)
         try:
             row = [int(check_int(f"distance[{i}]", v, lo=11, hi=254)) for i, v in enumerate(distance)]
@@ -378,7 +390,7 @@ class Topology:
         dist = np.block([[d, np.array(row)[:, None]], [np.array(row)[None, :], np.array([[10]])]])
         per = {k: (*np.broadcast_to(np.asarray(getattr(self, k)), (self.nodes,)).tolist(), v) for k, v in (
             ("cpus_per_node", 0), ("smt", 1), ("mem_per_node_GiB", mem_GiB), ("node_bw_GBps", node_bw_GBps),
-            ("link_bw_GBps", link_bw_GBps), ("local_latency_ns", local_latency_ns),
+            ("write_efficiency", write_efficiency), ("link_bw_GBps", link_bw_GBps), ("local_latency_ns", local_latency_ns),
             ("remote_latency_ns", remote_latency_ns), ("thread_bw_GBps", self.per_node("thread_bw_GBps").min()))}
         return Topology(nodes=self.nodes + 1, distance=dist.tolist(), **per,
                         line_same_node_ns=self.line_same_node_ns, line_remote_ns=self.line_remote_ns,
@@ -467,7 +479,7 @@ def _per_node_value(name, value, nodes):
     def one(label, v):
         if integer:
             return check_int(label, v, lo=lo, hi=_HI[name])
-        return check_number(label, v, lo=lo, lo_open=lo_open)
+        return check_number(label, v, lo=lo, lo_open=lo_open, hi=_HI.get(name))
 
     if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__"):
         return one(name, value.item() if isinstance(value, np.generic) else value)

@@ -46,7 +46,7 @@ CASES = [
     ("numa01", "2s-ivb-40", "rfc2023-p2", [0], dict(first_arrival=False), dict(size_bytes=512 << 20, loops=20)),
     ("numa01_THREAD_ALLOC", "2s-88-csl", "6.7", [7], dict(init_coherence=False, lb_migrate_hz=0.05),
      dict(threads=22, size_bytes=256 << 20, loops=30)),
-    ("numa02", "2s-ivb-40", "pre-6.4", [2], dict(thp=False, scan_size_mb=64), dict(size_bytes=64 << 20)),
+    ("numa02", "2s-ivb-40", "pre-6.4", [2], dict(thp=False, scan_size_mb=64), dict(size_bytes=64 << 20, loops=2000)),
     ("numa01", "2s-128", "rfc2024-hot-shared", [3], dict(lb_migrate_hz=0.2, sticky_locality=False),
      dict(threads=24, size_bytes=256 << 20, loops=20)),
 ]

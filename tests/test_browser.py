@@ -520,7 +520,7 @@ def _own_rule_expected(p):
 KNOBS = {
     "01-quickstart.ipynb": [("historyexplorer", "select", "history N", "4", "6.12+N=4", _quick_history(4))],
     "02-pid-history-sweep.ipynb": [("historyexplorer", "select", "history N", "4", "6.12+N=4",
-                                    lambda: _history_expected("numa02", "2s-ivb-40", "6.12", 4, "default", 4, {},
+                                    lambda: _history_expected("numa01_THREAD_ALLOC", "2s-ivb-40", "6.12", 4, "default", 4, {},
                                                               ("elsp Amean [s]", "false_skips")))],
     "03-hot-and-shared-vmas.ipynb": [("decisionmatrixexplorer", "slider", "scan pass", "7", "", _decision_expected(7)),
                                      ("pidhashexplorer", "slider", "threads", "100", "", _pid_expected(100))],

@@ -261,7 +261,8 @@ def _compiled_rates(topo, costs, node, frac, running, shared_init, thread_mm):
     cp.progress_rates(np.ascontiguousarray(topo.latency_ns, dtype=float), topo.node_cores.astype(np.int64),
                       topo.per_node("smt").astype(np.int64), topo.per_node("thread_bw_GBps").astype(float),
                       topo.per_node("node_bw_GBps").astype(float), topo.per_node("link_bw_GBps").astype(float),
-                      float(costs.smt_share), float(costs.write_efficiency), float(costs.link_write_efficiency),
+                      float(costs.smt_share), topo.per_node("write_efficiency").astype(float),
+                      float(costs.link_write_efficiency),
                       node.astype(np.int64), np.ascontiguousarray(frac), running.astype(bool),
                       np.zeros(T, dtype=bool) if shared_init is None else shared_init.astype(bool),
                       thread_mm.astype(np.int64), out)
@@ -291,7 +292,7 @@ def _random_topology(rng, N):
     return Topology(nodes=N, cpus_per_node=tuple(int(x) for x in smt * rng.integers(1, 20, N)),
                     smt=tuple(int(x) for x in smt), local_latency_ns=per(70, 110),
                     remote_latency_ns=per(120, 250), node_bw_GBps=per(20, 200), link_bw_GBps=per(10, 80),
-                    thread_bw_GBps=per(4, 20), name="random")
+                    thread_bw_GBps=per(4, 20), write_efficiency=per(0.1, 1.0), name="random")
 
 
 def _check_rates(topo, costs, node, frac, running, shared, thread_mm):
@@ -316,7 +317,6 @@ def test_progress_rates_random(N, seed):
     rng = np.random.default_rng(1000 * N + seed)
     topo = _random_topology(rng, N)
     costs = Costs() if seed % 2 == 0 else Costs(smt_share=float(rng.uniform(0.4, 0.9)),
-                                                write_efficiency=float(rng.uniform(0.1, 0.5)),
                                                 link_write_efficiency=float(rng.uniform(0.2, 0.8)))
     T = int(rng.choice([1, 2, 7, 9, 64, 129, 300, 450]))
     _check_rates(topo, costs, *_random_inputs(rng, topo, T, R=3))

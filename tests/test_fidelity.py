@@ -158,7 +158,7 @@ def test_counts_leave_fitted_rows_out():
 
     rows = [_row(-4.1, 0.0), _row(-27.1, -26.0, 5.0), _row(341.0, 344.0, quantity="a seconds"),
             _row(1.0, 30.0)]
-    rows[2]["fitted"] = "Costs.write_efficiency"
+    rows[2]["fitted"] = "Topology 2s-128.write_efficiency"
     rows.append(dict(rows[0], verdict=NOT_JUDGED, strict_verdict=NOT_JUDGED, quantity="a whole job"))
     c = counts(rows)
     assert c == dict(judged=4, fitted=1, not_fitted=3, published_all=3, fitted_reproduced=1, published=2,
@@ -174,10 +174,11 @@ def test_the_box_is_a_latin_hypercube_and_deterministic():
     a, b = box_points(presets, 5, seed=3), box_points(presets, 5, seed=3)
     assert a == b and box_points(presets, 5, seed=4) != a
     axes = box(presets)
-    assert ("costs", "write_efficiency") in axes and ("options", "lb_migrate_hz") in axes
+    assert ("topology", "write_efficiency") in axes and ("options", "lb_migrate_hz") in axes
     assert ("topology", "node_bw_GBps") in axes and ("topology", "line_remote_ns") not in axes  # futex only
-    lo, hi = axes[("costs", "write_efficiency")][None]
-    vals = sorted(p.costs["write_efficiency"] for p in a)
+    lo, hi = axes[("topology", "write_efficiency")]["2s-224-spr"]          # a machine's own range
+    assert (lo, hi) == nl.Topology.preset("2s-224-spr").provenance()["write_efficiency"].band
+    vals = sorted(p.topology["2s-224-spr"]["write_efficiency"] for p in a)
     # one value per stratum, each at its midpoint
     assert np.allclose(vals, lo + (np.arange(5) + 0.5) / 5 * (hi - lo))
     lb = sorted(p.options["lb_migrate_hz"] for p in a)                   # a factor 5: log strata
@@ -230,6 +231,12 @@ def test_candidates_cover_the_fitted_grids_and_each_switch():
     assert len(candidates(grid=1, switches=[])) == 1
     with pytest.raises(ValueError, match="design"):
         candidates(design="all")
+    # a machine's fitted figure (Ice Lake's write_efficiency) is refitted on its own preset only
+    icl = [c for c in sep if c.topology]
+    assert {"2s-128.write_efficiency=0.19", "2s-128.write_efficiency=0.24"} <= {c.name for c in icl}
+    assert len(icl) == 2 * 3                                 # crossed with lb_migrate_hz's grid
+    assert all(set(c.topology) == {"2s-128"} and not c.costs for c in icl)
+    assert icl[0].point().topology == icl[0].topology
 
 
 def test_the_progress_bar_ticks_once_per_engine_call(monkeypatch):

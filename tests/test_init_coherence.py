@@ -73,7 +73,7 @@ def test_no_resource_above_capacity_and_a_saturated_one_full(remote, looping):
         shared[0, remote:112] = False
     s = progress_rates(C, SPR, node, frac, run, shared, mm)
     dram, link = _loads(s, node, frac, shared, mm)
-    cap = SPR.node_bw_GBps * 1e9 * C.write_efficiency
+    cap = SPR.node_bw_GBps * 1e9 * SPR.write_efficiency
     lcap = SPR.link_bw_GBps * 1e9 * C.link_write_efficiency
     assert dram <= cap * (1 + 1e-5) and (link <= lcap * (1 + 1e-5)).all()
     full = np.isclose(dram, cap, rtol=1e-5) or np.isclose(link, lcap, rtol=1e-5).any()
@@ -87,7 +87,9 @@ def test_coherent_init_is_never_slower_than_full_dram_traffic():
     shared = np.ones_like(run)
     coh = progress_rates(C, SPR, node, frac, run, shared, mm)
     dram = progress_rates(C, SPR, node, frac, run, None)
-    assert (coh >= dram * (1 - 1e-12)).all() and coh.sum() > 2 * dram.sum()
+    # the controllers bind the DRAM-traffic sweep (the bound memory is on one node: 0.39 x 230 GB/s),
+    # the coherent one writes each line back once per process: about twice the rate
+    assert (coh >= dram * (1 - 1e-12)).all() and coh.sum() > 1.8 * dram.sum()
 
 
 def test_one_init_thread_per_process_is_the_closed_form():

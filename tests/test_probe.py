@@ -98,6 +98,8 @@ def test_probe_sets_each_nodes_fields_from_the_measurements():
     assert t.node_bw_GBps == (180.0, 170.0, 40.0)         # node 2: its best reader (node 0's CPUs)
     assert t.thread_bw_GBps == (11.0, 10.0, t.per_node("thread_bw_GBps")[2])
     assert t.link_bw_GBps == (60.0, 55.0, 25.0)            # the slowest reader of each node's memory
+    # a store stream's share of the read bandwidth, per node; the CPU-less node keeps the default
+    assert t.write_efficiency == (round(100.0 / 180.0, 3), round(90.0 / 170.0, 3), 0.5)
     # remote latency: local x local/remote one-thread read ratio at the largest distance
     assert t.remote_latency_ns[0] == pytest.approx(110.0 * 12.0 / 7.0, abs=0.05)
     assert t.remote_latency_ns[2] == pytest.approx(250.0 * 12.0 / 3.5, abs=0.05)  # read by node 1 (SLIT 24)

@@ -9,6 +9,7 @@ import csv
 
 import pytest
 
+import numalab as nl
 from numalab import fidelity
 from numalab.cli import main
 from numalab.outputs import FIDELITY_COLUMNS, published_block
@@ -84,17 +85,14 @@ def test_known_misses_are_documented():
 # with their verdict at these seeds. Strict: a row listed here that becomes reproduced fails the
 # test, so a fix moves it out of the list; every row not listed must be reproduced.
 MACHINE_MISSES = {
-    ("lkp-spr-6.4-vs-scan-delay", "autonuma-benchmark.numa01.seconds", "6.4-rc-scan-delay seconds"): "too slow",
+    # lost when the write capacity became the machine's (Topology.write_efficiency, docs/fidelity.md
+    # "The write capacity is the machine's"): the faster converged phase makes these changes too large
+    ("lkp-csl-6.4-vs-scan-delay-monitors-off", "autonuma-benchmark.numa01.seconds", "%change 6.4 vs 6.4-rc-scan-delay"):
+        "too large",                                                                    # +106.9 (+48.9)
+    ("lkp-spr-6.8-vs-6.7", "autonuma-benchmark.numa01.seconds", "%change 6.8 vs 6.7"): "too large",  # -33.4 (-16.3)
     ("lkp-spr-6.4-vs-scan-delay", "autonuma-benchmark.numa01.seconds", "%change 6.4 vs 6.4-rc-scan-delay"): "too large",
     ("lkp-spr-6.4-vs-scan-delay", "autonuma-benchmark.numa02_SMT.seconds", "%change 6.4 vs 6.4-rc-scan-delay"):
         "wrong sign",
-    # the 6.8 vmstat rows: +17 to +26 % at 2 seeds (published +86 to +148 %)
-    ("lkp-spr-6.8-vs-6.7", "proc-vmstat.numa_hint_faults", "%change 6.8 vs 6.7"): "too small",
-    ("lkp-spr-6.8-vs-6.7", "proc-vmstat.numa_hint_faults_local", "%change 6.8 vs 6.7"): "too small",
-    ("lkp-spr-6.8-vs-6.7", "proc-vmstat.numa_huge_pte_updates", "%change 6.8 vs 6.7"): "too small",
-    ("lkp-spr-6.8-vs-6.7", "proc-vmstat.numa_pte_updates", "%change 6.8 vs 6.7"): "too small",
-    ("lkp-spr-6.8-vs-6.7", "proc-vmstat.numa_pages_migrated", "%change 6.8 vs 6.7"): "too small",
-    ("lkp-spr-rfc2023-p1-vs-base", "autonuma-benchmark.numa01.seconds", "6.4 seconds"): "too slow",
     ("lkp-spr-rfc2023-p2-vs-base", "autonuma-benchmark.numa01.seconds", "%change rfc2023-p2 vs 6.4"): "too large",
     ("lkp-spr-rfc2023-p2-vs-base", "autonuma-benchmark.time.elapsed_time", "%change rfc2023-p2 vs 6.4"): "too large",
 }
@@ -123,14 +121,15 @@ def test_every_machine_row_is_reproduced_but_the_recorded_misses(machines):
 
 def _replay(sims):
     """A stand-in for the engine calls (fidelity.runs.run_calls) that answers each call from the
-    fixtures' simulations; a band point's write_efficiency scales its seconds (a band)."""
+    fixtures' simulations; a band point's write_efficiency (its machine's) scales its seconds (a band)."""
     def run_calls(points):
         out = []
         for c in points:
             ds = sims[c["preset"]].sel(workload=c["workload"], policy=[c["policy"]]).isel(
                 seed=slice(0, len(c["seeds"]))).drop_vars("workload")
-            if c["costs"]:
-                ds = ds.assign(elsp=ds.elsp * 0.21 / c["costs"]["write_efficiency"])
+            if "write_efficiency" in c["topology"]:
+                centre = nl.Topology.preset(c["preset"]).write_efficiency
+                ds = ds.assign(elsp=ds.elsp * centre / c["topology"]["write_efficiency"])
             out.append(ds)
         return out
     return run_calls
@@ -157,16 +156,16 @@ def test_reproduce_command_writes_every_output(tmp_path, capsys, monkeypatch, ca
     for png in ("fidelity.png", "fidelity-bands.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert {p.name for p in tmp_path.glob("simulated-*.nc")} == {f"simulated-{k}.nc" for k in sims}
-    assert "| `Costs.write_efficiency` | 0.21 | fitted |" in (tmp_path / "provenance.md").read_text()
+    assert "| `Topology 2s-128.write_efficiency` | 0.21 | fitted |" in (tmp_path / "provenance.md").read_text()
     with open(tmp_path / "fidelity.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0]) == FIDELITY_COLUMNS and len(rows) == 14 + 43 + 5  # + 5 vmstat base values, not judged
     assert {r["table"] for r in rows} == set(names)
     assert sum(r["verdict"] == "not judged" for r in rows) == 5
     fitted = [r for r in rows if r["fitted"]]
-    assert {r["fitted"] for r in fitted} == {"Costs.write_efficiency", "EngineOptions.lb_migrate_hz"}
+    assert {r["fitted"] for r in fitted} == {"Topology 2s-128.write_efficiency", "EngineOptions.lb_migrate_hz"}
     assert len(fitted) == 4 and all(r["quantity"].endswith(" seconds") for r in fitted)
-    # the replayed band scales the seconds by 0.21 / write_efficiency: a band around each base row
+    # the replayed band scales the seconds by the machine's write_efficiency: a band around each base row
     base = [r for r in rows if r["quantity"].endswith(" seconds")]
     assert all(r["band_points"] == "2" and float(r["band_lo"]) < float(r["band_hi"]) for r in base)
     assert {r["robust"] for r in rows} <= {"robust", "not robust", "not judged"}

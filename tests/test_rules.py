@@ -21,7 +21,7 @@ from numalab.scanview import ScanView, synthetic_view
 
 from _rule_helpers import ANY_OR_K, NO_HUGE_PARAMS, mine_own_pid, no_huge, notebook_rule
 
-SMALL = dict(threads=4, size_bytes=64 << 20, loops=3000)
+SMALL = dict(threads=4, size_bytes=64 << 20, loops=7500)   # long enough for the scanner to act
 
 
 def small_numa02():
@@ -396,7 +396,7 @@ CHOSEN = {1, 2}  # a set: neither a module nor a constant
 
 def _grid(*policies):
     return {"policy": list(policies), "workload": "numa02", "topology": "2s-ivb-40", "workload_threads": 4,
-            "workload_size_bytes": 64 << 20, "workload_loops": 3000}
+            "workload_size_bytes": 64 << 20, "workload_loops": SMALL["loops"]}
 
 
 def test_a_sweep_pins_the_rules_version_and_never_reuses_an_edited_one(tmp_path):

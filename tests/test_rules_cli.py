@@ -63,7 +63,7 @@ def test_sweep_takes_the_rule_by_name_and_pins_its_version(here):
     out = here / "w.nc"
     proc = numalab(here, "sweep", "--policy", "6.12,6.12+rules=early_passes(vma),starvation+recent_two",
                    "--workload", "numa02", "--topology", "2s-ivb-40", "--set", "workload_threads=4",
-                   "--set", "workload_size_bytes=67108864", "--set", "workload_loops=3000", "--seeds", "2",
+                   "--set", "workload_size_bytes=67108864", "--set", "workload_loops=7500", "--seeds", "2",
                    "--rule", "myrules:recent_two", "--out", str(out), "--no-cache", "--workers", "1",
                    "--no-progress")
     assert proc.returncode == 0, proc.stderr

@@ -274,4 +274,28 @@ def test_progress_rates_read_each_nodes_bandwidth():
     many = np.zeros((1, 4, 3))
     many[0, :, 2] = 1.0
     s4 = progress_rates(Costs(), t, np.array([[0, 0, 1, 1]]), many, np.ones((1, 4), dtype=bool))
-    assert s4.sum() <= 40.0e9 * Costs().write_efficiency * (1 + 1e-9)
+    assert s4.sum() <= 40.0e9 * t.per_node("write_efficiency")[2] * (1 + 1e-9)
+
+
+# ------------------------------------------------------------------ write capacity, a machine's own
+def test_write_efficiency_is_the_machines_and_bounded():
+    """Each node's controllers write at write_efficiency x node_bw_GBps (costs.progress_rates):
+    a property of the machine, per node, in (0, 1]; Costs no longer takes it."""
+    from numalab.costs import Costs, progress_rates
+
+    assert Topology(nodes=2, cpus_per_node=4).write_efficiency == 0.5        # the RFO bound
+    assert Topology.preset("2s-128").write_efficiency == 0.21                # fitted to Ice Lake
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(NumalabValueError, match=r"write_efficiency=.* out of range"):
+            Topology(nodes=2, cpus_per_node=4, write_efficiency=bad)
+    with pytest.raises(NumalabValueError, match="property of the machine.*write_efficiency=0.3"):
+        Costs.coerce({"write_efficiency": 0.3})
+    # a memory node added to a machine keeps the machine's figures and brings its own
+    assert CXL.write_efficiency == (0.21, 0.21, 0.5)
+    # all threads on node 0's memory: its controllers saturate at its own capacity, not node 1's
+    t = Topology(nodes=2, cpus_per_node=8, smt=1, node_bw_GBps=20.0, write_efficiency=(0.25, 1.0),
+                 thread_bw_GBps=10.0)
+    frac = np.zeros((1, 8, 2))
+    frac[0, :, 0] = 1.0
+    s = progress_rates(Costs(), t, np.zeros((1, 8), dtype=int), frac, np.ones((1, 8), dtype=bool))
+    assert s.sum() == pytest.approx(20.0e9 * 0.25)

@@ -18,6 +18,8 @@ HELP = "measure this machine's memory bandwidths per node and write a topology f
 #: the fields a probe sets, with what it measured for them
 MEASURED = {
     "node_bw_GBps": "read bandwidth of all the node's CPUs on its memory (int64 add.reduce)",
+    "write_efficiency": "fill / read bandwidth of all the node's CPUs on its memory (ndarray.fill over int64 "
+                        "add.reduce)",
     "thread_bw_GBps": "one thread's fill bandwidth on its node's memory (ndarray.fill)",
     "link_bw_GBps": "the slowest read of the node's memory by all CPUs of another node",
     "remote_latency_ns": "the local latency x one thread's local/remote read ratio at the largest distance",
@@ -137,6 +139,12 @@ def apply_probe(data: dict, base, res: dict, ids: list, where: str) -> list[str]
         if "read_GBps" in rec:
             per["node_bw_GBps"][i] = rec["read_GBps"]
             bands["node_bw_GBps"].append(rec["read_band"])
+            if "fill_GBps" in rec and rec["read_GBps"] > 0:
+                # a store stream's share of the read bandwidth, at most 1 (Topology.write_efficiency)
+                per["write_efficiency"][i] = round(min(1.0, rec["fill_GBps"] / rec["read_GBps"]), 3)
+                lo, hi = (min(1.0, f / r) for f, r in ((rec["fill_band"][0], rec["read_band"][1]),
+                                                       (rec["fill_band"][1], rec["read_band"][0])))
+                bands["write_efficiency"].append([round(lo, 3), round(max(lo, hi), 3)])
             per["thread_bw_GBps"][i] = rec["thread_fill_GBps"]
             bands["thread_bw_GBps"].append(rec["thread_fill_band"])
         elif into:
@@ -185,7 +193,7 @@ def summary(topo, probe: dict) -> str:
     fills = [(rec["fill_GBps"], rec["read_GBps"]) for rec in probe["nodes"].values() if "fill_GBps" in rec]
     if fills:
         lines.append("fill / read bandwidth: " + ", ".join(f"{f / r:.2f}" for f, r in fills)
-                     + " (numalab.costs.Costs.write_efficiency reads bzero's share of node_bw_GBps)")
+                     + " (the topology's write_efficiency: bzero's share of node_bw_GBps)")
     lines.append(f"measured in {probe['seconds']:.1f} s")
     lines += [f"warning: {w}" for w in topo.warnings]
     return "\n".join(lines)

@@ -34,7 +34,7 @@ JOB_PROVENANCE = {
 
 #: Topology fields that are hardware figures (the rest -- name, source -- are labels)
 TOPOLOGY_FIGURES = ("nodes", "cpus_per_node", "distance", "smt", "local_latency_ns", "remote_latency_ns",
-                    "node_bw_GBps", "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns",
+                    "node_bw_GBps", "write_efficiency", "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns",
                     "line_remote_ns")
 #: the presets of the robot's machines (the calibration set's topologies)
 CALIBRATION_PRESETS = ("2s-128", "2s-88-csl", "2s-224-spr")
@@ -126,9 +126,10 @@ def constants(presets=CALIBRATION_PRESETS) -> list[Constant]:
 
 def fitted_rows() -> dict[str, list[str]]:
     """Published row id (``"<table>|<metric>|<quantity>"``) -> the fitted constants set from it
-    (``"Costs.write_efficiency"``, ...)."""
+    (``"Topology 2s-128.write_efficiency"``, ``"EngineOptions.lb_migrate_hz"``, ...): the
+    constants of the code and the figures of the calibration presets."""
     out: dict[str, list[str]] = {}
-    for c in constants(presets=()):
+    for c in constants():
         for rid in c.provenance.fitted_to:
             out.setdefault(rid, []).append(f"{c.group}.{c.name}")
     return out

@@ -3,8 +3,10 @@ its place on data it was not chosen on?
 
 The candidates (:func:`candidates`) are built from
 
-* each fitted constant (kind ``fitted`` in its provenance: ``Costs.write_efficiency``,
-  ``EngineOptions.lb_migrate_hz``, ...) on a small grid over its plausible band (``grid``
+* each fitted constant (kind ``fitted`` in its provenance: ``EngineOptions.lb_migrate_hz``, and
+  the fitted figures of the calibration presets, ``Topology 2s-128.write_efficiency``; a
+  machine's figure moves only its own machine's rows, so a fold that leaves that machine out
+  has nothing to choose it on and keeps the default) on a small grid over its plausible band (``grid``
   values evenly spread, the one nearest the default replaced by the default), and
 * the mechanism switches (the bool :data:`numalab.engine.SWITCHES`): all at their defaults, or
   one of them flipped. Left out: a switch whose mechanism costs nothing at the default
@@ -48,15 +50,21 @@ RULES = ("verdict", "strict_verdict")
 
 @dataclass(frozen=True)
 class Candidate:
-    """One setting of the fitted constants and switches: ``costs`` and ``options`` overrides
-    (empty for the defaults) and a readable ``name``."""
+    """One setting of the fitted constants and switches: ``costs``, ``options`` and ``topology``
+    (``{preset: {field: value}}``) overrides (empty for the defaults) and a readable ``name``."""
 
     name: str
     costs: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
+    topology: dict = field(default_factory=dict)
 
     def point(self) -> Point:
-        return Point(costs=dict(self.costs), options=dict(self.options))
+        return Point(costs=dict(self.costs), options=dict(self.options),
+                     topology={p: dict(f) for p, f in self.topology.items()})
+
+    @property
+    def changes(self) -> int:
+        return len(self.costs) + len(self.options) + sum(len(f) for f in self.topology.values())
 
 
 def _fitted():
@@ -64,12 +72,20 @@ def _fitted():
     from ..engine.options import EngineOptions
     from ..provenance import provenance_of
 
+    from ..topology import Topology
+    from .constants import CALIBRATION_PRESETS, topology_provenance
+
     out = []
     for owner, cls in (("costs", Costs), ("options", EngineOptions)):
         defaults = {f: getattr(cls(), f) for f in provenance_of(cls)}
         for name, p in provenance_of(cls).items():
             if p.kind == "fitted":
                 out.append((owner, name, defaults[name], p.band))
+    for preset in CALIBRATION_PRESETS:          # a machine's fitted figure: owner "topology:<preset>"
+        topo = Topology.preset(preset)
+        for name, p in topology_provenance(topo).items():
+            if p.kind == "fitted":
+                out.append((f"topology:{preset}", name, getattr(topo, name), p.band))
     return out
 
 
@@ -125,16 +141,21 @@ def candidates(grid: int = 3, switches=None, design: str = "separate") -> list[C
         for flip in states:
             if design == "separate" and flip is not None and combo != defaults:
                 continue
-            costs, options, parts = {}, {}, []
+            costs, options, topology, parts = {}, {}, {}, []
             for (owner, name, v), (_, _, default, _) in zip(combo, fitted):
                 if v != default:
-                    (costs if owner == "costs" else options)[name] = v
-                    parts.append(f"{name}={v:g}")
+                    if owner.startswith("topology:"):
+                        preset = owner.partition(":")[2]
+                        topology.setdefault(preset, {})[name] = v
+                        parts.append(f"{preset}.{name}={v:g}")
+                    else:
+                        (costs if owner == "costs" else options)[name] = v
+                        parts.append(f"{name}={v:g}")
             if flip is not None:
                 options[flip] = not DEFAULTS[flip]
                 parts.append(f"{flip}={'on' if options[flip] else 'off'}")
-            out.append(Candidate(" + ".join(parts) or "default", costs, options))
-    out.sort(key=lambda c: len(c.costs) + len(c.options))   # the defaults first, then one change, ...
+            out.append(Candidate(" + ".join(parts) or "default", costs, options, topology))
+    out.sort(key=lambda c: c.changes)   # the defaults first, then one change, ...
     return out
 
 

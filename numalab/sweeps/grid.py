@@ -31,7 +31,7 @@ CACHE_FORMAT = 2
 
 def code_version() -> str:
     """The version string cached points are keyed by: numalab's version, the cache format and
-    :func:`model_digest` of the installed sources (``"0.4.0+c2+m<12 hex>"``)."""
+    :func:`model_digest` of the installed sources (``"0.5.0+c2+m<12 hex>"``)."""
     return f"{__version__}+c{CACHE_FORMAT}+m{model_digest()}"
 
 

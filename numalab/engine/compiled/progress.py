@@ -93,7 +93,7 @@ def _closed_rates(node_bw, link_bw, write_eff, link_eff, node, frac, running, tb
     for n in range(N):
         for t in range(T):
             buf[t] = s[t] * frac[t, n]
-        sigma[n] = _maximum(1.0, psum(buf) / ((node_bw[n] * 1e9) * write_eff))
+        sigma[n] = _maximum(1.0, psum(buf) / ((node_bw[n] * 1e9) * write_eff[n]))
     slink = np.ones((N, N))               # [cpu node a, memory node n]; a == n: no link
     for a in range(N):
         for n in range(N):
@@ -193,7 +193,7 @@ def _coherent_rates(node_bw, link_bw, write_eff, link_eff, node, frac, running, 
                 dram[t, n] = s[t] * frac[t, n] * cs[t]
                 cross[t, n] = (dram[t, n] if node[t] != n else 0.0) + s[t] * pull[t, n]
         for n in range(N):
-            F[n] = _maximum(1.0, F[n] * _column_sum(dram, n, col) / ((node_bw[n] * 1e9) * write_eff))
+            F[n] = _maximum(1.0, F[n] * _column_sum(dram, n, col) / ((node_bw[n] * 1e9) * write_eff[n]))
         for src in range(N):
             for n in range(N):
                 for t in range(T):        # np.where(on, cross, 0.0) over all threads
@@ -208,8 +208,8 @@ def progress_rates(lat, cores, smt, thread_bw, node_bw, link_bw, smt_share, writ
                    running, shared_init, thread_mm, out):
     """costs.progress_rates for one replica: write speed (bytes/s) of each thread into ``out``
     (T,), 0.0 for a thread not running. Topology arrays (``lat`` latency_ns (N, N), per node
-    ``cores``, ``smt``, ``thread_bw`` / ``node_bw`` / ``link_bw`` GB/s), Costs' ``smt_share``,
-    ``write_efficiency``, ``link_write_efficiency``; the replica's ``node`` (T,), ``frac`` (T, N),
+    ``cores``, ``smt``, ``thread_bw`` / ``node_bw`` / ``link_bw`` GB/s, ``write_eff`` the
+    topology's write_efficiency), Costs' ``smt_share`` and ``link_write_efficiency``; the replica's ``node`` (T,), ``frac`` (T, N),
     ``running`` (T,); ``shared_init`` (T,) bool (all False: numpy's None) and ``thread_mm`` (T,):
     a running thread in a shared init makes it costs._coherent_rates."""
     tbw, rel = _thread_bw(lat, cores, smt, thread_bw, smt_share, node, running)

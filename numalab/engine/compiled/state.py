@@ -59,14 +59,15 @@ LAY_FIELDS = (
     "seg_thread", "seg_phase", "seg_lo", "seg_hi", "seg_sigma", "seg_range", "seg_region0", "seg_kfirst",
     "seg_klast",
     # topology (N,) / (N, N) / (NCPU,)
-    "latency_ns", "node_cores", "node_smt", "thread_bw_GBps", "node_bw_GBps", "link_bw_GBps", "node_cpus",
+    "latency_ns", "node_cores", "node_smt", "thread_bw_GBps", "node_bw_GBps", "write_efficiency", "link_bw_GBps",
+    "node_cpus",
     "node_cap", "cpu_nodes", "nearest_cpu_node", "cpu_node",
     # engine options (scalars)
     "dt", "scan_delay_ms", "scan_period_min_ms", "scan_period_max_ms", "scan_size_mb", "scan_size_pages",
     "sticky_locality", "lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter",
     "init_coherence", "harness_overhead_s", "max_time",
     # cost constants (scalars; numalab.costs.Costs)
-    "write_efficiency", "link_write_efficiency", "smt_share", "pte_update_ns", "pmd_update_ns", "scan_run_us",
+    "link_write_efficiency", "smt_share", "pte_update_ns", "pmd_update_ns", "scan_run_us",
     "scan_virt_ns_per_mb", "hint_fault_us", "migrate_GBps", "migrate_folio_us", "task_migration_us",
 )
 Lay = namedtuple("Lay", LAY_FIELDS)
@@ -204,6 +205,7 @@ def pack_layout(b) -> Lay:
         seg_kfirst=i8(lay.seg_kfirst), seg_klast=i8(lay.seg_klast),
         latency_ns=f8(topo.latency_ns), node_cores=i8(topo.node_cores), node_smt=i8(topo.per_node("smt")),
         thread_bw_GBps=f8(topo.per_node("thread_bw_GBps")), node_bw_GBps=f8(topo.per_node("node_bw_GBps")),
+        write_efficiency=f8(topo.per_node("write_efficiency")),
         link_bw_GBps=f8(topo.per_node("link_bw_GBps")), node_cpus=i8(lay.node_cpus), node_cap=i8(lay.node_cap),
         cpu_nodes=i8(topo.cpu_nodes), nearest_cpu_node=i8(topo.nearest_cpu_node), cpu_node=i8(topo.cpu_node),
         dt=float(o.dt), scan_delay_ms=int(o.scan_delay_ms), scan_period_min_ms=int(o.scan_period_min_ms),
@@ -213,7 +215,7 @@ def pack_layout(b) -> Lay:
         scan_period_adapt=bool(o.scan_period_adapt), migrate_filter=bool(o.migrate_filter),
         init_coherence=bool(o.init_coherence),
         harness_overhead_s=float(c.harness_overhead_s) if o.harness_overhead else 0.0, max_time=float(o.max_time),
-        write_efficiency=float(c.write_efficiency), link_write_efficiency=float(c.link_write_efficiency),
+        link_write_efficiency=float(c.link_write_efficiency),
         smt_share=float(c.smt_share), pte_update_ns=float(c.pte_update_ns), pmd_update_ns=float(c.pmd_update_ns),
         scan_run_us=float(c.scan_run_us), scan_virt_ns_per_mb=float(c.scan_virt_ns_per_mb),
         hint_fault_us=float(c.hint_fault_us), migrate_GBps=float(c.migrate_GBps),

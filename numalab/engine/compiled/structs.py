@@ -84,6 +84,7 @@ LAY_TYPE = LayType([
     ("node_smt", types.Array(types.int64, 1, "C", readonly=True)),
     ("thread_bw_GBps", types.Array(types.float64, 1, "C", readonly=True)),
     ("node_bw_GBps", types.Array(types.float64, 1, "C", readonly=True)),
+    ("write_efficiency", types.Array(types.float64, 1, "C", readonly=True)),
     ("link_bw_GBps", types.Array(types.float64, 1, "C", readonly=True)),
     ("node_cpus", types.Array(types.int64, 1, "C", readonly=True)),
     ("node_cap", types.Array(types.int64, 1, "C", readonly=True)),
@@ -105,7 +106,6 @@ LAY_TYPE = LayType([
     ("init_coherence", types.boolean),
     ("harness_overhead_s", types.float64),
     ("max_time", types.float64),
-    ("write_efficiency", types.float64),
     ("link_write_efficiency", types.float64),
     ("smt_share", types.float64),
     ("pte_update_ns", types.float64),
@@ -184,6 +184,7 @@ def make_lay(t):
     s.node_smt = t.node_smt
     s.thread_bw_GBps = t.thread_bw_GBps
     s.node_bw_GBps = t.node_bw_GBps
+    s.write_efficiency = t.write_efficiency
     s.link_bw_GBps = t.link_bw_GBps
     s.node_cpus = t.node_cpus
     s.node_cap = t.node_cap
@@ -205,7 +206,6 @@ def make_lay(t):
     s.init_coherence = t.init_coherence
     s.harness_overhead_s = t.harness_overhead_s
     s.max_time = t.max_time
-    s.write_efficiency = t.write_efficiency
     s.link_write_efficiency = t.link_write_efficiency
     s.smt_share = t.smt_share
     s.pte_update_ns = t.pte_update_ns
