@@ -30,6 +30,7 @@ import numpy as np
 
 import numalab as nl
 from numalab import data, fidelity
+from published_rates import published_runtimes   # benchmarks/ is on sys.path when run as a script
 
 
 def main(argv=None):
@@ -51,22 +52,13 @@ def main(argv=None):
 
 
 def floor_table():
-    rows, seen = [], set()
-    for name in fidelity.calibration_tables():
-        pub = data.load(name)
-        preset = fidelity.table_preset(pub)
+    rows = []
+    for (preset, wl, pol), s in published_runtimes().items():
         topo = nl.Topology.preset(preset)
         read = float(np.sum(topo.per_node("node_bw_GBps"))) * 1e9          # B/s, STREAM read, all nodes
         write = float(np.sum(topo.per_node("node_bw_GBps") * topo.per_node("write_efficiency"))) * 1e9
-        for wl in map(str, pub.workload.values):
-            # phase_bytes: (init, loop) bytes per thread
-            loop = float(nl.workload(wl, preset).phase_bytes[:, 1].sum())
-            for pol in map(str, pub.policy.values):
-                s = float(pub.elsp.sel(workload=wl, policy=pol))
-                if not np.isfinite(s) or (preset, wl, pol) in seen:
-                    continue
-                seen.add((preset, wl, pol))
-                rows.append((preset, wl, pol, s, loop / write, loop / s / read))
+        loop = float(nl.workload(wl, topo).phase_bytes[:, 1].sum())        # phase_bytes: (init, loop) per thread
+        rows.append((preset, wl, pol, s, loop / write, loop / s / read))
     print("# floor = loop bytes / (the nodes' summed write_efficiency x node_bw_GBps)\n")
     print("| preset | workload | kernel | published s | model's floor s | machine's fill / node_bw at least |")
     print("|---|---|---|---|---|---|")

@@ -17,7 +17,9 @@ import numalab as nl
 from numalab import data, fidelity
 
 
-def main():
+def published_runtimes() -> dict[tuple[str, str, str], float]:
+    """Every published runtime of the calibration tables, ``(preset, workload, kernel) ->
+    seconds``; a base column several tables share is listed once."""
     rows = {}
     for name in fidelity.calibration_tables():
         ds = data.load(name)
@@ -27,6 +29,11 @@ def main():
                 s = float(ds.elsp.sel(workload=wl, policy=pol))
                 if s == s:
                     rows[(preset, str(wl), pol)] = s
+    return rows
+
+
+def main():
+    rows = published_runtimes()
     print(f"{'preset':<12} {'test':<20} {'kernel':<18} {'seconds':>8} {'TB':>6} {'GB/s':>7} {'/ (nodes x node_bw)':>20}")
     for (preset, wl, pol), s in sorted(rows.items()):
         topo = nl.Topology.preset(preset)

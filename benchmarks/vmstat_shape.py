@@ -62,14 +62,15 @@ def main(argv=None):
     for k in kernels:
         m = sim.sel(policy=k).mean("seed")
         for w in tests:
-            s = shape(*(float(m[c].sel(workload=w)) for c in COUNTERS))
-            print(f"| {k} | model, {w} | " + " | ".join(_fmt(v) for v in s.values()) + " |")
-        job = {c: float(fidelity.job_counter(sim.sel(policy=k), c).mean("seed")) for c in COUNTERS}
-        s = shape(job["numa_huge_pte_updates"], job["numa_pte_updates"], job["numa_hint_faults"])
-        print(f"| {k} | **model, whole job** | " + " | ".join(_fmt(v) for v in s.values()) + " |")
-        p = {c: float(pub[f"job_vmstat_{c}"].sel(policy=k)) for c in COUNTERS}
-        s = shape(p["numa_huge_pte_updates"], p["numa_pte_updates"], p["numa_hint_faults"])
-        print(f"| {k} | **machine, whole job** | " + " | ".join(_fmt(v) for v in s.values()) + " |")
+            _row(k, f"model, {w}", [float(m[c].sel(workload=w)) for c in COUNTERS])
+        _row(k, "**model, whole job**", [float(fidelity.job_counter(sim.sel(policy=k), c).mean("seed"))
+                                         for c in COUNTERS])
+        _row(k, "**machine, whole job**", [float(pub[f"job_vmstat_{c}"].sel(policy=k)) for c in COUNTERS])
+
+
+def _row(kernel: str, source: str, counters: list) -> None:
+    """One table line: the :func:`shape` of ``counters`` (in :data:`COUNTERS` order)."""
+    print(f"| {kernel} | {source} | " + " | ".join(_fmt(v) for v in shape(*counters).values()) + " |")
 
 
 def _fmt(v: float) -> str:
