@@ -10,8 +10,9 @@ latency ratio for the remote share of its bytes (a core's outstanding misses are
 bandwidth ∝ 1/latency); (2) each node's memory controllers: the write (store + RFO) bandwidth of
 a node is ``Topology.write_efficiency × node_bw_GBps``, both properties of the machine (STREAM
 read figures overstate ``bzero``);
-(3) the socket interconnect for the remote shares. A resource loaded above its capacity slows
-every thread using it in proportion (processor-sharing).
+(3) the socket interconnect for the remote shares: a remote write moves its line once in each
+direction (its read-for-ownership and its write-back). A resource loaded above its capacity
+slows every thread using it in proportion (processor-sharing).
 
 A *shared init sweep* (numa01 / numa01_THREAD_ALLOC: every worker of a process zero-writes the
 whole buffer at the same moment, spec benchmarks §1.2) is cache-coherence traffic, not DRAM
@@ -46,9 +47,11 @@ __all__ = ["Costs", "progress_rates"]
 class Costs:
     """Cost constants (units in the names).
 
-    link_write_efficiency : 0.5
-        Fraction of ``link_bw_GBps`` usable for remote writes (the RFO read and the write-back
-        cross the link in opposite directions; UPI protocol overhead).
+    link_write_efficiency : 1.0
+        Fraction of a link direction's ``link_bw_GBps`` that write traffic can use. A remote write
+        moves its line once each way (the RFO's data from the memory's node, the write-back to
+        it), so each direction carries the remote writes between its two nodes in both senses;
+        the presets' ``link_bw_GBps`` is already a usable (sustained) figure.
     smt_share : 0.6
         Per-thread streaming rate when the SMT sibling also streams (fill buffers are shared
         per core; Intel optimisation manual: ~1.2× core throughput with 2 threads).
@@ -79,11 +82,13 @@ class Costs:
 
     # where each value comes from (numalab.provenance; docs/fidelity.md "Where every constant comes from")
     link_write_efficiency: float = constant(
-        0.5, kind="assumed",
-        source="a remote write moves the line twice over the socket link (RFO read one way, write-back the "
-               "other) plus UPI protocol overhead; no measurement of the robot's links",
-        band=(0.35, 0.7), band_source="assumed: +-30 % around one transfer per direction; no public UPI "
-                                      "write-efficiency figure for these parts")
+        1.0, kind="derived",
+        source="a remote write moves its line once over each direction of the socket link (the RFO's data from the "
+               "memory's node one way, the write-back the other; costs.progress_rates counts both senses on "
+               "each direction), and every preset's link_bw_GBps is already the sustained share of the UPI peak; "
+               "until 0.6.0 the value was 0.5 on one direction, which charged a one-way write stream twice",
+        band=(0.7, 1.0), band_source="assumed: down to -30 % for UPI header and snoop traffic beyond the sustained "
+                                     "link figure; no public UPI write-efficiency figure for these parts")
     smt_share: float = constant(
         0.6, kind="datasheet",
         source="Intel 64 and IA-32 Architectures Optimization Reference Manual: two hyper-threads of one "
@@ -173,7 +178,8 @@ class Costs:
         return pages * 4096 / (self.migrate_GBps * 1e9) + folios * self.migrate_folio_us * 1e-6
 
 
-def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_init=None, thread_mm=None):
+def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_init=None, thread_mm=None,
+                   both_directions=True):
     """Write speed of every thread, bytes/s.
 
     Parameters
@@ -185,6 +191,9 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
         (module docstring; :func:`_coherent_rates`). A replica with such a running thread takes
         the coherent rates, the others (and all with None) the closed form.
     thread_mm : int (T,) -- the process of each thread (needed with ``shared_init``).
+    both_directions : bool -- a remote write loads both link directions, one line each (the
+        engine option ``link_both_directions``); False: the 0.5.0 accounting, each remote
+        write charged as two lines on its own (cpu node, memory node) direction.
 
     Returns (R, T) float, 0 for threads not running. Reductions run over the node and thread
     axes of one replica only, so a replica's result does not depend on the batch.
@@ -211,16 +220,16 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
             raise NumalabValueError("progress_rates: shared_init needs thread_mm (the process of each thread)")
         if coherent.size == R:
             return _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
-                                   np.asarray(thread_mm))
-    out = _closed_form(costs, topo, node_of_thread, frac, running, tbw, relt, on, at_node)
+                                   np.asarray(thread_mm), both_directions=both_directions)
+    out = _closed_form(costs, topo, node_of_thread, frac, running, tbw, relt, on, at_node, both_directions)
     if coherent is not None and coherent.size:
         c = coherent
         out[c] = _coherent_rates(costs, topo, node_of_thread[c], frac[c], running[c], tbw[c], relt[c], init[c],
-                                 np.asarray(thread_mm))
+                                 np.asarray(thread_mm), both_directions=both_directions)
     return out
 
 
-def _closed_form(costs, topo, node_of_thread, frac, running, tbw, relt, on, at_node):
+def _closed_form(costs, topo, node_of_thread, frac, running, tbw, relt, on, at_node, both_directions=True):
     """:func:`progress_rates` when no thread is in a shared init sweep: each thread's
     unconstrained time per byte, slowed by its memory controllers' and links' saturation."""
     R, T, N = frac.shape
@@ -238,12 +247,19 @@ def _closed_form(costs, topo, node_of_thread, frac, running, tbw, relt, on, at_n
     # node controller saturation
     cap = topo.per_node("node_bw_GBps") * 1e9 * topo.per_node("write_efficiency")    # (N,) by mem node
     sigma = np.maximum(1.0, (s[:, None, :] * frac_t).sum(axis=2) / cap)                  # (R, N) by mem node
-    # interconnect saturation per (cpu node a -> mem node n), a != n
-    link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency            # (N,) into mem node n
+    # interconnect saturation per link direction x -> y: a remote write moves its line both ways
+    # (the read-for-ownership's data from the memory's node, the write-back to it), so each
+    # direction between a and n carries the writes of a's threads to n's memory and those of
+    # n's threads to a's memory, against the capacity into its far end
+    link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency            # (N,) into node y
     s_on = np.ascontiguousarray(np.where(on, s[:, :, None], 0.0).transpose(0, 2, 1))    # (R, a, T)
     remote_load = (s_on[:, :, None, :] * frac_t[:, None, :, :]).sum(axis=3)             # (R, a, n)
     remote_load[:, np.arange(N), np.arange(N)] = 0.0                                     # local: no link
-    slink = np.maximum(1.0, remote_load / link)
+    if both_directions:
+        sdir = np.maximum(1.0, (remote_load + remote_load.transpose(0, 2, 1)) / link)  # (R, x, y)
+        slink = np.maximum(sdir, sdir.transpose(0, 2, 1))                                # both directions
+    else:       # 0.5.0: a remote write as two lines on its own direction a -> n only
+        slink = np.maximum(1.0, remote_load / (link * 0.5))
     slink_t = slink.reshape(R * N, N)[at_node]                                           # (R, T, n): a = node of t
     slink_t = np.where(on, 1.0, slink_t)
     fac = np.maximum(sigma[:, None, :], slink_t)
@@ -254,28 +270,85 @@ def _closed_form(costs, topo, node_of_thread, frac, running, tbw, relt, on, at_n
     return np.where(running, 1.0 / np.maximum(u2, 1e-30), 0.0)
 
 
-def _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init, thread_mm, iterations=40):
+def _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init, thread_mm, iterations=40,
+                    both_directions=True):
     """:func:`progress_rates` while some threads are in a shared init sweep (``init``, running).
 
     Let ``n_p`` be the running init threads of process ``p`` and ``k_pb`` those on node ``b``.
-    An init thread of ``p`` on node ``a``
+    Of each line an init thread of ``p`` on node ``a`` writes,
 
-    * puts ``1/n_p`` of its bytes on the memory controllers (each line is written back once per
-      process), and that share on the link when the memory is remote;
-    * takes each line from the previous writer's cache, which sits on node ``b != a`` with
-      probability ``k_pb / (n_p - 1)``: that share of its bytes crosses the link ``a <- b``,
-      charged to the resource a thread on ``a`` writing memory of ``b`` uses.
+    * ``1/n_p`` reaches the memory controllers (each line is written back once per process): on
+      the link ``a -> n`` when the memory is on another node ``n``. The same share is read from
+      memory (the process's first writer of the line takes it from DRAM): on ``n -> a``;
+    * the rest is taken from the previous writer's cache, which sits on node ``b != a`` with
+      probability ``k_pb / (n_p - 1)``: that share crosses the link ``b -> a``.
 
     A saturated resource slows the bytes that reach it by a common factor (``F`` per controller,
-    ``G`` per link direction); the factors are the fixed point at which every saturated resource
-    carries its capacity (to ~1e-7 after the 40 rounds; the error shrinks ~60x per 10 rounds, a
-    fixed count so that a replica's result does not depend on its batch). With ``n_p = 1`` this
-    is the closed form (no peer cache to take lines from, every byte to DRAM). No constant is
-    added: the controller and link capacities are the closed form's."""
+    ``G`` per link direction ``x -> y``, against the capacity into ``y``); the factors are the
+    fixed point at which every saturated resource carries its capacity (to ~1e-7 after the 40
+    rounds; the error shrinks ~60x per 10 rounds, a fixed count so that a replica's result does
+    not depend on its batch). With ``n_p = 1`` this is the closed form (no peer cache to take
+    lines from: every line read from and written back to memory, one transfer each way of the
+    link when remote). No constant is added: the controller and link capacities are the closed
+    form's. ``both_directions=False`` is the 0.5.0 accounting (:func:`_coherent_rates_pairs`)."""
+    if not both_directions:
+        return _coherent_rates_pairs(costs, topo, node_of_thread, frac, running, tbw, relt, init, thread_mm,
+                                     iterations)
     R, T, N = frac.shape
     a = 1.0 / (tbw[:, :, None] * relt)                        # (R, T, N) s/byte unconstrained
     cap = topo.per_node("node_bw_GBps") * 1e9 * topo.per_node("write_efficiency")
     link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency
+    remote = node_of_thread[:, :, None] != np.arange(N)[None, None, :]
+    rr = np.arange(R)[:, None]
+    cs = np.ones((R, T))                                      # share of bytes reaching DRAM
+    pull = np.zeros((R, T, N))                                # share taken from node b's caches
+    for p in np.unique(thread_mm):
+        mine = init & (thread_mm == p)[None, :]
+        n_p = mine.sum(axis=1)                                                    # (R,)
+        k_pb = np.stack([(mine & (node_of_thread == b)).sum(axis=1) for b in range(N)], axis=1)
+        cs_p = 1.0 / np.maximum(n_p, 1)                                           # (R,)
+        cs = np.where(mine, cs_p[:, None], cs)
+        prob = (1.0 - cs_p)[:, None] * (k_pb / np.maximum(n_p - 1, 1)[:, None])  # (R, N)
+        pull = np.where(mine[:, :, None] & remote, prob[:, None, :], pull)
+    csn = cs[:, :, None]
+
+    def speeds(F, G):
+        Gout = G[rr, node_of_thread]                                              # (R, T, N) G[a_t -> n]
+        Gin = G.transpose(0, 2, 1)[rr, node_of_thread]                            # (R, T, N) G[n -> a_t]
+        fac = np.maximum(F[:, None, :], np.where(remote, np.maximum(Gout, Gin), 1.0))   # memory-bound bytes
+        peer = 1.0 + (pull * (Gin - 1.0)).sum(axis=2, keepdims=True)              # cache-to-cache pulls
+        fac = np.maximum(1.0 + csn * (fac - 1.0), peer)
+        U = (frac * a * fac).sum(axis=2)
+        return np.where(running, 1.0 / np.maximum(U, 1e-30), 0.0)
+
+    F = np.ones((R, N))
+    G = np.ones((R, N, N))                                   # [direction x -> y]
+    for _ in range(iterations):
+        s = speeds(F, G)[:, :, None]
+        dram = s * frac * csn                                 # bytes/s reaching memory node n
+        F = np.maximum(1.0, F * dram.sum(axis=1) / cap)
+        out = np.where(remote, dram, 0.0)                     # write-backs [a_t -> n]
+        inflow = out + s * pull                               # memory reads and pulls [b -> a_t]
+        out_sum = np.empty((R, N, N))
+        in_sum = np.empty((R, N, N))
+        for x in range(N):
+            on = (node_of_thread == x)[:, :, None]
+            out_sum[:, x, :] = np.where(on, out, 0.0).sum(axis=1)                 # [x -> y] by x's threads
+            in_sum[:, x, :] = np.where(on, inflow, 0.0).sum(axis=1)              # [y -> x] for x's threads
+        load = out_sum + in_sum.transpose(0, 2, 1)                                # [x -> y]
+        G = np.maximum(1.0, G * load / link)
+    return speeds(F, G)
+
+
+def _coherent_rates_pairs(costs, topo, node_of_thread, frac, running, tbw, relt, init, thread_mm, iterations=40):
+    """:func:`_coherent_rates` as 0.5.0 had it (engine option ``link_both_directions=False``): an
+    init thread on ``a`` puts its remote DRAM share and its pulls from node ``b``'s caches
+    (``k_pb / (n_p - 1)``) on one resource per (cpu node, memory node) pair, whose capacity is
+    half the link's (each line counted as two transfers on that direction)."""
+    R, T, N = frac.shape
+    a = 1.0 / (tbw[:, :, None] * relt)                        # (R, T, N) s/byte unconstrained
+    cap = topo.per_node("node_bw_GBps") * 1e9 * topo.per_node("write_efficiency")
+    link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency * 0.5
     remote = node_of_thread[:, :, None] != np.arange(N)[None, None, :]
     rr = np.arange(R)[:, None]
     cs = np.ones((R, T))                                      # share of bytes reaching DRAM

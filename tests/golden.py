@@ -23,7 +23,14 @@ per-run values included, unchanged). When the write capacity became a property o
 (``Topology.write_efficiency``: 0.21 fitted to Ice Lake for every machine before, now 0.5 from the
 RFO bound on the Ivy Bridge preset, 2s-128 unchanged), the two keys on ``2s-ivb-40``
 (``simulate/numa01/2s-ivb-40`` and ``sweep/numa02``) were retaken; the older fingerprints on that
-preset are still met at the older capacity (:data:`OLD_CAPACITY`), which their cases use.
+preset are still met at the older capacity (:data:`OLD_CAPACITY`), which their cases use. When a
+remote write came to load both directions of the link (0.6.0, engine option
+``link_both_directions``: the RFO's data one way, the write-back the other;
+``Costs.link_write_efficiency`` 0.5 -> 1.0), the keys with remote writes changed:
+``simulate/numa01/2s-ivb-40``, ``simulate/numa01_THREAD_ALLOC/2s-128`` and ``sweep/numa02`` were
+retaken. Their 0.5.0 fingerprints stay stored under ``.../link_both_directions=False``
+(:data:`LINK_OFF`) and are met with that switch off, and every older case runs with it off too,
+so its stored fingerprint is still met unchanged.
 """
 
 from __future__ import annotations
@@ -53,6 +60,9 @@ FIRST_ARRIVAL_OFF = WORKLOADS
 #: case keys whose stored fingerprint predates the history-length counters
 #: (numalab.engine.history_stats): only the variables it holds are compared
 OLDER = ("init_coherence=False", "first_arrival=False")
+#: the workloads whose numbers changed when a remote write came to load both link directions
+#: (0.6.0): also run with ``link_both_directions=False``, the model before it, bit for bit
+LINK_OFF = [("numa01_THREAD_ALLOC", "2s-128"), ("numa01", "2s-ivb-40")]
 MAX_TIME = 60.0   # s simulated: enough for every mechanism to act, short enough for CI
 #: the write capacity every machine had before it became Topology.write_efficiency (the older
 #: fingerprints' model): Costs.write_efficiency = 0.21, fitted to Ice Lake
@@ -98,13 +108,18 @@ def fingerprints() -> dict[str, dict[str, str]]:
     for wname, topo in COHERENCE_OFF:
         wl = nl.workload(wname, _older_topology(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
-                         init_coherence=False, first_arrival=False)
+                         init_coherence=False, first_arrival=False, link_both_directions=False)
         out[f"simulate/{wname}/{topo}/init_coherence=False"] = digest(ds)
     for wname, topo in FIRST_ARRIVAL_OFF:
         wl = nl.workload(wname, _older_topology(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
-                         first_arrival=False)
+                         first_arrival=False, link_both_directions=False)
         out[f"simulate/{wname}/{topo}/first_arrival=False"] = digest(ds)
+    for wname, topo in LINK_OFF:
+        wl = nl.workload(wname, nl.Topology.preset(topo))
+        ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
+                         link_both_directions=False)
+        out[f"simulate/{wname}/{topo}/link_both_directions=False"] = digest(ds)
     fx = nl.futex.sweep(buckets=[2, 16, 256], mode=["classic", "numa", "private"], threads=[8, 32],
                         seeds=2, topology="2s-ivb-40")
     out["futex.sweep/mva"] = digest(fx)

@@ -169,7 +169,7 @@ def test_run_threads_perturbed(case):
 
 #: numa01 whose seed 4 ends its bound init a step before seed 2 does: in step 15 both are dirty,
 #: one with running init threads, one without (numpy's batch-wide coherent switch)
-MIXED_CASE = ("numa01", "2s-ivb-40", "rfc2023-p2", [2, 4], {}, dict(size_bytes=512 << 20, loops=10))
+MIXED_CASE = ("numa01", "2s-ivb-40", "rfc2023-p2", [2, 4], {}, dict(size_bytes=1 << 30, loops=10))
 MIXED_STEP = 15
 
 
@@ -209,8 +209,8 @@ def test_coherent_init_is_exercised():
     shared = np.zeros(L.T, dtype=bool)
     out = np.empty(L.T)
     cp.progress_rates(L.latency_ns, L.node_cores, L.node_smt, L.thread_bw_GBps, L.node_bw_GBps, L.link_bw_GBps,
-                      L.smt_share, L.write_efficiency, L.link_write_efficiency, S.node[0], S.frac[0],
-                      ctx.running[0], shared, L.thread_mm, out)
+                      L.smt_share, L.write_efficiency, L.link_write_efficiency, L.link_both_directions, S.node[0],
+                      S.frac[0], ctx.running[0], shared, L.thread_mm, out)
     assert not np.array_equal(coherent, out)
 
 
@@ -254,7 +254,7 @@ def test_thread_frac_and_cumulative_rates(N):
 
 
 # ------------------------------------------------------------------------------ progress_rates
-def _compiled_rates(topo, costs, node, frac, running, shared_init, thread_mm):
+def _compiled_rates(topo, costs, node, frac, running, shared_init, thread_mm, both=True):
     """The compiled progress_rates of one replica's row."""
     out = np.full(node.size, -1.0)
     T = node.size
@@ -262,7 +262,7 @@ def _compiled_rates(topo, costs, node, frac, running, shared_init, thread_mm):
                       topo.per_node("smt").astype(np.int64), topo.per_node("thread_bw_GBps").astype(float),
                       topo.per_node("node_bw_GBps").astype(float), topo.per_node("link_bw_GBps").astype(float),
                       float(costs.smt_share), topo.per_node("write_efficiency").astype(float),
-                      float(costs.link_write_efficiency),
+                      float(costs.link_write_efficiency), bool(both),
                       node.astype(np.int64), np.ascontiguousarray(frac), running.astype(bool),
                       np.zeros(T, dtype=bool) if shared_init is None else shared_init.astype(bool),
                       thread_mm.astype(np.int64), out)
@@ -296,16 +296,18 @@ def _random_topology(rng, N):
 
 
 def _check_rates(topo, costs, node, frac, running, shared, thread_mm):
-    """Each row alone through numpy and the compiled code, with and without the shared init;
-    and the rows of one numpy call (every row coherent, or none) equal to each row alone."""
+    """Each row alone through numpy and the compiled code, with and without the shared init and
+    with either link accounting; and the rows of one numpy call (every row coherent, or none)
+    equal to each row alone."""
     R = node.shape[0]
-    for sh in (None, np.zeros_like(shared), shared):
-        ref = numpy_progress_rates(costs, topo, node, frac, running, sh, thread_mm)
+    for sh, both in [(sh, both) for sh in (None, np.zeros_like(shared), shared) for both in (True, False)]:
+        ref = numpy_progress_rates(costs, topo, node, frac, running, sh, thread_mm, both_directions=both)
         uniform = sh is None or len({bool((sh[r] & running[r]).any()) for r in range(R)}) == 1
         for r in range(R):
             one = numpy_progress_rates(costs, topo, node[r:r + 1], frac[r:r + 1], running[r:r + 1],
-                                       None if sh is None else sh[r:r + 1], thread_mm)[0]
-            got = _compiled_rates(topo, costs, node[r], frac[r], running[r], None if sh is None else sh[r], thread_mm)
+                                       None if sh is None else sh[r:r + 1], thread_mm, both_directions=both)[0]
+            got = _compiled_rates(topo, costs, node[r], frac[r], running[r], None if sh is None else sh[r], thread_mm,
+                                  both)
             assert np.array_equal(one, got), (topo.name, r, sh is not None, np.abs(one - got).max())
             if uniform:
                 assert np.array_equal(ref[r], got)

@@ -40,8 +40,10 @@ def _init(T=224, remote_per_process=56):
 
 
 def _loads(s, node, frac, shared, mm):
-    """Bytes/s on memory node 1's controller and on each link direction, by the mechanism's
-    accounting (independent of the implementation's fixed point)."""
+    """Bytes/s on memory node 1's controller and on each link direction [x -> y], by the
+    mechanism's accounting (independent of the implementation's fixed point): a remote write-back
+    goes out of the writer's node and the line's read from memory comes in to it, a pull from
+    the previous writer's node comes in to it."""
     T = s.shape[1]
     cs = np.ones(T)
     pull = np.zeros((T, 2))
@@ -52,15 +54,16 @@ def _loads(s, node, frac, shared, mm):
             cs[t] = 1.0 / n_p
             for b in range(2):
                 if b != node[0, t]:
-                    pull[t, b] = (mine & (node[0] == b)).sum() / max(n_p - 1, 1)
+                    pull[t, b] = (1.0 - 1.0 / n_p) * (mine & (node[0] == b)).sum() / max(n_p - 1, 1)
     dram = s[0] * frac[0, :, 1] * cs
     link = np.zeros((2, 2))
     for t in range(T):
         a = node[0, t]
         if a != 1:
-            link[a, 1] += dram[t]
+            link[a, 1] += dram[t]          # write-back out
+            link[1, a] += dram[t]          # the read from memory in
         for b in range(2):
-            link[a, b] += s[0, t] * pull[t, b]
+            link[b, a] += s[0, t] * pull[t, b]
     return dram.sum(), link
 
 

@@ -140,6 +140,14 @@ class EngineOptions:
                                                  "accounted; only a hinting fault sets a PID bit); the writers' "
                                                  "independent phases on a shared range are assumed "
                                                  "(docs/fidelity.md, '0.4.0')"))
+    link_both_directions: bool = _opt(True, "a remote write loads both directions of the socket link, one line "
+                                      "each (the RFO's data in, the write-back out; costs.progress_rates); "
+                                      "False = the 0.5.0 accounting: each remote write charged twice on its "
+                                      "own (cpu node, memory node) direction", kind="bool",
+                                      source=Provenance("derived", "the coherence protocol: a write to a line "
+                                                        "homed on another node reads it for ownership from "
+                                                        "that node and writes it back to it (docs/fidelity.md, "
+                                                        "'0.6.0')"))
     harness_overhead: bool = _opt(True, "add costs.harness_overhead_s to elsp (default cost 0 s, so a no-op "
                                   "unless costs set it)", kind="bool",
                                   source=Provenance("derived", "a no-op with the default "
@@ -221,4 +229,4 @@ DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}
 #: the mechanism off-switches (bool options whose False removes one mechanism), and
 #: lb_migrate_hz, whose 0 removes the load balancer's pulls
 SWITCHES = ("lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter", "thp",
-            "init_coherence", "first_arrival", "harness_overhead")
+            "init_coherence", "first_arrival", "link_both_directions", "harness_overhead")

@@ -96,7 +96,8 @@ def refresh(b):
     frac = thread_frac(b, rows)
     # numa01's workers sweep their buffer together in the bound init: coherence traffic
     shared_init = (b.tasks.phase[rows] == PH_INIT) & b.wl.init_bind[None, :] if b.o.init_coherence else None
-    speed = progress_rates(b.costs, b.topo, b.tasks.node[rows], frac, running, shared_init, b.wl.thread_mm)
+    speed = progress_rates(b.costs, b.topo, b.tasks.node[rows], frac, running, shared_init, b.wl.thread_mm,
+                           both_directions=b.o.link_both_directions)
     b.rates.frac[rows] = frac
     b.rates.speed[rows] = speed
     cum = cumulative_rates(b, rows, speed)

@@ -305,7 +305,7 @@ class Replica:
         shared_init = np.array([[self.phase[t] == PH_INIT and bool(wl.init_bind[t]) for t in range(T)]]) \
             if self.o["init_coherence"] else None
         sp = progress_rates(self.costs, self.topo, np.array([self.node]), frac, running, shared_init,
-                            wl.thread_mm)[0]
+                            wl.thread_mm, both_directions=self.o["link_both_directions"])[0]
         self.speed = [float(x) for x in sp]
         rates = []
         for e in range(self.E):

@@ -76,7 +76,7 @@ def _thread_bw(lat, cores, smt, thread_bw, smt_share, node, running):
 
 
 @jit
-def _closed_rates(node_bw, link_bw, write_eff, link_eff, node, frac, running, tbw, rel, out):
+def _closed_rates(node_bw, link_bw, write_eff, link_eff, both, node, frac, running, tbw, rel, out):
     """costs.progress_rates' closed form: unconstrained speeds, then each memory controller's
     and each link's saturation factor from them, then the speeds at those factors."""
     T, N = frac.shape
@@ -94,14 +94,27 @@ def _closed_rates(node_bw, link_bw, write_eff, link_eff, node, frac, running, tb
         for t in range(T):
             buf[t] = s[t] * frac[t, n]
         sigma[n] = _maximum(1.0, psum(buf) / ((node_bw[n] * 1e9) * write_eff[n]))
-    slink = np.ones((N, N))               # [cpu node a, memory node n]; a == n: no link
+    load = np.zeros((N, N))               # [cpu node a, memory node n]; a == n: no link
     for a in range(N):
         for n in range(N):
             if a == n:
                 continue
             for t in range(T):            # s_on: s of the threads on a, 0.0 elsewhere
                 buf[t] = (s[t] if node[t] == a else 0.0) * frac[t, n]
-            slink[a, n] = _maximum(1.0, psum(buf) / ((link_bw[n] * 1e9) * link_eff))
+            load[a, n] = psum(buf)
+    slink = np.empty((N, N))              # a write from a to n uses both directions
+    if both:
+        sdir = np.empty((N, N))           # direction x -> y: the writes between x and y, both senses
+        for x in range(N):
+            for y in range(N):
+                sdir[x, y] = _maximum(1.0, (load[x, y] + load[y, x]) / ((link_bw[y] * 1e9) * link_eff))
+        for a in range(N):
+            for n in range(N):
+                slink[a, n] = _maximum(sdir[a, n], sdir[n, a])
+    else:                                 # 0.5.0: two lines on the direction a -> n only
+        for a in range(N):
+            for n in range(N):
+                slink[a, n] = _maximum(1.0, load[a, n] / (((link_bw[n] * 1e9) * link_eff) * 0.5))
     for t in range(T):
         u2 = 0.0
         for n in range(N):
@@ -111,10 +124,11 @@ def _closed_rates(node_bw, link_bw, write_eff, link_eff, node, frac, running, tb
 
 
 @jit
-def _coherent_shares(node, init, thread_mm, N):
+def _coherent_shares(node, init, thread_mm, N, both):
     """costs._coherent_rates' per-process counts: ``cs`` (T,) the share of a thread's bytes that
     reaches DRAM (1 / n_p for an init thread of process p), ``pull`` (T, N) the share it takes
-    from node b's caches (k_pb / (n_p - 1), remote nodes only). Processes are disjoint sets of
+    from node b's caches ((1 - 1 / n_p) k_pb / (n_p - 1), remote nodes only; k_pb / (n_p - 1) with
+    ``both`` False, the 0.5.0 accounting). Processes are disjoint sets of
     threads, so numpy's loop over them in np.unique order sets each thread once."""
     T = node.shape[0]
     M = 0
@@ -134,23 +148,31 @@ def _coherent_shares(node, init, thread_mm, N):
             cs[t] = 1.0 / max(n_p[p], 1)
             for b in range(N):
                 if node[t] != b:
-                    pull[t, b] = k_pb[p, b] / max(n_p[p] - 1, 1)
+                    if both:
+                        pull[t, b] = (1.0 - cs[t]) * (k_pb[p, b] / max(n_p[p] - 1, 1))
+                    else:
+                        pull[t, b] = k_pb[p, b] / max(n_p[p] - 1, 1)
     return cs, pull
 
 
 @jit
-def _coherent_speeds(F, G, node, frac, a, cs, pull, running, s):
+def _coherent_speeds(F, G, node, frac, a, cs, pull, running, both, s):
     """costs._coherent_rates' ``speeds(F, G)``: each thread's speed at controller factors ``F``
-    and link factors ``G`` (its DRAM-bound bytes and its cache-to-cache pulls), into ``s``."""
+    and link direction factors ``G`` [x -> y] (its memory-bound bytes, both directions when
+    remote, and its cache-to-cache pulls, into its node), into ``s``; with ``both`` False ``G``
+    is 0.5.0's pair resource [cpu node, memory node]."""
     T, N = frac.shape
     buf = np.empty(N)
     for t in range(T):
         at = node[t]
         for n in range(N):
-            buf[n] = pull[t, n] * (G[at, n] - 1.0)
+            buf[n] = pull[t, n] * ((G[n, at] if both else G[at, n]) - 1.0)
         peer = 1.0 + psum(buf)
         for n in range(N):
-            fac = _maximum(F[n], G[at, n] if at != n else 1.0)
+            if both:
+                fac = _maximum(F[n], _maximum(G[at, n], G[n, at]) if at != n else 1.0)
+            else:                         # 0.5.0: G[a, n] is the pair resource
+                fac = _maximum(F[n], G[at, n] if at != n else 1.0)
             fac = _maximum(1.0 + cs[t] * (fac - 1.0), peer)
             buf[n] = frac[t, n] * a[t, n] * fac
         U = psum(buf)
@@ -170,7 +192,7 @@ def _column_sum(x, n, buf):
 
 
 @jit
-def _coherent_rates(node_bw, link_bw, write_eff, link_eff, node, frac, running, tbw, rel, init, thread_mm,
+def _coherent_rates(node_bw, link_bw, write_eff, link_eff, both, node, frac, running, tbw, rel, init, thread_mm,
                     out):
     """costs._coherent_rates for one replica: the fixed point (COHERENT_ROUNDS rounds) of the
     controller factors F and link factors G while threads are in a shared init sweep."""
@@ -179,37 +201,55 @@ def _coherent_rates(node_bw, link_bw, write_eff, link_eff, node, frac, running, 
     for t in range(T):
         for n in range(N):
             a[t, n] = 1.0 / (tbw[t] * rel[node[t], n])
-    cs, pull = _coherent_shares(node, init, thread_mm, N)
+    cs, pull = _coherent_shares(node, init, thread_mm, N, both)
     F = np.ones(N)
-    G = np.ones((N, N))                   # [cpu node src, memory node n]
+    G = np.ones((N, N))                   # [direction x -> y]
     s = np.empty(T)
     dram = np.empty((T, N))
-    cross = np.empty((T, N))
+    out_ = np.empty((T, N))               # write-backs [node of t -> n]
+    inflow = np.empty((T, N))             # memory reads and pulls [b -> node of t]
+    out_sum = np.empty((N, N))
+    in_sum = np.empty((N, N))
     col = np.empty(T)
     for _ in range(COHERENT_ROUNDS):
-        _coherent_speeds(F, G, node, frac, a, cs, pull, running, s)
+        _coherent_speeds(F, G, node, frac, a, cs, pull, running, both, s)
         for t in range(T):
             for n in range(N):
                 dram[t, n] = s[t] * frac[t, n] * cs[t]
-                cross[t, n] = (dram[t, n] if node[t] != n else 0.0) + s[t] * pull[t, n]
+                out_[t, n] = dram[t, n] if node[t] != n else 0.0
+                inflow[t, n] = out_[t, n] + s[t] * pull[t, n]
         for n in range(N):
             F[n] = _maximum(1.0, F[n] * _column_sum(dram, n, col) / ((node_bw[n] * 1e9) * write_eff[n]))
-        for src in range(N):
-            for n in range(N):
-                for t in range(T):        # np.where(on, cross, 0.0) over all threads
-                    col[t] = cross[t, n] if node[t] == src else 0.0
-                tot = psum(col) if N == 1 else seqsum(col)
-                G[src, n] = _maximum(1.0, G[src, n] * tot / ((link_bw[n] * 1e9) * link_eff))
-    _coherent_speeds(F, G, node, frac, a, cs, pull, running, out)
+        if not both:                      # 0.5.0: cross = write-backs + pulls on the pair [src, n]
+            for src in range(N):
+                for n in range(N):
+                    for t in range(T):    # np.where(on, cross, 0.0) over all threads
+                        col[t] = inflow[t, n] if node[t] == src else 0.0
+                    tot = psum(col) if N == 1 else seqsum(col)
+                    G[src, n] = _maximum(1.0, G[src, n] * tot / (((link_bw[n] * 1e9) * link_eff) * 0.5))
+            continue
+        for x in range(N):
+            for y in range(N):
+                for t in range(T):        # np.where(on, out / inflow, 0.0) over all threads
+                    col[t] = out_[t, y] if node[t] == x else 0.0
+                out_sum[x, y] = psum(col) if N == 1 else seqsum(col)
+                for t in range(T):
+                    col[t] = inflow[t, y] if node[t] == x else 0.0
+                in_sum[x, y] = psum(col) if N == 1 else seqsum(col)
+        for x in range(N):
+            for y in range(N):
+                G[x, y] = _maximum(1.0, G[x, y] * (out_sum[x, y] + in_sum[y, x]) / ((link_bw[y] * 1e9) * link_eff))
+    _coherent_speeds(F, G, node, frac, a, cs, pull, running, both, out)
 
 
 @jit
-def progress_rates(lat, cores, smt, thread_bw, node_bw, link_bw, smt_share, write_eff, link_eff, node, frac,
+def progress_rates(lat, cores, smt, thread_bw, node_bw, link_bw, smt_share, write_eff, link_eff, both, node, frac,
                    running, shared_init, thread_mm, out):
     """costs.progress_rates for one replica: write speed (bytes/s) of each thread into ``out``
     (T,), 0.0 for a thread not running. Topology arrays (``lat`` latency_ns (N, N), per node
     ``cores``, ``smt``, ``thread_bw`` / ``node_bw`` / ``link_bw`` GB/s, ``write_eff`` the
-    topology's write_efficiency), Costs' ``smt_share`` and ``link_write_efficiency``; the replica's ``node`` (T,), ``frac`` (T, N),
+    topology's write_efficiency), Costs' ``smt_share`` and ``link_write_efficiency``, the option
+    ``link_both_directions`` (``both``); the replica's ``node`` (T,), ``frac`` (T, N),
     ``running`` (T,); ``shared_init`` (T,) bool (all False: numpy's None) and ``thread_mm`` (T,):
     a running thread in a shared init makes it costs._coherent_rates."""
     tbw, rel = _thread_bw(lat, cores, smt, thread_bw, smt_share, node, running)
@@ -220,9 +260,10 @@ def progress_rates(lat, cores, smt, thread_bw, node_bw, link_bw, smt_share, writ
         init[t] = shared_init[t] and running[t]
         coherent = coherent or init[t]
     if coherent:
-        _coherent_rates(node_bw, link_bw, write_eff, link_eff, node, frac, running, tbw, rel, init, thread_mm, out)
+        _coherent_rates(node_bw, link_bw, write_eff, link_eff, both, node, frac, running, tbw, rel, init, thread_mm,
+                        out)
     else:
-        _closed_rates(node_bw, link_bw, write_eff, link_eff, node, frac, running, tbw, rel, out)
+        _closed_rates(node_bw, link_bw, write_eff, link_eff, both, node, frac, running, tbw, rel, out)
 
 
 # ------------------------------------------------------------------------------ refresh
@@ -290,7 +331,8 @@ def refresh(L, Q, S, X, r):
         running[t] = (phase[t] == PH_INIT or phase[t] == PH_LOOP) and not done
         shared_init[t] = L.init_coherence and phase[t] == PH_INIT and L.init_bind[t]
     progress_rates(L.latency_ns, L.node_cores, L.node_smt, L.thread_bw_GBps, L.node_bw_GBps, L.link_bw_GBps,
-                   L.smt_share, L.write_efficiency, L.link_write_efficiency, S.node[r], S.frac[r], running,
+                   L.smt_share, L.write_efficiency, L.link_write_efficiency, L.link_both_directions, S.node[r],
+                   S.frac[r], running,
                    shared_init, L.thread_mm, S.speed[r])
     cumulative_rates(L.entry_thread, L.entry_phase, L.entry_touch_per_byte, L.entry_fixed_hz, L.cls_start,
                      L.cls_end, phase, done, S.speed[r], S.cum[r], S.lam_c[r])

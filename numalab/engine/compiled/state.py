@@ -65,7 +65,7 @@ LAY_FIELDS = (
     # engine options (scalars)
     "dt", "scan_delay_ms", "scan_period_min_ms", "scan_period_max_ms", "scan_size_mb", "scan_size_pages",
     "sticky_locality", "lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter",
-    "init_coherence", "harness_overhead_s", "max_time",
+    "init_coherence", "link_both_directions", "harness_overhead_s", "max_time",
     # cost constants (scalars; numalab.costs.Costs)
     "link_write_efficiency", "smt_share", "pte_update_ns", "pmd_update_ns", "scan_run_us",
     "scan_virt_ns_per_mb", "hint_fault_us", "migrate_GBps", "migrate_folio_us", "task_migration_us",
@@ -214,6 +214,7 @@ def pack_layout(b) -> Lay:
         lb_migrate_hz=float(o.lb_migrate_hz), numa_groups=bool(o.numa_groups), task_swaps=bool(o.task_swaps),
         scan_period_adapt=bool(o.scan_period_adapt), migrate_filter=bool(o.migrate_filter),
         init_coherence=bool(o.init_coherence),
+        link_both_directions=bool(o.link_both_directions),
         harness_overhead_s=float(c.harness_overhead_s) if o.harness_overhead else 0.0, max_time=float(o.max_time),
         link_write_efficiency=float(c.link_write_efficiency),
         smt_share=float(c.smt_share), pte_update_ns=float(c.pte_update_ns), pmd_update_ns=float(c.pmd_update_ns),

@@ -104,6 +104,7 @@ LAY_TYPE = LayType([
     ("scan_period_adapt", types.boolean),
     ("migrate_filter", types.boolean),
     ("init_coherence", types.boolean),
+    ("link_both_directions", types.boolean),
     ("harness_overhead_s", types.float64),
     ("max_time", types.float64),
     ("link_write_efficiency", types.float64),
@@ -204,6 +205,7 @@ def make_lay(t):
     s.scan_period_adapt = t.scan_period_adapt
     s.migrate_filter = t.migrate_filter
     s.init_coherence = t.init_coherence
+    s.link_both_directions = t.link_both_directions
     s.harness_overhead_s = t.harness_overhead_s
     s.max_time = t.max_time
     s.link_write_efficiency = t.link_write_efficiency
