@@ -150,3 +150,46 @@ def test_engine_matches_reference_with_a_shared_init(coherence, seed, profile, t
     assert batch.elsp[0] == ref.elsp
     assert batch.syst[0] == ref.syst
     assert batch.regions.node[0].tolist() == ref.r_node
+
+
+# ------------------------------------------------------------------ the link, one line each way (0.6.0)
+def _link_bound(topo, writers_0_to_1, writers_1_to_0, both):
+    """Closed-form rates of threads on node 0 writing node 1's memory and threads on node 1
+    writing node 0's, on a machine whose link (not its controllers) binds."""
+    T = writers_0_to_1 + writers_1_to_0
+    node = np.array([[0] * writers_0_to_1 + [1] * writers_1_to_0])
+    frac = np.zeros((1, T, 2))
+    frac[0, :writers_0_to_1, 1] = 1.0
+    frac[0, writers_0_to_1:, 0] = 1.0
+    return progress_rates(C, topo, node, frac, np.ones((1, T), bool), both_directions=both)[0]
+
+
+LINK_BOUND = Topology(nodes=2, cpus_per_node=16, smt=1, node_bw_GBps=400.0, link_bw_GBps=20.0,
+                      thread_bw_GBps=20.0, name="link-bound")
+
+
+def test_a_one_way_stream_gets_a_whole_link_direction():
+    # its RFO data come one way and its write-backs go the other: each direction carries it once
+    link = LINK_BOUND.link_bw_GBps * 1e9 * C.link_write_efficiency
+    one_way = _link_bound(LINK_BOUND, 8, 0, both=True)
+    assert one_way.sum() == pytest.approx(link, rel=1e-9)
+    # the 0.5.0 accounting charged it twice on its own direction: half of that
+    assert _link_bound(LINK_BOUND, 8, 0, both=False).sum() == pytest.approx(link / 2, rel=1e-9)
+
+
+def test_a_symmetric_load_is_charged_as_before():
+    # writes both ways at once: each direction carries one side's write-backs and the other's RFO
+    # data, so the two accountings agree, and the two sides share one direction's capacity
+    new = _link_bound(LINK_BOUND, 8, 8, both=True)
+    old = _link_bound(LINK_BOUND, 8, 8, both=False)
+    np.testing.assert_allclose(new, old, rtol=1e-12)
+    assert new.sum() == pytest.approx(LINK_BOUND.link_bw_GBps * 1e9 * C.link_write_efficiency, rel=1e-9)
+
+
+def test_writes_the_other_way_slow_a_stream_on_the_shared_direction():
+    # a one-way stream alone, then with a smaller stream the other way: the second's RFO data and
+    # write-backs share both directions with the first, which slows down by their share
+    alone = _link_bound(LINK_BOUND, 8, 0, both=True)[:8].sum()
+    shared = _link_bound(LINK_BOUND, 8, 2, both=True)
+    assert shared[:8].sum() < alone * 0.95
+    assert shared.sum() == pytest.approx(alone, rel=1e-9)     # the direction still carries its capacity
