@@ -730,3 +730,14 @@ def test_cli_policy_list_keeps_rules_lists_whole():
     args = build_parser().parse_args(["sweep", "--policy", "6.12,6.12+N=x", "--out", "x.nc"])
     with pytest.raises(NumalabValueError, match=r"--policy '6.12\+N=x': policy N='x' must be an integer"):
         build_grid(args)
+
+
+def test_a_mechanism_switch_is_a_grid_dimension_of_true_and_false():
+    """A bool engine option sweeps as True/False (stored as 1/0, so True and 1 are one point);
+    anything else names the switch and what it takes."""
+    grid = S.grid.expand({"link_both_directions": [True, False], "init_coherence": [1]}, 1, "numa")
+    assert grid.values["link_both_directions"] == [1, 0] and grid.values["init_coherence"] == [1]
+    with pytest.raises(NumalabValueError, match=r"link_both_directions='yes'; allowed: True or False \(or 1/0\)"):
+        S.grid.expand({"link_both_directions": ["yes"]}, 1, "numa")
+    with pytest.raises(NumalabValueError, match=r"first_arrival=2; allowed: True or False"):
+        S.grid.expand({"first_arrival": [2]}, 1, "numa")

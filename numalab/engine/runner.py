@@ -101,11 +101,15 @@ def _check_override(name, value):
     return check_int(name, value, lo=0)
 
 
-def _typed_check(default):
+def _typed_check(default, switch=False):
     """A check that keeps a value of the default's type (int 0/1 for bools), so 1 and 1.0 are
-    one point, not two."""
+    one point, not two; a ``switch`` (a bool option) takes True/False as well as 1/0."""
 
     def check(name, value):
+        if switch:
+            if isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Integral) and value in (0, 1)):
+                return int(value)
+            raise NumalabValueError(f"{name}={value!r}; allowed: True or False (or 1/0)")
         if isinstance(default, float):
             return check_number(name, value)
         if isinstance(default, int):
@@ -151,7 +155,9 @@ def _numa_params() -> list[Param]:
               long_name="processes, numa01 only (0 = the workload's own)"),
     ]
     for name, (default, doc) in _engine_options().items():
-        params.append(Param(name, _typed_check(default), default=default, long_name=f"engine option {name}: {doc}"))
+        switch = isinstance(EngineOptions.describe()[name]["default"], bool)
+        params.append(Param(name, _typed_check(default, switch), default=default,
+                            long_name=f"engine option {name}: {doc}"))
     return params
 
 
