@@ -290,10 +290,12 @@ def _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
     not depend on its batch). With ``n_p = 1`` this is the closed form (no peer cache to take
     lines from: every line read from and written back to memory, one transfer each way of the
     link when remote). No constant is added: the controller and link capacities are the closed
-    form's. ``both_directions=False`` is the 0.5.0 accounting (:func:`_coherent_rates_pairs`)."""
-    if not both_directions:
-        return _coherent_rates_pairs(costs, topo, node_of_thread, frac, running, tbw, relt, init, thread_mm,
-                                     iterations)
+    form's.
+
+    ``both_directions=False`` is the 0.5.0 accounting: the pulls are ``k_pb / (n_p - 1)`` of a
+    line, and a thread on ``a`` puts its remote write-backs and its pulls from node ``n``'s caches
+    on one resource per (cpu node, memory node) pair, ``G[a, n]``, of half the link's capacity
+    (each line counted as two transfers on that direction)."""
     R, T, N = frac.shape
     a = 1.0 / (tbw[:, :, None] * relt)                        # (R, T, N) s/byte unconstrained
     cap = topo.per_node("node_bw_GBps") * 1e9 * topo.per_node("write_efficiency")
@@ -308,13 +310,16 @@ def _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
         k_pb = np.stack([(mine & (node_of_thread == b)).sum(axis=1) for b in range(N)], axis=1)
         cs_p = 1.0 / np.maximum(n_p, 1)                                           # (R,)
         cs = np.where(mine, cs_p[:, None], cs)
-        prob = (1.0 - cs_p)[:, None] * (k_pb / np.maximum(n_p - 1, 1)[:, None])  # (R, N)
+        prob = k_pb / np.maximum(n_p - 1, 1)[:, None]                             # (R, N)
+        if both_directions:                                   # the first writer's share comes from memory
+            prob = (1.0 - cs_p)[:, None] * prob
         pull = np.where(mine[:, :, None] & remote, prob[:, None, :], pull)
     csn = cs[:, :, None]
 
     def speeds(F, G):
         Gout = G[rr, node_of_thread]                                              # (R, T, N) G[a_t -> n]
-        Gin = G.transpose(0, 2, 1)[rr, node_of_thread]                            # (R, T, N) G[n -> a_t]
+        # G[n -> a_t]; 0.5.0's pair resource G[a_t, n] carries the pulls as well
+        Gin = G.transpose(0, 2, 1)[rr, node_of_thread] if both_directions else Gout
         fac = np.maximum(F[:, None, :], np.where(remote, np.maximum(Gout, Gin), 1.0))   # memory-bound bytes
         peer = 1.0 + (pull * (Gin - 1.0)).sum(axis=2, keepdims=True)              # cache-to-cache pulls
         fac = np.maximum(1.0 + csn * (fac - 1.0), peer)
@@ -333,51 +338,12 @@ def _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
         in_sum = np.empty((R, N, N))
         for x in range(N):
             on = (node_of_thread == x)[:, :, None]
-            out_sum[:, x, :] = np.where(on, out, 0.0).sum(axis=1)                 # [x -> y] by x's threads
             in_sum[:, x, :] = np.where(on, inflow, 0.0).sum(axis=1)              # [y -> x] for x's threads
-        load = out_sum + in_sum.transpose(0, 2, 1)                                # [x -> y]
-        G = np.maximum(1.0, G * load / link)
+            if both_directions:
+                out_sum[:, x, :] = np.where(on, out, 0.0).sum(axis=1)             # [x -> y] by x's threads
+        if both_directions:
+            G = np.maximum(1.0, G * (out_sum + in_sum.transpose(0, 2, 1)) / link)  # [x -> y]
+        else:                                                 # 0.5.0: the pair [a, n], two lines each
+            G = np.maximum(1.0, G * in_sum / (link * 0.5))
     return speeds(F, G)
 
-
-def _coherent_rates_pairs(costs, topo, node_of_thread, frac, running, tbw, relt, init, thread_mm, iterations=40):
-    """:func:`_coherent_rates` as 0.5.0 had it (engine option ``link_both_directions=False``): an
-    init thread on ``a`` puts its remote DRAM share and its pulls from node ``b``'s caches
-    (``k_pb / (n_p - 1)``) on one resource per (cpu node, memory node) pair, whose capacity is
-    half the link's (each line counted as two transfers on that direction)."""
-    R, T, N = frac.shape
-    a = 1.0 / (tbw[:, :, None] * relt)                        # (R, T, N) s/byte unconstrained
-    cap = topo.per_node("node_bw_GBps") * 1e9 * topo.per_node("write_efficiency")
-    link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency * 0.5
-    remote = node_of_thread[:, :, None] != np.arange(N)[None, None, :]
-    rr = np.arange(R)[:, None]
-    cs = np.ones((R, T))                                      # share of bytes reaching DRAM
-    pull = np.zeros((R, T, N))                                # share taken from node b's caches
-    for p in np.unique(thread_mm):
-        mine = init & (thread_mm == p)[None, :]
-        n_p = mine.sum(axis=1)                                                    # (R,)
-        k_pb = np.stack([(mine & (node_of_thread == b)).sum(axis=1) for b in range(N)], axis=1)
-        cs = np.where(mine, 1.0 / np.maximum(n_p, 1)[:, None], cs)
-        prob = k_pb / np.maximum(n_p - 1, 1)[:, None]                             # (R, N)
-        pull = np.where(mine[:, :, None] & remote, prob[:, None, :], pull)
-    csn = cs[:, :, None]
-
-    def speeds(F, G):
-        Gt = G[rr, node_of_thread]                                                # (R, T, N) G[a_t, b]
-        fac = np.maximum(F[:, None, :], np.where(remote, Gt, 1.0))                # DRAM-bound bytes
-        peer = 1.0 + (pull * (Gt - 1.0)).sum(axis=2, keepdims=True)               # cache-to-cache pulls
-        fac = np.maximum(1.0 + csn * (fac - 1.0), peer)
-        U = (frac * a * fac).sum(axis=2)
-        return np.where(running, 1.0 / np.maximum(U, 1e-30), 0.0)
-
-    F = np.ones((R, N))
-    G = np.ones((R, N, N))                                   # [cpu node src, memory node n]
-    for _ in range(iterations):
-        s = speeds(F, G)[:, :, None]
-        dram = s * frac * csn                                 # bytes/s reaching memory node n
-        F = np.maximum(1.0, F * dram.sum(axis=1) / cap)
-        cross = np.where(remote, dram, 0.0) + s * pull        # bytes/s over link [src -> n]
-        for src in range(N):
-            on = (node_of_thread == src)[:, :, None]
-            G[:, src, :] = np.maximum(1.0, G[:, src, :] * np.where(on, cross, 0.0).sum(axis=1) / link)
-    return speeds(F, G)

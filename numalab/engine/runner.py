@@ -122,13 +122,14 @@ def _typed_check(default, switch=False):
 def _engine_options() -> dict:
     """Sweepable engine options: every :class:`EngineOptions` field with a scalar default
     (bools become 0/1 in the grid; options whose default is None, such as ``pid_base``, are
-    not sweepable) -> (default, doc)."""
+    not sweepable) -> (default, doc, whether it is a bool switch)."""
     out = {}
     for name, f in EngineOptions.describe().items():
         d = f["default"]
         if d is None or not isinstance(d, (str, int, float, bool)):
             continue
-        out[name] = (int(d) if isinstance(d, bool) else d, f["doc"])
+        switch = isinstance(d, bool)
+        out[name] = (int(d) if switch else d, f["doc"], switch)
     return out
 
 
@@ -154,8 +155,7 @@ def _numa_params() -> list[Param]:
         Param("workload_nproc", _check_override, default=0, units="processes",
               long_name="processes, numa01 only (0 = the workload's own)"),
     ]
-    for name, (default, doc) in _engine_options().items():
-        switch = isinstance(EngineOptions.describe()[name]["default"], bool)
+    for name, (default, doc, switch) in _engine_options().items():
         params.append(Param(name, _typed_check(default, switch), default=default,
                             long_name=f"engine option {name}: {doc}"))
     return params

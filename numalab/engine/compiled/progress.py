@@ -169,10 +169,8 @@ def _coherent_speeds(F, G, node, frac, a, cs, pull, running, both, s):
             buf[n] = pull[t, n] * ((G[n, at] if both else G[at, n]) - 1.0)
         peer = 1.0 + psum(buf)
         for n in range(N):
-            if both:
-                fac = _maximum(F[n], _maximum(G[at, n], G[n, at]) if at != n else 1.0)
-            else:                         # 0.5.0: G[a, n] is the pair resource
-                fac = _maximum(F[n], G[at, n] if at != n else 1.0)
+            g_in = G[n, at] if both else G[at, n]     # 0.5.0: G[a, n] is the pair resource
+            fac = _maximum(F[n], _maximum(G[at, n], g_in) if at != n else 1.0)
             fac = _maximum(1.0 + cs[t] * (fac - 1.0), peer)
             buf[n] = frac[t, n] * a[t, n] * fac
         U = psum(buf)
@@ -220,25 +218,22 @@ def _coherent_rates(node_bw, link_bw, write_eff, link_eff, both, node, frac, run
                 inflow[t, n] = out_[t, n] + s[t] * pull[t, n]
         for n in range(N):
             F[n] = _maximum(1.0, F[n] * _column_sum(dram, n, col) / ((node_bw[n] * 1e9) * write_eff[n]))
-        if not both:                      # 0.5.0: cross = write-backs + pulls on the pair [src, n]
-            for src in range(N):
-                for n in range(N):
-                    for t in range(T):    # np.where(on, cross, 0.0) over all threads
-                        col[t] = inflow[t, n] if node[t] == src else 0.0
-                    tot = psum(col) if N == 1 else seqsum(col)
-                    G[src, n] = _maximum(1.0, G[src, n] * tot / (((link_bw[n] * 1e9) * link_eff) * 0.5))
-            continue
         for x in range(N):
             for y in range(N):
-                for t in range(T):        # np.where(on, out / inflow, 0.0) over all threads
-                    col[t] = out_[t, y] if node[t] == x else 0.0
-                out_sum[x, y] = psum(col) if N == 1 else seqsum(col)
-                for t in range(T):
+                for t in range(T):        # np.where(on, inflow / out, 0.0) over all threads
                     col[t] = inflow[t, y] if node[t] == x else 0.0
                 in_sum[x, y] = psum(col) if N == 1 else seqsum(col)
+                if both:
+                    for t in range(T):
+                        col[t] = out_[t, y] if node[t] == x else 0.0
+                    out_sum[x, y] = psum(col) if N == 1 else seqsum(col)
         for x in range(N):
             for y in range(N):
-                G[x, y] = _maximum(1.0, G[x, y] * (out_sum[x, y] + in_sum[y, x]) / ((link_bw[y] * 1e9) * link_eff))
+                cap_y = (link_bw[y] * 1e9) * link_eff
+                if both:
+                    G[x, y] = _maximum(1.0, G[x, y] * (out_sum[x, y] + in_sum[y, x]) / cap_y)
+                else:                     # 0.5.0: the pair [a, n], two lines each
+                    G[x, y] = _maximum(1.0, G[x, y] * in_sum[x, y] / (cap_y * 0.5))
     _coherent_speeds(F, G, node, frac, a, cs, pull, running, both, out)
 
 
