@@ -24,10 +24,8 @@ import argparse
 import time
 from pathlib import Path
 
-import numpy as np
-
 import numalab as nl
-from numalab.fidelity import job_elapsed
+from numalab.fidelity import job_elapsed, simulated_change
 
 MACHINES = {"2s-128": "lkp-icl-2sp6", "2s-88-csl": "lkp-csl-2sp9", "2s-224-spr": "lkp-spr-r02"}
 PROFILES = ("6.4", "rfc2023-p1", "rfc2023-p2", "rfc2023-p3", "rfc2023-p4", "rfc2023-p5", "rfc2023-p6")
@@ -46,31 +44,23 @@ def run(seeds=8, presets=tuple(MACHINES)):
     return nl.sweep(grid, seeds=seeds, progress=True)
 
 
-def change(x_new, x_base):
-    """Mean %change over seeds and the std of the paired per-seed change (%)."""
-    b, n = np.asarray(x_base, float), np.asarray(x_new, float)
-    pct = 100.0 * (n.mean() - b.mean()) / b.mean()
-    paired = 100.0 * (n - b) / b
-    return pct, float(paired.std(ddof=1)) if paired.size > 1 else 0.0
-
-
 def table(ds, preset) -> str:
-    d = ds.sel(topology=preset)
+    d = ds.sel(topology=preset).rename(profile="policy")
     elsp = d["elsp"]
-    job = job_elapsed(d.sel(workload=list(JOB)).rename(profile="policy"))
+    job = job_elapsed(d.sel(workload=list(JOB))).to_dataset(name="job")
     given = GIVEN.get(preset, set()) | ({GIVEN_SPR_CUMULATIVE} if preset == "2s-224-spr" else set())
     head = "| step | " + " | ".join(WORKLOADS) + " | job | |"
     lines = [f"**{preset}** ({MACHINES[preset]}): %change ± paired std over {d.sizes['seed']} seeds",
              "", head, "|" + "---|" * (len(WORKLOADS) + 3)]
-    base_cells = [f"{float(elsp.sel(workload=w, profile='6.4').mean()):.1f} s" for w in WORKLOADS]
+    base_cells = [f"{float(elsp.sel(workload=w, policy='6.4').mean()):.1f} s" for w in WORKLOADS]
     lines.append("| 6.4 (base) seconds | " + " | ".join(base_cells)
-                 + f" | {float(job.sel(policy='6.4').mean()):.0f} s | |")
+                 + f" | {float(job['job'].sel(policy='6.4').mean()):.0f} s | |")
     for new, base in STEPS:
         cells = []
         for w in WORKLOADS:
-            pct, sd = change(elsp.sel(workload=w, profile=new).values, elsp.sel(workload=w, profile=base).values)
-            cells.append(f"{pct:+.1f} ± {sd:.1f}")
-        pct, sd = change(job.sel(policy=new).values, job.sel(policy=base).values)
+            pct, sd = simulated_change(d.sel(workload=w), base, new)
+            cells.append(f"{float(pct):+.1f} ± {float(sd):.1f}")
+        pct, sd = (float(x) for x in simulated_change(job, base, new, "job"))
         mark = "given" if (new, base) in given else ""
         lines.append(f"| {new} vs {base} | " + " | ".join(cells) + f" | {pct:+.1f} ± {sd:.1f} | {mark} |")
     return "\n".join(lines)
