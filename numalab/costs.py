@@ -10,9 +10,10 @@ latency ratio for the remote share of its bytes (a core's outstanding misses are
 bandwidth ∝ 1/latency); (2) each node's memory controllers: the write (store + RFO) bandwidth of
 a node is ``Topology.write_efficiency × node_bw_GBps``, both properties of the machine (STREAM
 read figures overstate ``bzero``);
-(3) the socket interconnect for the remote shares: a remote write moves its line once in each
-direction (its read-for-ownership and its write-back). A resource loaded above its capacity
-slows every thread using it in proportion (processor-sharing).
+(3) the interconnect for the remote shares: a remote write moves its line once in each
+direction (its read-for-ownership and its write-back), over every link direction of its route
+there and back (``Topology.links``; by default a link per pair of nodes). A resource loaded
+above its capacity slows every thread using it in proportion (processor-sharing).
 
 A *shared init sweep* (numa01 / numa01_THREAD_ALLOC: every worker of a process zero-writes the
 whole buffer at the same moment, spec benchmarks §1.2) is cache-coherence traffic, not DRAM
@@ -34,6 +35,7 @@ Kernel time is charged to the thread that does it, which then makes no user prog
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from functools import lru_cache
 
 import numpy as np
 
@@ -229,6 +231,40 @@ def progress_rates(costs: Costs, topo, node_of_thread, frac, running, shared_ini
     return out
 
 
+@lru_cache(maxsize=64)
+def link_incidence(topo) -> dict:
+    """Which pair loads which link direction of ``topo``, in the one order every accounting sums
+    them: ``"path"`` -> (pair ``x * nodes + y``, direction) for every direction of the route
+    ``x -> y`` (a transfer's one way), ``"both"`` -> the same for the route ``a -> n`` and then
+    ``n -> a`` (a remote write: its read-for-ownership one way, its write-back the other). Pairs
+    in row-major order, each route's directions in order (``Topology.link_route``)."""
+    r = topo.link_route
+    n = topo.nodes
+    out = {}
+    for key, table in (("path", r), ("both", np.concatenate([r, r.transpose(1, 0, 2)], axis=2))):
+        flat = table.reshape(n * n, -1)
+        pair, k = np.nonzero(flat >= 0)
+        out[key] = (pair.astype(np.int64), flat[pair, k].astype(np.int64))
+    return out
+
+
+def _link_load(pair_load, incidence, L):
+    """(R, L) bytes/s on every link direction: ``pair_load`` (R, N, N) added onto the directions
+    ``incidence`` (:func:`link_incidence`) gives each pair, in its order."""
+    R = pair_load.shape[0]
+    pair, direction = incidence
+    flat = (np.arange(R)[:, None] * L + direction[None, :]).ravel()
+    weights = pair_load.reshape(R, -1)[:, pair].ravel()
+    return np.bincount(flat, weights=weights, minlength=R * L).reshape(R, L)
+
+
+def _route_max(factor, route):
+    """(R, N, N): the largest of the (R, L) per-direction ``factor`` over each pair's ``route``
+    (N, N, H; -1 pads, read as 1.0)."""
+    ext = np.concatenate([factor, np.ones((factor.shape[0], 1))], axis=1)
+    return ext[:, np.where(route >= 0, route, factor.shape[1])].max(axis=3)
+
+
 def _closed_form(costs, topo, node_of_thread, frac, running, tbw, relt, on, at_node, both_directions=True):
     """:func:`progress_rates` when no thread is in a shared init sweep: each thread's
     unconstrained time per byte, slowed by its memory controllers' and links' saturation."""
@@ -251,14 +287,17 @@ def _closed_form(costs, topo, node_of_thread, frac, running, tbw, relt, on, at_n
     # (the read-for-ownership's data from the memory's node, the write-back to it), so each
     # direction between a and n carries the writes of a's threads to n's memory and those of
     # n's threads to a's memory, against the capacity into its far end
-    link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency            # (N,) into node y
     s_on = np.ascontiguousarray(np.where(on, s[:, :, None], 0.0).transpose(0, 2, 1))    # (R, a, T)
     remote_load = (s_on[:, :, None, :] * frac_t[:, None, :, :]).sum(axis=3)             # (R, a, n)
     remote_load[:, np.arange(N), np.arange(N)] = 0.0                                     # local: no link
     if both_directions:
-        sdir = np.maximum(1.0, (remote_load + remote_load.transpose(0, 2, 1)) / link)  # (R, x, y)
-        slink = np.maximum(sdir, sdir.transpose(0, 2, 1))                                # both directions
-    else:       # 0.5.0: a remote write as two lines on its own direction a -> n only
+        # each link direction carries the remote writes whose route (one way or the other)
+        # crosses it, against its capacity; a write is slowed by the busiest direction it uses
+        cap = topo.link_cap_GBps * 1e9 * costs.link_write_efficiency                    # (L,)
+        ratio = np.maximum(1.0, _link_load(remote_load, link_incidence(topo)["both"], cap.size) / cap)
+        slink = _route_max(ratio, np.concatenate([topo.link_route, topo.link_route.transpose(1, 0, 2)], axis=2))
+    else:       # 0.5.0: a remote write as two lines on its own direction a -> n only, per pair
+        link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency        # (N,) into node n
         slink = np.maximum(1.0, remote_load / (link * 0.5))
     slink_t = slink.reshape(R * N, N)[at_node]                                           # (R, T, n): a = node of t
     slink_t = np.where(on, 1.0, slink_t)
@@ -299,7 +338,10 @@ def _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
     R, T, N = frac.shape
     a = 1.0 / (tbw[:, :, None] * relt)                        # (R, T, N) s/byte unconstrained
     cap = topo.per_node("node_bw_GBps") * 1e9 * topo.per_node("write_efficiency")
-    link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency
+    if both_directions:     # per link direction (Topology.link_set)
+        link = topo.link_cap_GBps * 1e9 * costs.link_write_efficiency
+    else:                   # 0.5.0: per pair of nodes, into node n
+        link = topo.per_node("link_bw_GBps") * 1e9 * costs.link_write_efficiency
     remote = node_of_thread[:, :, None] != np.arange(N)[None, None, :]
     rr = np.arange(R)[:, None]
     cs = np.ones((R, T))                                      # share of bytes reaching DRAM
@@ -316,10 +358,10 @@ def _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
         pull = np.where(mine[:, :, None] & remote, prob[:, None, :], pull)
     csn = cs[:, :, None]
 
-    def speeds(F, G):
-        Gout = G[rr, node_of_thread]                                              # (R, T, N) G[a_t -> n]
+    def speeds(F, Gp):      # Gp (R, N, N): the factor of the route x -> y (0.5.0: of the pair [a, n])
+        Gout = Gp[rr, node_of_thread]                                             # (R, T, N) G[a_t -> n]
         # G[n -> a_t]; 0.5.0's pair resource G[a_t, n] carries the pulls as well
-        Gin = G.transpose(0, 2, 1)[rr, node_of_thread] if both_directions else Gout
+        Gin = Gp.transpose(0, 2, 1)[rr, node_of_thread] if both_directions else Gout
         fac = np.maximum(F[:, None, :], np.where(remote, np.maximum(Gout, Gin), 1.0))   # memory-bound bytes
         peer = 1.0 + (pull * (Gin - 1.0)).sum(axis=2, keepdims=True)              # cache-to-cache pulls
         fac = np.maximum(1.0 + csn * (fac - 1.0), peer)
@@ -327,9 +369,19 @@ def _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
         return np.where(running, 1.0 / np.maximum(U, 1e-30), 0.0)
 
     F = np.ones((R, N))
-    G = np.ones((R, N, N))                                   # [direction x -> y]
+    if both_directions:     # per link direction; a route's factor is its busiest direction's
+        G = np.ones((R, link.size))
+        route = topo.link_route
+
+        def pair_factor(G):
+            return _route_max(G, route)
+    else:                   # 0.5.0: per pair [a, n]
+        G = np.ones((R, N, N))
+
+        def pair_factor(G):
+            return G
     for _ in range(iterations):
-        s = speeds(F, G)[:, :, None]
+        s = speeds(F, pair_factor(G))[:, :, None]
         dram = s * frac * csn                                 # bytes/s reaching memory node n
         F = np.maximum(1.0, F * dram.sum(axis=1) / cap)
         out = np.where(remote, dram, 0.0)                     # write-backs [a_t -> n]
@@ -341,9 +393,10 @@ def _coherent_rates(costs, topo, node_of_thread, frac, running, tbw, relt, init,
             in_sum[:, x, :] = np.where(on, inflow, 0.0).sum(axis=1)              # [y -> x] for x's threads
             if both_directions:
                 out_sum[:, x, :] = np.where(on, out, 0.0).sum(axis=1)             # [x -> y] by x's threads
-        if both_directions:
-            G = np.maximum(1.0, G * (out_sum + in_sum.transpose(0, 2, 1)) / link)  # [x -> y]
+        if both_directions:     # pair x -> y's transfers onto every direction of its route
+            G = np.maximum(1.0, G * _link_load(out_sum + in_sum.transpose(0, 2, 1), link_incidence(topo)["path"],
+                                               link.size) / link)
         else:                                                 # 0.5.0: the pair [a, n], two lines each
             G = np.maximum(1.0, G * in_sum / (link * 0.5))
-    return speeds(F, G)
+    return speeds(F, pair_factor(G))
 

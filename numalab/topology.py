@@ -46,6 +46,9 @@ __all__ = ["Topology", "PRESET_SOURCES", "PRESET_ALIASES", "PER_NODE", "FIELDS",
 #: most logical CPUs a topology may have (the kernel's largest CONFIG_NR_CPUS)
 MAX_CPUS = 8192
 
+#: most switches (link endpoints that are not nodes: an IO die, a CXL switch) a topology may have
+MAX_SWITCHES = 64
+
 #: the fields that hold one value per node, with their kind and bounds: (integer?, lo, lo open?)
 PER_NODE = {
     "cpus_per_node": (True, 0, False),
@@ -62,7 +65,8 @@ _HI = {"cpus_per_node": 65536, "smt": 8, "write_efficiency": 1.0}
 
 #: the fields of the model, in file order (``name`` and ``source`` describe it)
 FIELDS = ("nodes", "cpus_per_node", "distance", "smt", "local_latency_ns", "remote_latency_ns", "node_bw_GBps",
-          "write_efficiency", "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns", "line_remote_ns")
+          "write_efficiency", "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns", "line_remote_ns",
+          "links")
 
 #: the ``format`` of a topology file
 FORMAT = "numalab-topology/1"
@@ -104,7 +108,7 @@ class Topology:
         Sapphire Rapids can elide the read near saturation, up to about 1.0). A property of the
         machine, not of the kernel: ``numalab probe`` measures it (fill / read bandwidth per node).
     link_bw_GBps : float or sequence of float
-        Sustainable bandwidth of the interconnect into each node's memory from the other nodes
+        Sustainable bandwidth of the interconnect into each node's memory from another node
         (UPI/QPI/Infinity Fabric for a socket, the CXL link for a CXL device), one direction.
     mem_per_node_GiB : float or sequence of float
         Installed memory of each node (0: a memoryless node).
@@ -114,6 +118,12 @@ class Topology:
     line_same_node_ns, line_remote_ns : float
         Cache-line transfer latency between cores of one node, and between nodes; used by
         the futex contention model.
+    links : sequence of (a, b, GBps) or (a, b, GBps a->b, GBps b->a), optional
+        The interconnect's physical links, GB/s per direction (a QPI link per pair of sockets,
+        a socket's IO die, a CXL device's one link); an end ``>= nodes`` is a switch (no CPUs,
+        no memory). Each link direction is one shared resource (:mod:`numalab.costs`), traffic
+        between unlinked nodes takes :attr:`link_route`. Default: a link per pair of nodes, its
+        direction into ``y`` at ``link_bw_GBps[y]`` (docs/machines.md, "The interconnect").
     name : str
         Preset name or ``"custom"``.
     source : str
@@ -138,6 +148,7 @@ class Topology:
     thread_bw_GBps: float | tuple = 10.0
     line_same_node_ns: float = 50.0
     line_remote_ns: float = 130.0
+    links: tuple | None = None
     name: str = "custom"
     source: str = field(default="user-defined", compare=False)
     sources: dict = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
@@ -178,6 +189,7 @@ class Topology:
                 f"{_text(self.local_latency_ns)} (node {int(low[0])})"
             )
         object.__setattr__(self, "distance", _check_distance(self.distance, self.nodes))
+        object.__setattr__(self, "links", _check_links(self.links, self.nodes))
         object.__setattr__(self, "warnings", tuple(str(w) for w in self.warnings))
         if self.sources is not None:
             object.__setattr__(self, "sources", _check_sources(self.sources, "sources"))
@@ -281,6 +293,26 @@ class Topology:
             return _frozen(np.broadcast_to(local, d.shape).copy())
         return _frozen(local + (d - 10.0) / (dmax - 10.0) * (remote - local))
 
+    @cached_property
+    def link_set(self) -> tuple:
+        """The links as ``(a, b, GBps a->b, GBps b->a)``: ``links``, or its default (a link per
+        pair ``x < y``, ``link_bw_GBps[y]`` into ``y``, ``link_bw_GBps[x]`` into ``x``)."""
+        bw = self.per_node("link_bw_GBps").tolist()
+        return self.links if self.links is not None else tuple(
+            (x, y, bw[y], bw[x]) for x in range(self.nodes) for y in range(x + 1, self.nodes))
+
+    @cached_property
+    def link_cap_GBps(self) -> np.ndarray:
+        """GB/s of every link direction, ``(L,)``: ``2k`` is link ``k`` of :attr:`link_set` from
+        its first end to its second, ``2k + 1`` the reverse."""
+        return _frozen(np.array([c for _, _, ab, ba in self.link_set for c in (ab, ba)], dtype=float))
+
+    @cached_property
+    def link_route(self) -> np.ndarray:
+        """Link directions from node ``x`` to ``y``, ``(nodes, nodes, H)`` int64, -1 padded: a
+        pair's own link, else the fewest links (:func:`_routes`)."""
+        return _frozen(_routes(self.nodes, self.link_set))
+
     @property
     def mem_total_GiB(self) -> float:
         return float(self.per_node("mem_per_node_GiB").sum())
@@ -293,6 +325,9 @@ class Topology:
             value = getattr(self, key)
             if key == "distance":
                 out["topology_distance"] = " ".join(",".join(map(str, r)) for r in value)
+            elif key == "links":
+                if value is not None:      # "a-b:GBps a->b/GBps b->a" per link
+                    out["topology_links"] = " ".join(f"{a}-{b}:{ab:g}/{ba:g}" for a, b, ab, ba in value)
             else:
                 out[f"topology_{key}"] = ",".join(map(str, value)) if isinstance(value, tuple) else value
         return out
@@ -308,6 +343,9 @@ class Topology:
         for name in FIELDS:
             if name in known:
                 out[name] = known[name]
+            elif name == "links" and self.links is None:
+                out[name] = Provenance("derived", "no links given: a link between every pair of nodes, its "
+                                                  "direction into node y carrying link_bw_GBps[y]")
             elif self.source == "user-defined":
                 out[name] = Provenance("assumed", f"given by the caller (Topology({name}=...)) or the class default")
             else:
@@ -322,7 +360,10 @@ class Topology:
         values = {}
         for name in FIELDS:
             v = getattr(self, name)
-            values[name] = [list(r) for r in v] if name == "distance" else (list(v) if isinstance(v, tuple) else v)
+            if name == "links" and v is None:
+                continue                   # derived from link_bw_GBps (files before 0.7.0 have none)
+            values[name] = [list(r) for r in v] if name in ("distance", "links") else \
+                (list(v) if isinstance(v, tuple) else v)
         prov = {k: _prov_dict(p) for k, p in self.provenance().items()}
         return {"format": FORMAT, "name": self.name, "source": self.source, "topology": values,
                 "provenance": prov, "warnings": list(self.warnings)}
@@ -376,25 +417,15 @@ class Topology:
 
     def with_memory_node(self, mem_GiB: float, distance, *, node_bw_GBps: float, link_bw_GBps: float,
                          local_latency_ns: float, remote_latency_ns: float, write_efficiency: float = 0.5,
-                         name: str | None = None) -> "Topology":
+                         attach: int | None = None, name: str | None = None) -> "Topology":
         """This machine with one more node that has memory and no CPUs (a CXL memory expander,
-        HBM): ``distance`` is its SLIT row to the existing nodes (without its own 10);
-        ``write_efficiency`` its store-stream share of ``node_bw_GBps`` (class docstring)."""
-        d = np.asarray(self.distance_matrix)
-        try:
-            row = [int(check_int(f"distance[{i}]", v, lo=11, hi=254)) for i, v in enumerate(distance)]
-        except TypeError:
-            raise NumalabValueError(f"distance must be {self.nodes} SLIT values, one per existing node") from None
-        if len(row) != self.nodes:
-            raise NumalabValueError(f"distance has {len(row)} values; allowed: {self.nodes}, one per existing node")
-        dist = np.block([[d, np.array(row)[:, None]], [np.array(row)[None, :], np.array([[10]])]])
-        per = {k: (*np.broadcast_to(np.asarray(getattr(self, k)), (self.nodes,)).tolist(), v) for k, v in (
-            ("cpus_per_node", 0), ("smt", 1), ("mem_per_node_GiB", mem_GiB), ("node_bw_GBps", node_bw_GBps),
-            ("write_efficiency", write_efficiency), ("link_bw_GBps", link_bw_GBps), ("local_latency_ns", local_latency_ns),
-            ("remote_latency_ns", remote_latency_ns), ("thread_bw_GBps", self.per_node("thread_bw_GBps").min()))}
-        return Topology(nodes=self.nodes + 1, distance=dist.tolist(), **per,
-                        line_same_node_ns=self.line_same_node_ns, line_remote_ns=self.line_remote_ns,
-                        name=name or f"{self.name}+memory-node", source=f"{self.source}; plus a memory-only node")
+        HBM): ``distance`` is its SLIT row to the existing nodes (without its own 10),
+        ``write_efficiency`` its store-stream share of ``node_bw_GBps``. It hangs off node
+        ``attach`` (default: the nearest with CPUs) by one link of ``link_bw_GBps`` each way,
+        which every node's traffic to it shares."""
+        return _with_memory_node(self, mem_GiB, distance, node_bw_GBps=node_bw_GBps, link_bw_GBps=link_bw_GBps,
+                                 local_latency_ns=local_latency_ns, remote_latency_ns=remote_latency_ns,
+                                 write_efficiency=write_efficiency, attach=attach, name=name)
 
     # ----------------------------------------------------------------- presets
     @staticmethod
@@ -513,6 +544,105 @@ def _check_distance(dist, nodes):
     if np.any(dist < 10) or np.any(dist > 254) or np.any(np.diag(dist) != 10):
         raise NumalabValueError("distance must hold SLIT values 10..254 with 10 on the diagonal")
     return tuple(tuple(int(x) for x in row) for row in dist)
+
+
+def _with_memory_node(self, mem_GiB, distance, *, node_bw_GBps, link_bw_GBps, local_latency_ns, remote_latency_ns,
+                      write_efficiency, attach, name):
+    """:meth:`Topology.with_memory_node`."""
+    d = np.asarray(self.distance_matrix)
+    try:
+        row = [int(check_int(f"distance[{i}]", v, lo=11, hi=254)) for i, v in enumerate(distance)]
+    except TypeError:
+        raise NumalabValueError(f"distance must be {self.nodes} SLIT values, one per existing node") from None
+    if len(row) != self.nodes:
+        raise NumalabValueError(f"distance has {len(row)} values; allowed: {self.nodes}, one per existing node")
+    dist = np.block([[d, np.array(row)[:, None]], [np.array(row)[None, :], np.array([[10]])]])
+    if attach is None:
+        attach = int(_nearest(np.array([row]), self.has_cpu)[0])
+    attach = check_int("attach", attach, lo=0, hi=self.nodes - 1)
+    bw = check_number("link_bw_GBps", link_bw_GBps, lo=0.0, lo_open=True)
+    links = (*self.link_set, (int(attach), self.nodes, float(bw), float(bw)))
+    per = {k: (*np.broadcast_to(np.asarray(getattr(self, k)), (self.nodes,)).tolist(), v) for k, v in (
+        ("cpus_per_node", 0), ("smt", 1), ("mem_per_node_GiB", mem_GiB), ("node_bw_GBps", node_bw_GBps),
+        ("write_efficiency", write_efficiency), ("link_bw_GBps", link_bw_GBps), ("local_latency_ns", local_latency_ns),
+        ("remote_latency_ns", remote_latency_ns), ("thread_bw_GBps", self.per_node("thread_bw_GBps").min()))}
+    return Topology(nodes=self.nodes + 1, distance=dist.tolist(), **per, links=links,
+                    line_same_node_ns=self.line_same_node_ns, line_remote_ns=self.line_remote_ns,
+                    name=name or f"{self.name}+memory-node", source=f"{self.source}; plus a memory-only node")
+
+
+def _check_links(links, nodes):
+    """``links`` checked and normalised to a tuple of ``(a, b, GBps a->b, GBps b->a)`` (None
+    stays None: the default :attr:`Topology.link_set` derives)."""
+    if links is None:
+        return None
+    if isinstance(links, (str, bytes, dict)) or not hasattr(links, "__len__"):
+        raise NumalabValueError(f"links={links!r} must be a list of (a, b, GBps) or (a, b, GBps a->b, GBps b->a)")
+    out, seen = [], {}
+    for i, link in enumerate(links):
+        if isinstance(link, (str, bytes, dict)) or not hasattr(link, "__len__") or len(link) not in (3, 4):
+            raise NumalabValueError(f"links[{i}]={link!r} must be (a, b, GBps) or (a, b, GBps a->b, GBps b->a)")
+        a = check_int(f"links[{i}][0]", link[0], lo=0, hi=nodes + MAX_SWITCHES - 1)
+        b = check_int(f"links[{i}][1]", link[1], lo=0, hi=nodes + MAX_SWITCHES - 1)
+        if a == b:
+            raise NumalabValueError(f"links[{i}] joins {a} to itself; allowed: two different nodes or switches")
+        ab = check_number(f"links[{i}][2]", link[2], lo=0.0, lo_open=True)
+        ba = check_number(f"links[{i}][3]", link[3], lo=0.0, lo_open=True) if len(link) == 4 else ab
+        key = (min(a, b), max(a, b))
+        if key in seen:
+            raise NumalabValueError(f"links[{i}] joins nodes {key[0]} and {key[1]} again (links[{seen[key]}]); "
+                                    "allowed: one link per pair of nodes (give its total bandwidth)")
+        seen[key] = i
+        out.append((int(a), int(b), float(ab), float(ba)))
+    if nodes > 1 and _routes(nodes, out, check=True) is None:
+        raise AssertionError("unreachable")  # pragma: no cover - _routes raised
+    return tuple(out)
+
+
+def _routes(nodes, links, check=False):
+    """:attr:`Topology.link_route` of ``links`` (4-tuples): a pair's own link, else the first
+    route of fewest links a breadth-first search from the lower node finds (neighbours in
+    ascending order), the way back that route reversed. A NumalabValueError names two nodes no
+    route joins."""
+    direction = {}
+    adj = [[] for _ in range(max([nodes, *(max(a, b) + 1 for a, b, _, _ in links)]))]
+    for k, (a, b, _, _) in enumerate(links):
+        direction[(a, b)], direction[(b, a)] = 2 * k, 2 * k + 1
+        adj[a].append(b)
+        adj[b].append(a)
+    adj = [sorted(v) for v in adj]
+    paths = {}
+    for x in range(nodes):
+        parent = None
+        for y in range(x + 1, nodes):
+            if (x, y) in direction:
+                paths[(x, y)] = [x, y]
+                continue
+            if parent is None:                 # one breadth-first search from x
+                parent = {x: x}
+                queue = [x]
+                for u in queue:
+                    for v in adj[u]:
+                        if v not in parent:
+                            parent[v] = u
+                            queue.append(v)
+            if y not in parent:
+                raise NumalabValueError(f"links join no route from node {x} to node {y}; allowed: links that "
+                                        "connect every node to every other")
+            seq = [y]
+            while seq[-1] != x:
+                seq.append(parent[seq[-1]])
+            paths[(x, y)] = seq[::-1]
+    if check:
+        return paths
+    hops = max((len(p) - 1 for p in paths.values()), default=1)
+    route = np.full((nodes, nodes, max(hops, 1)), -1, dtype=np.int64)
+    for (x, y), seq in paths.items():
+        fwd = [direction[(u, v)] for u, v in zip(seq, seq[1:])]
+        back = [direction[(v, u)] for u, v in zip(seq, seq[1:])][::-1]
+        route[x, y, :len(fwd)] = fwd
+        route[y, x, :len(back)] = back
+    return route
 
 
 def _nearest(d: np.ndarray, ok: np.ndarray) -> np.ndarray:

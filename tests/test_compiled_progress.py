@@ -209,7 +209,7 @@ def test_coherent_init_is_exercised():
     shared = np.zeros(L.T, dtype=bool)
     out = np.empty(L.T)
     cp.progress_rates(L.latency_ns, L.node_cores, L.node_smt, L.thread_bw_GBps, L.node_bw_GBps, L.link_bw_GBps,
-                      L.smt_share, L.write_efficiency, L.link_write_efficiency, L.link_both_directions, S.node[0],
+                      L.link_cap_GBps, L.link_route, L.smt_share, L.write_efficiency, L.link_write_efficiency, L.link_both_directions, S.node[0],
                       S.frac[0], ctx.running[0], shared, L.thread_mm, out)
     assert not np.array_equal(coherent, out)
 
@@ -261,7 +261,7 @@ def _compiled_rates(topo, costs, node, frac, running, shared_init, thread_mm, bo
     cp.progress_rates(np.ascontiguousarray(topo.latency_ns, dtype=float), topo.node_cores.astype(np.int64),
                       topo.per_node("smt").astype(np.int64), topo.per_node("thread_bw_GBps").astype(float),
                       topo.per_node("node_bw_GBps").astype(float), topo.per_node("link_bw_GBps").astype(float),
-                      float(costs.smt_share), topo.per_node("write_efficiency").astype(float),
+                      topo.link_cap_GBps, topo.link_route, float(costs.smt_share), topo.per_node("write_efficiency").astype(float),
                       float(costs.link_write_efficiency), bool(both),
                       node.astype(np.int64), np.ascontiguousarray(frac), running.astype(bool),
                       np.zeros(T, dtype=bool) if shared_init is None else shared_init.astype(bool),
@@ -289,7 +289,16 @@ def _random_inputs(rng, topo, T, R=1):
 def _random_topology(rng, N):
     per = lambda lo, hi: tuple(float(x) for x in rng.uniform(lo, hi, N))  # noqa: E731
     smt = rng.integers(1, 3, N)
-    return Topology(nodes=N, cpus_per_node=tuple(int(x) for x in smt * rng.integers(1, 20, N)),
+    links = None
+    if N >= 3 and rng.random() < 0.5:   # a random connected graph of links, with 0-2 switches
+        V = N + int(rng.integers(0, 3))
+        order = rng.permutation(V)
+        edges = {tuple(sorted((int(order[i]), int(order[rng.integers(0, i)])))) for i in range(1, V)}
+        for _ in range(int(rng.integers(0, V))):
+            a, b = (int(x) for x in rng.choice(V, 2, replace=False))
+            edges.add((min(a, b), max(a, b)))
+        links = [(a, b, float(rng.uniform(5, 80)), float(rng.uniform(5, 80))) for a, b in sorted(edges)]
+    return Topology(nodes=N, links=links, cpus_per_node=tuple(int(x) for x in smt * rng.integers(1, 20, N)),
                     smt=tuple(int(x) for x in smt), local_latency_ns=per(70, 110),
                     remote_latency_ns=per(120, 250), node_bw_GBps=per(20, 200), link_bw_GBps=per(10, 80),
                     thread_bw_GBps=per(4, 20), write_efficiency=per(0.1, 1.0), name="random")

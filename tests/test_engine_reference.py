@@ -27,8 +27,11 @@ def cases(draw):
     chunk = draw(st.sampled_from([2, 4, 8])) << 20
     # roomy nodes, or nodes so small that migrations start failing (migrate_balanced_pgdat)
     tight = (K * chunk + (12 << 20)) / nodes / (1 << 30) * 1.05
+    # three nodes: the default link per pair, or a chain 0 - 1 - 2 of thin links (node 0's traffic
+    # to node 2 crosses both; asymmetric capacities on the second)
+    links = draw(st.sampled_from([None, ((0, 1, 5.0), (1, 2, 3.0, 8.0))])) if nodes == 3 else None
     topo = Topology(nodes=nodes, cpus_per_node=cpus, smt=2, node_bw_GBps=draw(st.sampled_from([20.0, 100.0])),
-                    mem_per_node_GiB=draw(st.sampled_from([128.0, tight])), name="tiny")
+                    mem_per_node_GiB=draw(st.sampled_from([128.0, tight])), links=links, name="tiny")
     # sparse non-negative rates with at least one chunk per thread; shared chunks make groups
     rates = np.array(draw(st.lists(st.lists(st.sampled_from([0.0, 0.0, 0.25, 1.0, 2.0]), min_size=K, max_size=K),
                                    min_size=T, max_size=T)))

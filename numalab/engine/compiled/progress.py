@@ -76,7 +76,47 @@ def _thread_bw(lat, cores, smt, thread_bw, smt_share, node, running):
 
 
 @jit
-def _closed_rates(node_bw, link_bw, write_eff, link_eff, both, node, frac, running, tbw, rel, out):
+def _link_ratio(load, route, link_cap, link_eff, ratio):
+    """costs._link_load then the saturation of every link direction into ``ratio`` (L,): each
+    pair's ``load`` [a, n] added onto its route a -> n, then n -> a (a write's two ways), pairs in
+    row-major order (numpy's bincount over costs.link_incidence(topo)["both"])."""
+    N = load.shape[0]
+    H = route.shape[2]
+    for d in range(ratio.shape[0]):
+        ratio[d] = 0.0
+    for a in range(N):
+        for n in range(N):
+            for k in range(H):
+                d = route[a, n, k]
+                if d >= 0:
+                    ratio[d] += load[a, n]
+            for k in range(H):
+                d = route[n, a, k]
+                if d >= 0:
+                    ratio[d] += load[a, n]
+    for d in range(ratio.shape[0]):
+        ratio[d] = _maximum(1.0, ratio[d] / ((link_cap[d] * 1e9) * link_eff))
+
+
+@jit
+def _route_max(factor, route, a, n, both):
+    """costs._route_max for the pair (a, n): the largest ``factor`` over the route a -> n (and
+    n -> a with ``both``), 1.0 for none."""
+    m = 1.0
+    for k in range(route.shape[2]):
+        d = route[a, n, k]
+        if d >= 0:
+            m = _maximum(m, factor[d])
+    if both:
+        for k in range(route.shape[2]):
+            d = route[n, a, k]
+            if d >= 0:
+                m = _maximum(m, factor[d])
+    return m
+
+
+@jit
+def _closed_rates(node_bw, link_bw, link_cap, route, write_eff, link_eff, both, node, frac, running, tbw, rel, out):
     """costs.progress_rates' closed form: unconstrained speeds, then each memory controller's
     and each link's saturation factor from them, then the speeds at those factors."""
     T, N = frac.shape
@@ -103,14 +143,12 @@ def _closed_rates(node_bw, link_bw, write_eff, link_eff, both, node, frac, runni
                 buf[t] = (s[t] if node[t] == a else 0.0) * frac[t, n]
             load[a, n] = psum(buf)
     slink = np.empty((N, N))              # a write from a to n uses both directions
-    if both:
-        sdir = np.empty((N, N))           # direction x -> y: the writes between x and y, both senses
-        for x in range(N):
-            for y in range(N):
-                sdir[x, y] = _maximum(1.0, (load[x, y] + load[y, x]) / ((link_bw[y] * 1e9) * link_eff))
+    if both:                              # every link direction its routes cross, both senses
+        ratio = np.empty(link_cap.shape[0])
+        _link_ratio(load, route, link_cap, link_eff, ratio)
         for a in range(N):
             for n in range(N):
-                slink[a, n] = _maximum(sdir[a, n], sdir[n, a])
+                slink[a, n] = _route_max(ratio, route, a, n, True)
     else:                                 # 0.5.0: two lines on the direction a -> n only
         for a in range(N):
             for n in range(N):
@@ -190,8 +228,8 @@ def _column_sum(x, n, buf):
 
 
 @jit
-def _coherent_rates(node_bw, link_bw, write_eff, link_eff, both, node, frac, running, tbw, rel, init, thread_mm,
-                    out):
+def _coherent_rates(node_bw, link_bw, link_cap, route, write_eff, link_eff, both, node, frac, running, tbw, rel, init,
+                    thread_mm, out):
     """costs._coherent_rates for one replica: the fixed point (COHERENT_ROUNDS rounds) of the
     controller factors F and link factors G while threads are in a shared init sweep."""
     T, N = frac.shape
@@ -201,7 +239,9 @@ def _coherent_rates(node_bw, link_bw, write_eff, link_eff, both, node, frac, run
             a[t, n] = 1.0 / (tbw[t] * rel[node[t], n])
     cs, pull = _coherent_shares(node, init, thread_mm, N, both)
     F = np.ones(N)
-    G = np.ones((N, N))                   # [direction x -> y]
+    G = np.ones((N, N))                   # route x -> y's factor (0.5.0: the pair resource [a, n])
+    Gd = np.ones(link_cap.shape[0])       # per link direction (both)
+    dl = np.empty(link_cap.shape[0])
     s = np.empty(T)
     dram = np.empty((T, N))
     out_ = np.empty((T, N))               # write-backs [node of t -> n]
@@ -227,22 +267,37 @@ def _coherent_rates(node_bw, link_bw, write_eff, link_eff, both, node, frac, run
                     for t in range(T):
                         col[t] = out_[t, y] if node[t] == x else 0.0
                     out_sum[x, y] = psum(col) if N == 1 else seqsum(col)
-        for x in range(N):
-            for y in range(N):
-                cap_y = (link_bw[y] * 1e9) * link_eff
-                if both:
-                    G[x, y] = _maximum(1.0, G[x, y] * (out_sum[x, y] + in_sum[y, x]) / cap_y)
-                else:                     # 0.5.0: the pair [a, n], two lines each
+        if both:                          # pair x -> y's transfers onto every direction of its route
+            for d in range(dl.shape[0]):
+                dl[d] = 0.0
+            H = route.shape[2]
+            for x in range(N):
+                for y in range(N):
+                    traffic = out_sum[x, y] + in_sum[y, x]
+                    for k in range(H):
+                        d = route[x, y, k]
+                        if d >= 0:
+                            dl[d] += traffic
+            for d in range(dl.shape[0]):
+                Gd[d] = _maximum(1.0, Gd[d] * dl[d] / ((link_cap[d] * 1e9) * link_eff))
+            for x in range(N):
+                for y in range(N):
+                    G[x, y] = _route_max(Gd, route, x, y, False)
+        else:
+            for x in range(N):
+                for y in range(N):        # 0.5.0: the pair [a, n], two lines each
+                    cap_y = (link_bw[y] * 1e9) * link_eff
                     G[x, y] = _maximum(1.0, G[x, y] * in_sum[x, y] / (cap_y * 0.5))
     _coherent_speeds(F, G, node, frac, a, cs, pull, running, both, out)
 
 
 @jit
-def progress_rates(lat, cores, smt, thread_bw, node_bw, link_bw, smt_share, write_eff, link_eff, both, node, frac,
-                   running, shared_init, thread_mm, out):
+def progress_rates(lat, cores, smt, thread_bw, node_bw, link_bw, link_cap, route, smt_share, write_eff, link_eff, both,
+                   node, frac, running, shared_init, thread_mm, out):
     """costs.progress_rates for one replica: write speed (bytes/s) of each thread into ``out``
     (T,), 0.0 for a thread not running. Topology arrays (``lat`` latency_ns (N, N), per node
-    ``cores``, ``smt``, ``thread_bw`` / ``node_bw`` / ``link_bw`` GB/s, ``write_eff`` the
+    ``cores``, ``smt``, ``thread_bw`` / ``node_bw`` / ``link_bw`` GB/s, ``link_cap`` GB/s per link
+    direction and ``route`` (Topology.link_cap_GBps / link_route), ``write_eff`` the
     topology's write_efficiency), Costs' ``smt_share`` and ``link_write_efficiency``, the option
     ``link_both_directions`` (``both``); the replica's ``node`` (T,), ``frac`` (T, N),
     ``running`` (T,); ``shared_init`` (T,) bool (all False: numpy's None) and ``thread_mm`` (T,):
@@ -255,10 +310,10 @@ def progress_rates(lat, cores, smt, thread_bw, node_bw, link_bw, smt_share, writ
         init[t] = shared_init[t] and running[t]
         coherent = coherent or init[t]
     if coherent:
-        _coherent_rates(node_bw, link_bw, write_eff, link_eff, both, node, frac, running, tbw, rel, init, thread_mm,
-                        out)
+        _coherent_rates(node_bw, link_bw, link_cap, route, write_eff, link_eff, both, node, frac, running, tbw, rel,
+                        init, thread_mm, out)
     else:
-        _closed_rates(node_bw, link_bw, write_eff, link_eff, both, node, frac, running, tbw, rel, out)
+        _closed_rates(node_bw, link_bw, link_cap, route, write_eff, link_eff, both, node, frac, running, tbw, rel, out)
 
 
 # ------------------------------------------------------------------------------ refresh
@@ -326,7 +381,7 @@ def refresh(L, Q, S, X, r):
         running[t] = (phase[t] == PH_INIT or phase[t] == PH_LOOP) and not done
         shared_init[t] = L.init_coherence and phase[t] == PH_INIT and L.init_bind[t]
     progress_rates(L.latency_ns, L.node_cores, L.node_smt, L.thread_bw_GBps, L.node_bw_GBps, L.link_bw_GBps,
-                   L.smt_share, L.write_efficiency, L.link_write_efficiency, L.link_both_directions, S.node[r],
+                   L.link_cap_GBps, L.link_route, L.smt_share, L.write_efficiency, L.link_write_efficiency, L.link_both_directions, S.node[r],
                    S.frac[r], running,
                    shared_init, L.thread_mm, S.speed[r])
     cumulative_rates(L.entry_thread, L.entry_phase, L.entry_touch_per_byte, L.entry_fixed_hz, L.cls_start,

@@ -60,7 +60,7 @@ LAY_FIELDS = (
     "seg_klast",
     # topology (N,) / (N, N) / (NCPU,)
     "latency_ns", "node_cores", "node_smt", "thread_bw_GBps", "node_bw_GBps", "write_efficiency", "link_bw_GBps",
-    "node_cpus",
+    "link_cap_GBps", "link_route", "node_cpus",
     "node_cap", "cpu_nodes", "nearest_cpu_node", "cpu_node",
     # engine options (scalars)
     "dt", "scan_delay_ms", "scan_period_min_ms", "scan_period_max_ms", "scan_size_mb", "scan_size_pages",
@@ -206,7 +206,8 @@ def pack_layout(b) -> Lay:
         latency_ns=f8(topo.latency_ns), node_cores=i8(topo.node_cores), node_smt=i8(topo.per_node("smt")),
         thread_bw_GBps=f8(topo.per_node("thread_bw_GBps")), node_bw_GBps=f8(topo.per_node("node_bw_GBps")),
         write_efficiency=f8(topo.per_node("write_efficiency")),
-        link_bw_GBps=f8(topo.per_node("link_bw_GBps")), node_cpus=i8(lay.node_cpus), node_cap=i8(lay.node_cap),
+        link_bw_GBps=f8(topo.per_node("link_bw_GBps")), link_cap_GBps=f8(topo.link_cap_GBps),
+        link_route=i8(topo.link_route), node_cpus=i8(lay.node_cpus), node_cap=i8(lay.node_cap),
         cpu_nodes=i8(topo.cpu_nodes), nearest_cpu_node=i8(topo.nearest_cpu_node), cpu_node=i8(topo.cpu_node),
         dt=float(o.dt), scan_delay_ms=int(o.scan_delay_ms), scan_period_min_ms=int(o.scan_period_min_ms),
         scan_period_max_ms=int(o.scan_period_max_ms), scan_size_mb=int(o.scan_size_mb),

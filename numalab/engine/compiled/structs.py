@@ -86,6 +86,8 @@ LAY_TYPE = LayType([
     ("node_bw_GBps", types.Array(types.float64, 1, "C", readonly=True)),
     ("write_efficiency", types.Array(types.float64, 1, "C", readonly=True)),
     ("link_bw_GBps", types.Array(types.float64, 1, "C", readonly=True)),
+    ("link_cap_GBps", types.Array(types.float64, 1, "C", readonly=True)),
+    ("link_route", types.Array(types.int64, 3, "C", readonly=True)),
     ("node_cpus", types.Array(types.int64, 1, "C", readonly=True)),
     ("node_cap", types.Array(types.int64, 1, "C", readonly=True)),
     ("cpu_nodes", types.Array(types.int64, 1, "C", readonly=True)),
@@ -187,6 +189,8 @@ def make_lay(t):
     s.node_bw_GBps = t.node_bw_GBps
     s.write_efficiency = t.write_efficiency
     s.link_bw_GBps = t.link_bw_GBps
+    s.link_cap_GBps = t.link_cap_GBps
+    s.link_route = t.link_route
     s.node_cpus = t.node_cpus
     s.node_cap = t.node_cap
     s.cpu_nodes = t.cpu_nodes
