@@ -444,9 +444,7 @@ class Topology:
         base = _presets()[name]
         if not overrides:
             return base
-        bad = sorted(set(overrides) - set(FIELDS))
-        if bad:
-            raise NumalabValueError(f"override {bad[0]}= is not a topology field; allowed: {', '.join(FIELDS)}")
+        _check_overrides(name, base, overrides)
         kwargs = {k: getattr(base, k) for k in FIELDS}
         if "distance" not in overrides and base.distance == _check_distance(None, base.nodes):
             kwargs["distance"] = None      # the default SLIT: the default of any node count
@@ -569,6 +567,17 @@ def _with_memory_node(self, mem_GiB, distance, *, node_bw_GBps, link_bw_GBps, lo
     return Topology(nodes=self.nodes + 1, distance=dist.tolist(), **per, links=links,
                     line_same_node_ns=self.line_same_node_ns, line_remote_ns=self.line_remote_ns,
                     name=name or f"{self.name}+memory-node", source=f"{self.source}; plus a memory-only node")
+
+
+def _check_overrides(name, base, overrides):
+    """:meth:`Topology.preset`'s overrides: topology fields, and no link figure a preset's own
+    ``links`` would leave unread."""
+    bad = sorted(set(overrides) - set(FIELDS))
+    if bad:
+        raise NumalabValueError(f"override {bad[0]}= is not a topology field; allowed: {', '.join(FIELDS)}")
+    if base.links is not None and "link_bw_GBps" in overrides and "links" not in overrides:
+        raise NumalabValueError(f"override link_bw_GBps= does not change preset {name!r}: its links give every "
+                                f"link's bandwidth; allowed: override links= (now {list(base.links)})")
 
 
 def _check_links(links, nodes):

@@ -85,6 +85,14 @@ def test_links_go_through_the_topology_file(tmp_path):
     assert DIES.to_attrs()["topology_links"].endswith("4-5:10/10")
 
 
+def test_a_link_figure_a_preset_would_not_read_is_refused():
+    with pytest.raises(NumalabValueError, match="override link_bw_GBps= does not change preset '8n-genoa-nps4'"):
+        Topology.preset("8n-genoa-nps4", link_bw_GBps=30.0)
+    thin = [(a, b, 10.0) for a, b, _, _ in Topology.preset("8n-genoa-nps4").links]
+    assert Topology.preset("8n-genoa-nps4", links=thin).link_cap_GBps.max() == 10.0
+    assert Topology.preset("4s-144", link_bw_GBps=5.0).link_cap_GBps.max() == 5.0   # the default mesh reads it
+
+
 # ------------------------------------------------------------------ capacity
 def _direction_loads(topo, writers, speeds):
     """Bytes/s every link direction carries: a write from a to n's memory once on each direction
