@@ -30,7 +30,13 @@ remote write came to load both directions of the link (0.6.0, engine option
 ``simulate/numa01/2s-ivb-40``, ``simulate/numa01_THREAD_ALLOC/2s-128`` and ``sweep/numa02`` were
 retaken. Their 0.5.0 fingerprints stay stored under ``.../link_both_directions=False``
 (:data:`LINK_OFF`) and are met with that switch off, and every older case runs with it off too,
-so its stored fingerprint is still met unchanged.
+so its stored fingerprint is still met unchanged. When the engine took the kernel's tick clock
+(0.8.0, engine option ``tick_clock``: task_tick_numa at every tick, so a thread behind its
+threshold catches up and can win at any of those ticks, a first trigger advancing node_stamp by
+the period it was compared with, VMA timestamps in jiffies), ``simulate/numa01/2s-ivb-40`` and
+``simulate/numa01_THREAD_ALLOC/2s-128`` were retaken (the numa02 keys and the sweep did not
+change). Their 0.7.0 fingerprints stay stored under ``.../tick_clock=False`` (:data:`TICK_OFF`)
+and are met with that switch off; every older case runs with it off too.
 """
 
 from __future__ import annotations
@@ -63,6 +69,10 @@ OLDER = ("init_coherence=False", "first_arrival=False")
 #: the workloads whose numbers changed when a remote write came to load both link directions
 #: (0.6.0): also run with ``link_both_directions=False``, the model before it, bit for bit
 LINK_OFF = [("numa01_THREAD_ALLOC", "2s-128"), ("numa01", "2s-ivb-40")]
+#: the workloads whose numbers changed with the kernel's tick clock (0.8.0, engine option
+#: ``tick_clock``: task_tick_numa at every tick, VMA timestamps in jiffies): also run with
+#: ``tick_clock=False``, the 0.7.0 engine, bit for bit
+TICK_OFF = [("numa01_THREAD_ALLOC", "2s-128"), ("numa01", "2s-ivb-40")]
 MAX_TIME = 60.0   # s simulated: enough for every mechanism to act, short enough for CI
 #: the write capacity every machine had before it became Topology.write_efficiency (the older
 #: fingerprints' model): Costs.write_efficiency = 0.21, fitted to Ice Lake
@@ -108,18 +118,22 @@ def fingerprints() -> dict[str, dict[str, str]]:
     for wname, topo in COHERENCE_OFF:
         wl = nl.workload(wname, _older_topology(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
-                         init_coherence=False, first_arrival=False, link_both_directions=False)
+                         init_coherence=False, first_arrival=False, link_both_directions=False, tick_clock=False)
         out[f"simulate/{wname}/{topo}/init_coherence=False"] = digest(ds)
     for wname, topo in FIRST_ARRIVAL_OFF:
         wl = nl.workload(wname, _older_topology(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
-                         first_arrival=False, link_both_directions=False)
+                         first_arrival=False, link_both_directions=False, tick_clock=False)
         out[f"simulate/{wname}/{topo}/first_arrival=False"] = digest(ds)
     for wname, topo in LINK_OFF:
         wl = nl.workload(wname, nl.Topology.preset(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
-                         link_both_directions=False)
+                         link_both_directions=False, tick_clock=False)
         out[f"simulate/{wname}/{topo}/link_both_directions=False"] = digest(ds)
+    for wname, topo in TICK_OFF:
+        wl = nl.workload(wname, nl.Topology.preset(topo))
+        ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME, tick_clock=False)
+        out[f"simulate/{wname}/{topo}/tick_clock=False"] = digest(ds)
     fx = nl.futex.sweep(buckets=[2, 16, 256], mode=["classic", "numa", "private"], threads=[8, 32],
                         seeds=2, topology="2s-ivb-40")
     out["futex.sweep/mva"] = digest(fx)

@@ -53,5 +53,7 @@ def test_trigger_ends_only_where_the_plan_finds_no_stretch(monkeypatch):
         return q
 
     monkeypatch.setattr(quiet, "plan", checked)
-    run_batch(_wl(), nl.Policy.profile("6.12"), [0], kernel="numpy")  # the whole run: ~60 early ends
-    assert counts["early"] > 20 and counts["plans"] > counts["early"]
+    # the whole run: 6 early ends (~60 until 0.7.0, when a thread behind its threshold stayed
+    # behind for many steps; since the tick clock it catches up within one)
+    run_batch(_wl(), nl.Policy.profile("6.12"), [0], kernel="numpy")
+    assert counts["early"] > 3 and counts["plans"] > counts["early"]

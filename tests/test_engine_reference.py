@@ -67,11 +67,11 @@ def test_engine_matches_reference(case):
     run_both_and_compare(*case)
 
 
-def run_both_and_compare(wl, policy, seed, opts):
-    """One seed through the engine and the reference; every counter and final state equal.
-    Returns the engine's batch."""
+def run_both_and_compare(wl, policy, seed, opts, kernel="auto"):
+    """One seed through the engine (``kernel``: make_batch's) and the reference; every counter
+    and final state equal. Returns the engine's batch."""
     o = EngineOptions.coerce(opts)
-    batch = make_batch(wl, policy, [seed], **opts).run()
+    batch = make_batch(wl, policy, [seed], kernel=kernel, **opts).run()
     ref = ref_engine.Replica(wl, policy, seed, o.to_dict(), Costs()).run()
     for k, v in ref.cnt.items():
         assert int(batch.cnt[k][0]) == v, k

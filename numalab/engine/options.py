@@ -148,6 +148,15 @@ class EngineOptions:
                                                         "homed on another node reads it for ownership from "
                                                         "that node and writes it back to it (docs/fidelity.md, "
                                                         "'0.6.0')"))
+    tick_clock: bool = _opt(True, "the kernel's tick clock: task_tick_numa at every tick, so a thread behind "
+                            "node_stamp + numa_scan_period (a period just shortened) triggers at the step's "
+                            "first tick and again each tick until caught up, and can win numa_next_scan at any "
+                            "of them; a first trigger advances node_stamp by the period it was compared with; "
+                            "next_scan and pids_active_reset kept in jiffies (engine.scan.tick_triggers, "
+                            "jiffies); False = the 0.7.0 engine: one trigger per step at a crossing tick that "
+                            "may lie before the step, and float-second VMA timestamps", kind="bool",
+                            source=_kernel("task_tick_numa and task_numa_work's time_before(jiffies, "
+                                           "next_scan) (spec §3.1-§3.3; docs/fidelity.md, '0.8.0')"))
     harness_overhead: bool = _opt(True, "add costs.harness_overhead_s to elsp (default cost 0 s, so a no-op "
                                   "unless costs set it)", kind="bool",
                                   source=Provenance("derived", "a no-op with the default "
@@ -229,4 +238,4 @@ DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}
 #: the mechanism off-switches (bool options whose False removes one mechanism), and
 #: lb_migrate_hz, whose 0 removes the load balancer's pulls
 SWITCHES = ("lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter", "thp",
-            "init_coherence", "first_arrival", "link_both_directions", "harness_overhead")
+            "init_coherence", "first_arrival", "link_both_directions", "tick_clock", "harness_overhead")

@@ -28,7 +28,7 @@ from ..workloads import INACCESSIBLE, PH_INIT, REGION_PAGES, SHARED_RO, UNSUITAB
 from . import history_stats
 from .scan_period import task_scan_min
 
-__all__ = ["scan_trigger", "task_numa_work", "evaluate", "walk", "commit_visits", "Evaluation", "WalkResult",
+__all__ = ["scan_trigger", "tick_triggers", "queue_tick", "jiffies", "task_numa_work", "evaluate", "walk", "commit_visits", "Evaluation", "WalkResult",
            "TICK_S"]
 
 TICK_S = 1e-3              # HZ=1000 (the LKP rhel-8.3 config)
@@ -73,10 +73,56 @@ def _rotate(pids, pidx, mask, rotation):
     pidx[sel] = subidx
 
 
+def jiffies(t_s):
+    """``t_s`` (s) on the tick grid: the kernel keeps ``next_scan`` and ``pids_active_reset`` in
+    jiffies, so a VMA whose scan delay ends at the tick of a pass is scanned in it
+    (``time_before(jiffies, next_scan)`` is false on equal jiffies). Sums of float seconds
+    (3.002 + 1.0 = 4.002000000000001 > 4.002) would delay it by a whole pass instead."""
+    return np.round(np.asarray(t_s) / TICK_S) * TICK_S
+
+
+def _seconds(t_s):
+    """tick_clock=False (the 0.7.0 engine): VMA timestamps as float seconds."""
+    return t_s
+
+
+def tick_triggers(t0, dt, thresh, before, period_s):
+    """task_tick_numa's triggers in the step (t0, t0 + dt] of a thread whose runtime was
+    ``before`` at t0 and grows with the wall clock: ``(cross, n)``, the tick of its first
+    trigger and how many consecutive ticks trigger (arrays, ticks as floats).
+
+    The first is the tick at which the runtime passes ``thresh = node_stamp + period`` (ticks
+    make ties, as in the kernel), or the step's first tick for a thread already past it.
+    Each trigger adds ``period_s`` to node_stamp, and the runtime grows a tick per tick, so the
+    thread triggers at ticks ``cross, cross + 1, ...`` while its runtime there exceeds the
+    advanced threshold: ``ceil(lag / (period - tick))`` ticks for a lag at ``cross``, at least
+    one and no more than the step's ticks left. A thread that is not behind triggers once."""
+    cross = np.ceil((t0 + np.maximum(thresh - before, 0.0)) / TICK_S - 1e-6)
+    lag = (before + (cross * TICK_S - t0)) - thresh        # runtime past thresh at that tick
+    last = np.floor((t0 + dt) / TICK_S + 1e-6)
+    n = np.minimum(np.ceil(lag / np.maximum(period_s - TICK_S, TICK_S)), last - cross + 1)
+    return cross, np.maximum(n, 1.0)
+
+
+def queue_tick(cross, n, nxt):
+    """The tick at which a thread triggering at ticks ``cross .. cross + n - 1`` queues
+    task_numa_work -- its first trigger at or after ``nxt`` (its mm's numa_next_scan, in
+    ticks) -- and whether there is one in the step: ``(tick, queued)``."""
+    at = np.maximum(cross, nxt)
+    return at, at <= cross + (n - 1)
+
+
 def scan_trigger(b, ctx):
     """The step's scan phase: task_tick_numa for every running thread, then task_numa_work
     of each mm's winner; its kernel time is charged to the scanner (and 32x to its
-    node_stamp, as task_numa_work does)."""
+    node_stamp, as task_numa_work does).
+
+    task_tick_numa runs at every tick: a thread whose runtime is past ``node_stamp + period``
+    triggers (node_stamp advances by that period) and queues the work if its mm's
+    ``numa_next_scan`` has come. One still behind after a trigger -- its period was just
+    shortened (``update_scan_period``'s reset, ``update_task_scan_period``) -- triggers again
+    at the next tick, so it catches up a period per tick and can win at any of those ticks
+    (:func:`tick_triggers`)."""
     t0, running, u_task = ctx.t0, ctx.running, ctx.u_task
     period_s = b.numa.numa_scan_period / 1000.0
     thresh = b.numa.node_stamp + period_s
@@ -84,27 +130,36 @@ def scan_trigger(b, ctx):
     trig = running & (b.tasks.runtime > thresh)
     if not np.count_nonzero(trig):
         return
-    # node_stamp == 0 (a process's first thread, never triggered): its period becomes
-    # task_scan_start before node_stamp advances by it (task_tick_numa)
+    before = b.tasks.runtime - np.where(running, b.dt, 0.0)
     first = trig & (b.numa.node_stamp == 0)
-    if np.count_nonzero(first):
-        r0, t0_ = np.nonzero(first)
-        b.numa.numa_scan_period[r0, t0_] = task_scan_min(b, b.lay.thread_mm[t0_])
-        period_s = b.numa.numa_scan_period / 1000.0
-    b.numa.node_stamp = np.where(trig, b.numa.node_stamp + period_s, b.numa.node_stamp)
-    # a trigger passes its threshold within the step (runtime - dt <= thresh < runtime), so its
-    # crossing tick is at most ceil((t0 + dt) / tick): none is eligible while every mm's
-    # numa_next_scan lies more than a few ticks beyond the step (most triggers only advance
-    # node_stamp)
+    if b.o.tick_clock:
+        cross, n = tick_triggers(t0, b.dt, thresh, before, period_s)
+        # node_stamp advances by the period it was compared with; a process's first thread
+        # (node_stamp 0, never triggered) then takes task_scan_start as its period
+        # (task_tick_numa reads the period before it assigns it)
+        b.numa.node_stamp = np.where(trig, b.numa.node_stamp + n * period_s, b.numa.node_stamp)
+        if np.count_nonzero(first):
+            r0, t0_ = np.nonzero(first)
+            b.numa.numa_scan_period[r0, t0_] = task_scan_min(b, b.lay.thread_mm[t0_])
+    else:   # tick_clock=False, the 0.7.0 engine: one trigger per step, the first period first
+        cross, n = np.ceil((t0 + (thresh - before)) / TICK_S - 1e-6), 1.0
+        if np.count_nonzero(first):
+            r0, t0_ = np.nonzero(first)
+            b.numa.numa_scan_period[r0, t0_] = task_scan_min(b, b.lay.thread_mm[t0_])
+            period_s = b.numa.numa_scan_period / 1000.0
+        b.numa.node_stamp = np.where(trig, b.numa.node_stamp + period_s, b.numa.node_stamp)
+    # a trigger passes its threshold within the step (runtime - dt <= thresh < runtime) or is
+    # behind it from the step's first tick, so its ticks are at most ceil((t0 + dt) / tick):
+    # none is eligible while every mm's numa_next_scan lies more than a few ticks beyond the
+    # step (most triggers only advance node_stamp)
     if t0 + b.dt + 3 * TICK_S < b.mm.numa_next_scan.min():
         return
-    before = b.tasks.runtime - np.where(running, b.dt, 0.0)
-    # the tick (jiffy) at which the threshold is passed: ticks make ties, as in the kernel
-    cross = np.ceil((t0 + (thresh - before)) / TICK_S - 1e-6)
     # eligible triggers of every mm at once (a scan of mm m changes no other mm's
-    # numa_next_scan), then the mms that have any, in index order
-    nxt = np.round(b.mm.numa_next_scan / TICK_S)                       # (R, M) ticks
-    elig_all = trig & (cross >= nxt[:, b.lay.thread_mm])
+    # numa_next_scan), then the mms that have any, in index order: a thread queues the work
+    # at its first trigger tick at or after numa_next_scan
+    nxt = np.round(b.mm.numa_next_scan / TICK_S)[:, b.lay.thread_mm]     # (R, T) ticks
+    at, queued = queue_tick(cross, n, nxt)
+    elig_all = trig & queued
     if not np.count_nonzero(elig_all):
         return
     if b.lay.M == 1:
@@ -116,7 +171,7 @@ def scan_trigger(b, ctx):
         rows = np.flatnonzero(elig.any(axis=1))
         if rows.size == 0:
             continue
-        key = np.where(elig[rows], cross[rows], np.inf)
+        key = np.where(elig[rows], at[rows], np.inf)
         best = key.min(axis=1, keepdims=True)
         tie = np.where(key == best, u_task[rows], np.inf)
         winner = tie.argmin(axis=1)
@@ -200,9 +255,10 @@ def _decide_numab(b, rows, m, scanner, now_v, forced, lo, st, flags):
     tid = b.tasks.tid[rows, scanner].astype(np.uint32)
     new = suit & ~has
     delay = o.scan_delay_ms / 1000.0
+    jiffies_ = jiffies if o.tick_clock else _seconds
     if bool(new.any()):
-        st["next_scan"] = np.where(new, now + delay, st["next_scan"])
-        st["reset"] = np.where(new, st["next_scan"] + 4 * delay, st["reset"])
+        st["next_scan"] = np.where(new, jiffies_(now + delay), st["next_scan"])
+        st["reset"] = np.where(new, jiffies_(st["next_scan"] + 4 * delay), st["reset"])
         st["start_seq"] = np.where(new, seq[:, None], st["start_seq"])
         st["prev_seq"] = np.where(new, seq[:, None] - 1, st["prev_seq"])
         st["select"] = np.where(new, 0, st["select"])
@@ -219,7 +275,7 @@ def _decide_numab(b, rows, m, scanner, now_v, forced, lo, st, flags):
     reset_ms = 4 * o.scan_delay_ms
     if pol.rotate_before_access and due.any():
         _rotate(pids, pidx, due, pol.rotation)
-        st["reset"] = np.where(due, st["reset"] + 4 * delay, st["reset"])
+        st["reset"] = np.where(due, jiffies_(st["reset"] + 4 * delay), st["reset"])
         visit = rule.on_rotate(visit, due, now_ms=now * 1000.0, reset_period_ms=reset_ms)
     wa = rule.windows_active(b.vmas.adapt, visit, rows, m)
     st["windows_active"] = wa
@@ -238,7 +294,7 @@ def _decide_numab(b, rows, m, scanner, now_v, forced, lo, st, flags):
         due2 = due & allowed
         if np.count_nonzero(due2):
             _rotate(pids, pidx, due2, pol.rotation)
-            st["reset"] = np.where(due2, st["reset"] + 4 * delay, st["reset"])
+            st["reset"] = np.where(due2, jiffies_(st["reset"] + 4 * delay), st["reset"])
             visit = rule.on_rotate(visit, due2, now_ms=now * 1000.0, reset_period_ms=reset_ms)
     st["visit"] = visit
     if sel is not None:

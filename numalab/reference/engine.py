@@ -381,29 +381,63 @@ class Replica:
                 self.dirty = True
 
     # ------------------------------------------------------------------ scanning
+    def jiffies(self, t_s):
+        """``t_s`` on the tick grid (the kernel's next_scan and pids_active_reset are jiffies),
+        or float seconds with tick_clock off (the 0.7.0 engine)."""
+        return round(t_s / TICK_S) * TICK_S if self.o["tick_clock"] else t_s
+
     def scan_trigger(self, t0, running):
+        # task_tick_numa at every tick: a thread past node_stamp + period triggers, adds the
+        # period to node_stamp and queues the work if numa_next_scan has come; one still behind
+        # triggers again at the next tick (a period just shortened: it catches up a period per
+        # tick). Counted here tick by tick.
         T = self.T
-        cross = [0.0] * T
+        first_tick = [0] * T          # its first trigger tick
+        ticks = [0] * T               # how many consecutive ticks trigger
         trig = [False] * T
+        last = math.floor((t0 + self.dt) / TICK_S + 1e-6)
         for t in range(T):
             ps = self.period[t] / 1000.0
             thresh = self.node_stamp[t] + ps
             before = self.runtime[t] - (self.dt if running[t] else 0.0)
-            cross[t] = math.ceil((t0 + (thresh - before)) / TICK_S - 1e-6)
             trig[t] = running[t] and self.runtime[t] > thresh
+            if not trig[t]:
+                continue
+            if not self.o["tick_clock"]:      # the 0.7.0 engine: one trigger, its crossing tick
+                first_tick[t] = math.ceil((t0 + (thresh - before)) / TICK_S - 1e-6)
+                ticks[t] = 1
+                continue
+            c = math.ceil((t0 + max(thresh - before, 0.0)) / TICK_S - 1e-6)
+            first_tick[t] = c
+            # at tick c + i the runtime is lag + i ticks past thresh, the threshold i periods
+            # further: it triggers while lag > i * (period - tick) (tests/test_tick_triggers.py
+            # counts it tick by tick)
+            lag = (before + (c * TICK_S - t0)) - thresh
+            n = min(math.ceil(lag / max(ps - TICK_S, TICK_S)), last - c + 1)
+            ticks[t] = max(n, 1)
         if not any(trig):
             return
         for t in range(T):
             if trig[t]:
-                if self.node_stamp[t] == 0:
+                ps = self.period[t] / 1000.0
+                first = self.node_stamp[t] == 0
+                if not self.o["tick_clock"]:
+                    if first:
+                        self.period[t] = self.scan_min(t)
+                    self.node_stamp[t] = self.node_stamp[t] + self.period[t] / 1000.0
+                    continue
+                self.node_stamp[t] = self.node_stamp[t] + ticks[t] * ps
+                if first:
                     self.period[t] = self.scan_min(t)
-                self.node_stamp[t] = self.node_stamp[t] + self.period[t] / 1000.0
         for m in range(self.M):
             nxt = round(self.mm_next_scan[m] / TICK_S)
             best, win = None, None
             for t in range(T):
-                if trig[t] and self.mm[t] == m and cross[t] >= nxt:
-                    key = (cross[t], float(self.u_task[t]))
+                if trig[t] and self.mm[t] == m:
+                    at = max(first_tick[t], nxt)     # its first trigger tick at or after nxt
+                    if at > first_tick[t] + ticks[t] - 1:
+                        continue
+                    key = (at, float(self.u_task[t]))
                     if best is None or key < best:
                         best, win = key, t
             if win is None:
@@ -434,15 +468,17 @@ class Replica:
         suit = not (unsuitable or shared_ro or inacc)
         if suit and st is None:
             hist, idx = H.empty(pol.windows, pol.width)
-            st = dict(next_scan=now + delay, hist=hist, idx=idx, start_seq=seq, prev_seq=seq - 1, select=0)
-            st["reset"] = st["next_scan"] + 4 * delay
+            # in jiffies: a delay ending at a pass's tick lets that pass scan (time_before)
+            st = dict(next_scan=self.jiffies(now + delay), hist=hist, idx=idx, start_seq=seq,
+                      prev_seq=seq - 1, select=0)
+            st["reset"] = self.jiffies(st["next_scan"] + 4 * delay)
         due = False
         if st is not None:
             delayed = seq != 0 and now < st["next_scan"]
             due = suit and not delayed and seq != 0 and now > st["reset"]
             if pol.rotate_before_access and due:
                 st["idx"] = H.rotate(st["hist"], st["idx"], pol.rotation)
-                st["reset"] = st["reset"] + 4 * delay
+                st["reset"] = self.jiffies(st["reset"] + 4 * delay)
         reason, sel = RP.visit(
             pol, st["hist"] if st else H.empty(pol.windows, pol.width)[0], st["idx"] if st else 0,
             self.tid[scanner], numa_scan_seq=seq, start_scan_seq=st["start_seq"] if st else 0,
@@ -455,7 +491,7 @@ class Replica:
             st["select"] = sel
             if not pol.rotate_before_access and due and self.allowed[reason]:
                 st["idx"] = H.rotate(st["hist"], st["idx"], pol.rotation)
-                st["reset"] = st["reset"] + 4 * delay
+                st["reset"] = self.jiffies(st["reset"] + 4 * delay)
         return reason, st
 
     def history_stats(self, v, reason, st, scanner):

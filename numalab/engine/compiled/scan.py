@@ -46,31 +46,48 @@ _BUFFER_PROTECTIONS = CNT["buffer_protections"]
 
 # ------------------------------------------------------------------------------ task_tick_numa
 @inner
-def _crossings(L, S, X, r, k, trig, cross):
+def _crossings(L, S, X, r, k, trig, cross, ntick):
     """The triggers of scan.scan_trigger: ``trig`` (running and runtime past ``node_stamp +
-    period``) and each thread's crossing tick ``cross``, both from the period before the first
-    trigger's update; then that update (task_scan_min) and ``node_stamp += period``."""
+    period``), each thread's first trigger tick ``cross`` and its consecutive trigger ticks
+    ``ntick`` (scan.tick_triggers: a thread behind its threshold catches up a period per
+    tick), from the period it was compared with; then ``node_stamp += ntick * period`` and a
+    process's first trigger's period (task_scan_min)."""
     t0, dt = X.times[k], L.dt
+    last = np.floor((t0 + dt) / TICK_S + 1e-6)
     for t in range(L.T):
-        thresh = S.node_stamp[r, t] + S.numa_scan_period[r, t] / 1000.0
+        per = S.numa_scan_period[r, t] / 1000.0
+        thresh = S.node_stamp[r, t] + per
         running = X.running[r, t]
         trig[t] = running and S.runtime[r, t] > thresh
         before = S.runtime[r, t] - (dt if running else 0.0)
-        # the tick (jiffy) at which the threshold is passed: ticks make ties, as in the kernel
-        cross[t] = np.ceil((t0 + (thresh - before)) / TICK_S - 1e-6)
+        if not L.tick_clock:               # the 0.7.0 engine: one trigger, its crossing tick
+            cross[t] = np.ceil((t0 + (thresh - before)) / TICK_S - 1e-6)
+            ntick[t] = 1.0
+            continue
+        c = np.ceil((t0 + max(thresh - before, 0.0)) / TICK_S - 1e-6)
+        cross[t] = c
+        lag = (before + (c * TICK_S - t0)) - thresh
+        n = min(np.ceil(lag / max(per - TICK_S, TICK_S)), last - c + 1)
+        ntick[t] = max(n, 1.0)
     for t in range(L.T):
         if trig[t]:
-            if S.node_stamp[r, t] == 0:   # a process's first trigger: its period is task_scan_min first
+            first = S.node_stamp[r, t] == 0
+            if not L.tick_clock:
+                if first:
+                    S.numa_scan_period[r, t] = task_scan_min(L, L.thread_mm[t])
+                S.node_stamp[r, t] = S.node_stamp[r, t] + S.numa_scan_period[r, t] / 1000.0
+                continue
+            S.node_stamp[r, t] = S.node_stamp[r, t] + ntick[t] * (S.numa_scan_period[r, t] / 1000.0)
+            if first:                      # a process's first trigger: its period is task_scan_min next
                 S.numa_scan_period[r, t] = task_scan_min(L, L.thread_mm[t])
-            S.node_stamp[r, t] = S.node_stamp[r, t] + S.numa_scan_period[r, t] / 1000.0
 
 
 @inner
 def scan_trigger(L, Q, S, X, r, k):
     """scan.scan_trigger for replica ``r`` in step ``k``: task_tick_numa for every running
-    thread, then, per mm in index order, task_numa_work of its winner (the smallest crossing
-    tick at or after ``numa_next_scan``, ties the smallest ``u_task``); its kernel time is
-    charged to the scanner's kdebt and ksys, to syst, and 32x to its node_stamp."""
+    thread, then, per mm in index order, task_numa_work of its winner (the smallest tick at
+    which a trigger finds ``numa_next_scan`` come, ties the smallest ``u_task``); its kernel
+    time is charged to the scanner's kdebt and ksys, to syst, and 32x to its node_stamp."""
     T = L.T
     any_trig = False
     for t in range(T):
@@ -81,7 +98,8 @@ def scan_trigger(L, Q, S, X, r, k):
         return
     trig = np.zeros(T, dtype=np.bool_)
     cross = np.empty(T)
-    _crossings(L, S, X, r, k, trig, cross)
+    ntick = np.empty(T)
+    _crossings(L, S, X, r, k, trig, cross, ntick)
     # no crossing tick can reach a numa_next_scan more than a few ticks beyond the step (the
     # numpy engine's shortcut, exact: it only skips what would find no eligible trigger)
     nmin = np.inf
@@ -94,10 +112,13 @@ def scan_trigger(L, Q, S, X, r, k):
         nxt = np.rint(S.mm_next_scan[r, m] / TICK_S)     # np.round: half to even
         win, best, bu = np.int64(-1), np.inf, np.inf    # np.int64: no literal -1 type to compile for
         for t in range(T):
-            if trig[t] and L.thread_mm[t] == m and cross[t] >= nxt:
+            if trig[t] and L.thread_mm[t] == m:
+                at = max(cross[t], nxt)                  # its first trigger tick at or after nxt
+                if at > cross[t] + (ntick[t] - 1):
+                    continue
                 u = X.draws[r, k, ut + t]
-                if win < 0 or cross[t] < best or (cross[t] == best and u < bu):
-                    win, best, bu = t, cross[t], u
+                if win < 0 or at < best or (at == best and u < bu):
+                    win, best, bu = t, at, u
         if win < 0:
             continue
         when = best * TICK_S
@@ -281,8 +302,8 @@ def visit(L, Q, S, r, m, v, scanner, now, seq, off, forced, binds):
     old_has, old_reset = S.has_state[r, v], S.pids_active_reset[r, v]
     delay = L.scan_delay_ms / 1000.0
     if suit and not old_has:           # lazy vma_numab_state creation (kzalloc'ed windows)
-        S.next_scan[r, v] = now + delay
-        S.pids_active_reset[r, v] = S.next_scan[r, v] + 4 * delay
+        S.next_scan[r, v] = _jiffies(now + delay, L.tick_clock)
+        S.pids_active_reset[r, v] = _jiffies(S.next_scan[r, v] + 4 * delay, L.tick_clock)
         S.start_scan_seq[r, v] = seq
         S.prev_scan_seq[r, v] = seq - 1
         S.scan_select[r, v] = 0
@@ -296,13 +317,13 @@ def visit(L, Q, S, r, m, v, scanner, now, seq, off, forced, binds):
     word, mask = S.tid_word[r, scanner], S.tid_mask[r, scanner]
     bits = 0
     if due and Q.rotate_before_access:
-        bits = _rotate(Q, pids, S.pids_idx, S.pids_active_reset, r, v, delay)
+        bits = _rotate(Q, pids, S.pids_idx, S.pids_active_reset, r, v, delay, L.tick_clock)
     code, sel = decide_vma(Q, pids, S.pids_idx[r, v], word, mask, seq, S.start_scan_seq[r, v],
                            S.prev_scan_seq[r, v], off, L.vma_start[v], L.vma_end[v], next_scan * 1000.0,
                            now * 1000.0, L.nr_threads[m], forced, S.scan_select[r, v], unsuitable, shared_ro,
                            inacc)
     if due and not Q.rotate_before_access and Q.dec_allowed[code]:   # v6.4-v6.6: allowed VMAs only
-        bits = _rotate(Q, pids, S.pids_idx, S.pids_active_reset, r, v, delay)
+        bits = _rotate(Q, pids, S.pids_idx, S.pids_active_reset, r, v, delay, L.tick_clock)
     S.scan_select[r, v] = sel
     if L.vma_buffer[v]:
         _record_visit(Q, S.events, S.has_state, S.pids_active_reset, r, v, pids, word, mask, code, old_has,
@@ -311,13 +332,21 @@ def visit(L, Q, S, r, m, v, scanner, now, seq, off, forced, binds):
 
 
 @inner
-def _rotate(Q, pids, pids_idx, pids_active_reset, r, v, delay):
+def _jiffies(t_s, tick_clock):
+    """scan.jiffies (``t_s`` on the tick grid), or the float seconds of tick_clock=False."""
+    if tick_clock:
+        return np.rint(t_s / TICK_S) * TICK_S
+    return t_s
+
+
+@inner
+def _rotate(Q, pids, pids_idx, pids_active_reset, r, v, delay, tick_clock):
     """The due rotation of VMA ``v``'s windows (history.rotate) and its next reset
     (``+ 4 * scan_delay``); returns the bits of the window that stopped being the current one."""
     pidx = pids_idx[r, v]
     bits = window_weight(Q, pids, current_window_index(Q, pidx))
     pids_idx[r, v] = rotate(Q, pids, pidx)
-    pids_active_reset[r, v] = pids_active_reset[r, v] + 4 * delay
+    pids_active_reset[r, v] = _jiffies(pids_active_reset[r, v] + 4 * delay, tick_clock)
     return bits
 
 

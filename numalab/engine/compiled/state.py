@@ -65,7 +65,7 @@ LAY_FIELDS = (
     # engine options (scalars)
     "dt", "scan_delay_ms", "scan_period_min_ms", "scan_period_max_ms", "scan_size_mb", "scan_size_pages",
     "sticky_locality", "lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter",
-    "init_coherence", "link_both_directions", "harness_overhead_s", "max_time",
+    "init_coherence", "link_both_directions", "tick_clock", "harness_overhead_s", "max_time",
     # cost constants (scalars; numalab.costs.Costs)
     "link_write_efficiency", "smt_share", "pte_update_ns", "pmd_update_ns", "scan_run_us",
     "scan_virt_ns_per_mb", "hint_fault_us", "migrate_GBps", "migrate_folio_us", "task_migration_us",
@@ -215,7 +215,7 @@ def pack_layout(b) -> Lay:
         lb_migrate_hz=float(o.lb_migrate_hz), numa_groups=bool(o.numa_groups), task_swaps=bool(o.task_swaps),
         scan_period_adapt=bool(o.scan_period_adapt), migrate_filter=bool(o.migrate_filter),
         init_coherence=bool(o.init_coherence),
-        link_both_directions=bool(o.link_both_directions),
+        link_both_directions=bool(o.link_both_directions), tick_clock=bool(o.tick_clock),
         harness_overhead_s=float(c.harness_overhead_s) if o.harness_overhead else 0.0, max_time=float(o.max_time),
         link_write_efficiency=float(c.link_write_efficiency),
         smt_share=float(c.smt_share), pte_update_ns=float(c.pte_update_ns), pmd_update_ns=float(c.pmd_update_ns),
@@ -282,10 +282,23 @@ def structs_source(L, Q, S, X) -> str:
                    f"    \"\"\"The struct of :data:`numalab.engine.compiled.state.{kind}`.\"\"\"\n")
         fields = "".join(f"    (\"{f}\", {_type_expr(numba.typeof(v))}),\n" for f, v in tup._asdict().items())
         out.append(f"\n\n{kind.upper()}_TYPE = {kind}Type([\n{fields}])\n")
-        assigns = "".join(f"    s.{f} = t.{f}\n" for f in tup._fields)
+        # a function of at most _FILL_FIELDS copies each (the package keeps functions short)
+        parts = [tup._fields[i:i + _FILL_FIELDS] for i in range(0, len(tup._fields), _FILL_FIELDS)]
+        if len(parts) == 1:
+            assigns = "".join(f"    s.{f} = t.{f}\n" for f in parts[0])
+        else:
+            for i, part in enumerate(parts):
+                body = "".join(f"    s.{f} = t.{f}\n" for f in part)
+                out.append(f"\n\n@inner\ndef _fill_{kind.lower()}_{i}(s, t):\n"
+                           f"    \"\"\"Fields {part[0]} .. {part[-1]} of a {kind} struct.\"\"\"\n{body}")
+            assigns = "".join(f"    _fill_{kind.lower()}_{i}(s, t)\n" for i in range(len(parts)))
         out.append(f"\n\n@inner\ndef make_{kind.lower()}(t):\n    \"\"\"A {kind} struct of named tuple ``t``.\"\"\"\n"
                    f"    s = structref.new({kind.upper()}_TYPE)\n{assigns}    return s\n")
     return "".join(out)
+
+
+#: field copies per generated function of structs.py
+_FILL_FIELDS = 80
 
 
 STRUCTS_HEADER = '''"""The compiled engine's four structs, GENERATED from the field lists of :mod:`.state`

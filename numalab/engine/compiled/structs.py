@@ -107,6 +107,7 @@ LAY_TYPE = LayType([
     ("migrate_filter", types.boolean),
     ("init_coherence", types.boolean),
     ("link_both_directions", types.boolean),
+    ("tick_clock", types.boolean),
     ("harness_overhead_s", types.float64),
     ("max_time", types.float64),
     ("link_write_efficiency", types.float64),
@@ -123,9 +124,8 @@ LAY_TYPE = LayType([
 
 
 @inner
-def make_lay(t):
-    """A Lay struct of named tuple ``t``."""
-    s = structref.new(LAY_TYPE)
+def _fill_lay_0(s, t):
+    """Fields T .. task_swaps of a Lay struct."""
     s.T = t.T
     s.V = t.V
     s.NR = t.NR
@@ -206,10 +206,16 @@ def make_lay(t):
     s.lb_migrate_hz = t.lb_migrate_hz
     s.numa_groups = t.numa_groups
     s.task_swaps = t.task_swaps
+
+
+@inner
+def _fill_lay_1(s, t):
+    """Fields scan_period_adapt .. task_migration_us of a Lay struct."""
     s.scan_period_adapt = t.scan_period_adapt
     s.migrate_filter = t.migrate_filter
     s.init_coherence = t.init_coherence
     s.link_both_directions = t.link_both_directions
+    s.tick_clock = t.tick_clock
     s.harness_overhead_s = t.harness_overhead_s
     s.max_time = t.max_time
     s.link_write_efficiency = t.link_write_efficiency
@@ -222,6 +228,14 @@ def make_lay(t):
     s.migrate_GBps = t.migrate_GBps
     s.migrate_folio_us = t.migrate_folio_us
     s.task_migration_us = t.task_migration_us
+
+
+@inner
+def make_lay(t):
+    """A Lay struct of named tuple ``t``."""
+    s = structref.new(LAY_TYPE)
+    _fill_lay_0(s, t)
+    _fill_lay_1(s, t)
     return s
 
 
