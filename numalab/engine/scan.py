@@ -28,8 +28,8 @@ from ..workloads import INACCESSIBLE, PH_INIT, REGION_PAGES, SHARED_RO, UNSUITAB
 from . import history_stats
 from .scan_period import task_scan_min
 
-__all__ = ["scan_trigger", "tick_triggers", "queue_tick", "jiffies", "task_numa_work", "evaluate", "walk", "commit_visits", "Evaluation", "WalkResult",
-           "TICK_S"]
+__all__ = ["scan_trigger", "tick_triggers", "queue_tick", "jiffies", "task_numa_work", "evaluate", "walk",
+           "commit_visits", "Evaluation", "WalkResult", "TICK_S"]
 
 TICK_S = 1e-3              # HZ=1000 (the LKP rhel-8.3 config)
 
@@ -135,8 +135,9 @@ def scan_trigger(b, ctx):
     if b.o.tick_clock:
         cross, n = tick_triggers(t0, b.dt, thresh, before, period_s)
         # node_stamp advances by the period it was compared with; a process's first thread
-        # (node_stamp 0, never triggered) then takes task_scan_start as its period
-        # (task_tick_numa reads the period before it assigns it)
+        # (node_stamp 0, never triggered) then takes task_scan_start as its period, which is
+        # task_scan_min for a task in no numa group (task_tick_numa reads the period before it
+        # assigns it)
         b.numa.node_stamp = np.where(trig, b.numa.node_stamp + n * period_s, b.numa.node_stamp)
         if np.count_nonzero(first):
             r0, t0_ = np.nonzero(first)
