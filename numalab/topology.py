@@ -66,7 +66,7 @@ _HI = {"cpus_per_node": 65536, "smt": 8, "write_efficiency": 1.0}
 #: the fields of the model, in file order (``name`` and ``source`` describe it)
 FIELDS = ("nodes", "cpus_per_node", "distance", "smt", "local_latency_ns", "remote_latency_ns", "node_bw_GBps",
           "write_efficiency", "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns", "line_remote_ns",
-          "links")
+          "links", "all_core_ghz", "turbo_ghz")
 
 #: the ``format`` of a topology file
 FORMAT = "numalab-topology/1"
@@ -124,6 +124,13 @@ class Topology:
         no memory). Each link direction is one shared resource (:mod:`numalab.costs`), traffic
         between unlinked nodes takes :attr:`link_route`. Default: a link per pair of nodes, its
         direction into ``y`` at ``link_bw_GBps[y]`` (docs/machines.md, "The interconnect").
+    all_core_ghz, turbo_ghz : float, optional
+        The core clock [GHz] with every core of a node busy (the all-core turbo, or the base
+        clock with turbo off) and with one core busy (the maximum turbo); a node with ``n`` of
+        its ``c`` cores busy runs at ``turbo - (turbo - all_core) (n - 1) / (c - 1)``
+        (:func:`numalab.futex.costs.core_clock_ghz`). The futex model's CPU-side costs, stated
+        in ns at ``FutexCosts.clock_ref_ghz``, are scaled to this clock. Default None: not
+        given, the costs as stated. ``turbo_ghz`` needs ``all_core_ghz``.
     name : str
         Preset name or ``"custom"``.
     source : str
@@ -149,6 +156,8 @@ class Topology:
     line_same_node_ns: float = 50.0
     line_remote_ns: float = 130.0
     links: tuple | None = None
+    all_core_ghz: float | None = None
+    turbo_ghz: float | None = None
     name: str = "custom"
     source: str = field(default="user-defined", compare=False)
     sources: dict = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
@@ -188,6 +197,7 @@ class Topology:
                 f"remote_latency_ns={_text(self.remote_latency_ns)} must be >= local_latency_ns="
                 f"{_text(self.local_latency_ns)} (node {int(low[0])})"
             )
+        _check_clock(self.all_core_ghz, self.turbo_ghz)
         object.__setattr__(self, "distance", _check_distance(self.distance, self.nodes))
         object.__setattr__(self, "links", _check_links(self.links, self.nodes))
         object.__setattr__(self, "warnings", tuple(str(w) for w in self.warnings))
@@ -328,6 +338,8 @@ class Topology:
             elif key == "links":
                 if value is not None:      # "a-b:GBps a->b/GBps b->a" per link
                     out["topology_links"] = " ".join(f"{a}-{b}:{ab:g}/{ba:g}" for a, b, ab, ba in value)
+            elif value is None:            # a clock not given
+                continue
             else:
                 out[f"topology_{key}"] = ",".join(map(str, value)) if isinstance(value, tuple) else value
         return out
@@ -346,6 +358,9 @@ class Topology:
             elif name == "links" and self.links is None:
                 out[name] = Provenance("derived", "no links given: a link between every pair of nodes, its "
                                                   "direction into node y carrying link_bw_GBps[y]")
+            elif name in ("all_core_ghz", "turbo_ghz") and getattr(self, name) is None:
+                out[name] = Provenance("assumed", "not given: the futex model's CPU-side costs as stated, at "
+                                                  "FutexCosts.clock_ref_ghz")
             elif self.source == "user-defined":
                 out[name] = Provenance("assumed", f"given by the caller (Topology({name}=...)) or the class default")
             else:
@@ -360,8 +375,8 @@ class Topology:
         values = {}
         for name in FIELDS:
             v = getattr(self, name)
-            if name == "links" and v is None:
-                continue                   # derived from link_bw_GBps (files before 0.7.0 have none)
+            if name in ("links", "all_core_ghz", "turbo_ghz") and v is None:
+                continue                   # not given (older files have none)
             values[name] = [list(r) for r in v] if name in ("distance", "links") else \
                 (list(v) if isinstance(v, tuple) else v)
         prov = {k: _prov_dict(p) for k, p in self.provenance().items()}
@@ -578,6 +593,20 @@ def _check_overrides(name, base, overrides):
     if base.links is not None and "link_bw_GBps" in overrides and "links" not in overrides:
         raise NumalabValueError(f"override link_bw_GBps= does not change preset {name!r}: its links give every "
                                 f"link's bandwidth; allowed: override links= (now {list(base.links)})")
+
+
+def _check_clock(all_core, turbo):
+    """The two core clocks: each None or a number of GHz in (0, 10]; ``turbo_ghz`` only with
+    ``all_core_ghz`` and not below it (one busy core never runs slower than all of them)."""
+    for name, v in (("all_core_ghz", all_core), ("turbo_ghz", turbo)):
+        if v is not None:
+            check_number(name, v, lo=0.0, hi=10.0, lo_open=True)
+    if turbo is not None and all_core is None:
+        raise NumalabValueError(f"turbo_ghz={turbo} needs all_core_ghz (the clock with every core busy); "
+                                "allowed: all_core_ghz alone, both, or neither")
+    if turbo is not None and turbo < all_core:
+        raise NumalabValueError(f"turbo_ghz={turbo} is below all_core_ghz={all_core}; allowed: turbo_ghz >= "
+                                "all_core_ghz (one busy core runs at least as fast as all of them)")
 
 
 def _check_links(links, nodes):

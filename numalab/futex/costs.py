@@ -52,7 +52,8 @@ from ..provenance import constant, provenance_of
 from ..topology import Topology
 
 __all__ = ["FutexCosts", "COST_NAMES", "RELATIVE_BANDS", "coerce_costs", "provenance_table", "line_matrix",
-           "handoff_matrix", "contended_matrix", "core_load", "smt_slowdown"]
+           "handoff_matrix", "contended_matrix", "core_load", "smt_slowdown", "active_cores", "core_clock_ghz",
+           "clock_factor"]
 
 @dataclass(frozen=True)
 class FutexCosts:
@@ -201,6 +202,15 @@ class FutexCosts:
         source="shared (non-PRIVATE) futexes: get_user_pages_fast page walk plus the folio "
                "reference get/put on an uncontended line (one per-thread page in perf bench -S)",
         band=(30.0, 150.0), band_source="a 4-level walk in cache plus two locked RMWs, 2-4 GHz")
+    clock_ref_ghz: float = constant(
+        3.0, kind="derived",
+        source="the core clock the CPU-side constants are stated at (syscall_ns, hash_ns, futex_path_ns, "
+               "atomic_ns, user_ns, critical_section_ns, line_self_ns, percpu_ref_ns, gup_ns): their "
+               "sources count cycles or instructions at ~3 GHz (18-20 cycles = 7 ns, 12-14 cycles = 4 ns, "
+               "~50 instructions at ~1 per cycle = 15 ns). On a Topology that gives its clock "
+               "(all_core_ghz, turbo_ghz) they are scaled by clock_ref_ghz / the clock of the thread's "
+               "node; line transfers between cores are not (the uncore's clock)",
+        band=(2.6, 3.5), band_source="18-20 cycles in 7 ns (2.6-2.9 GHz) to 12-14 cycles in 4 ns (3.0-3.5 GHz)")
     timer_slack_ns: float = constant(
         50000.0, kind="kernel",
         source="default timer_slack_ns of a normal task (init_task, 50 us; prctl "
@@ -211,7 +221,8 @@ class FutexCosts:
         for f in fields(self):
             v = getattr(self, f.name)
             if v is not None:
-                check_number(f.name, v, lo=0.0, hi=1.0 if f.name in _UNIT_WEIGHTS else None)
+                check_number(f.name, v, lo=0.0, hi=1.0 if f.name in _UNIT_WEIGHTS else None,
+                             lo_open=f.name == "clock_ref_ghz")
 
     def resolve(self, topology: Topology) -> "FutexCosts":
         """Fill the line latencies from ``topology`` where they are None."""
@@ -318,3 +329,36 @@ def smt_slowdown(load, smt: int, gain: float) -> np.ndarray:
     hyperthreads at gain 0.25; beyond ``smt`` threads the core is time-shared)."""
     n = np.maximum(np.asarray(load, dtype=float), 1.0)
     return n / (1.0 + gain * (np.minimum(n, smt) - 1.0))
+
+
+def active_cores(topology: Topology, thread_cpu, busy) -> np.ndarray:
+    """Busy cores of every node, ``(nodes,)`` int64: the distinct cores (:func:`core_load`'s
+    numbering) that run at least one busy thread."""
+    cpu = np.asarray(thread_cpu, dtype=np.int64)[np.asarray(busy, dtype=bool)]
+    cpn, cores = topology.cpus_per_node, topology.cores_per_node
+    core = np.unique((cpu // cpn) * cores + (cpu % cpn) % cores)
+    return np.bincount(core // cores, minlength=topology.nodes).astype(np.int64)
+
+
+def core_clock_ghz(topology: Topology, active) -> np.ndarray | None:
+    """The core clock [GHz] of a node with ``active`` busy cores (array): ``turbo_ghz`` with
+    one, ``all_core_ghz`` with all of them, linear in between (Intel's turbo bins fall about
+    one step per one or two more active cores); ``all_core_ghz`` alone when no turbo is given;
+    None when the Topology gives no clock."""
+    if topology.all_core_ghz is None:
+        return None
+    a = np.asarray(active, dtype=float)
+    if topology.turbo_ghz is None:
+        return np.full(a.shape, float(topology.all_core_ghz))
+    c = topology.cores_per_node
+    frac = np.zeros(a.shape) if c <= 1 else (np.clip(a, 1.0, c) - 1.0) / (c - 1.0)
+    return topology.turbo_ghz - (topology.turbo_ghz - topology.all_core_ghz) * frac
+
+
+def clock_factor(topology: Topology, costs: FutexCosts, active) -> np.ndarray:
+    """How much longer the CPU-side costs take on a node with ``active`` busy cores than as
+    stated: ``clock_ref_ghz / core_clock_ghz`` (1 where the Topology gives no clock)."""
+    ghz = core_clock_ghz(topology, active)
+    if ghz is None:
+        return np.ones(np.shape(active))
+    return costs.clock_ref_ghz / ghz

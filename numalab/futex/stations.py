@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .costs import FutexCosts, coerce_costs, contended_matrix, core_load, handoff_matrix, smt_slowdown
+from .costs import (FutexCosts, active_cores, clock_factor, coerce_costs, contended_matrix, core_load, handoff_matrix,
+                    smt_slowdown)
 from .workloads import ROLE_LOCK, Routing
 
 __all__ = ["Network", "network"]
@@ -27,7 +28,8 @@ class Network:
 
     Structure (from the routings; costs-free):
     classes (K): ``cls_point``, ``cls_n`` threads, ``cls_node``, ``cls_proc``, ``cls_counted``,
-    ``cls_load`` busy threads on the class's cores, ``cls_lock`` futex_numa lock threads,
+    ``cls_load`` busy threads on the class's cores, ``cls_active`` busy cores on the class's node
+    (its clock, :func:`~numalab.futex.costs.core_clock_ghz`), ``cls_lock`` futex_numa lock threads,
     ``cls_gup`` / ``cls_pref`` fractions of ops on shared futexes / private-table keys;
     entries (E, one per class x station visited): ``ent_cls``, ``ent_station``, ``ent_visit``
     (visits per op of one thread of the class, averaged), ``ent_self`` (visit-weighted mean of
@@ -41,7 +43,7 @@ class Network:
     (T, fmax) station of the refcount line per key (-1 = none).
 
     Prices (from a :class:`FutexCosts`, :meth:`with_costs`): ``cls_think`` Z [ns],
-    ``cls_cpu`` SMT slowdown of the class's CPU work, ``cls_line`` (K, nodes, nodes) handoff
+    ``cls_cpu`` slowdown of the class's CPU work (SMT sharing times the clock factor), ``cls_line`` (K, nodes, nodes) handoff
     cost from a holder on node i of a line homed on node h, ``cls_line_busy`` the same for a
     pull that meets other queued requests (cross-node pulls pay the conflict round trip,
     :func:`~numalab.futex.costs.contended_matrix`), ``cls_cold`` (K, nodes) DRAM fetch
@@ -62,6 +64,7 @@ class Network:
     cls_proc: np.ndarray
     cls_counted: np.ndarray
     cls_load: np.ndarray
+    cls_active: np.ndarray
     cls_lock: np.ndarray
     cls_gup: np.ndarray
     cls_pref: np.ndarray
@@ -118,7 +121,9 @@ class Network:
         for p, (topo, refcount, sleep_ns) in enumerate(self.points):
             c = costs.resolve(topo)
             ks, us = slice(cb[p], cb[p + 1]), slice(sb[p], sb[p + 1])
-            f = smt_slowdown(self.cls_load[ks], topo.smt, c.smt_gain)
+            # SMT sharing of the core, and the node's clock against the one the costs are stated at
+            k = clock_factor(topo, c, self.cls_active[ks])
+            f = smt_slowdown(self.cls_load[ks], topo.smt, c.smt_gain) * k
             z = (c.syscall_ns + c.futex_path_ns + c.hash_ns + 2.0 * c.atomic_ns + c.user_ns
                  + c.gup_ns * self.cls_gup[ks])
             if refcount == "percpu":
@@ -133,7 +138,7 @@ class Network:
             line[ks, :n, :n] = np.moveaxis(C[:, node, :], 1, 0)   # (K, holder node i, home h)
             line_busy[ks, :n, :n] = np.moveaxis(contended_matrix(topo, c)[:, node, :], 1, 0)
             cold[ks, :n] = lat[node]
-            selfc[ks] = c.line_self_ns
+            selfc[ks] = c.line_self_ns * k        # an L2 hit: core cycles
             bucket = self.st_is_bucket[us]
             st_base[us] = np.where(bucket, c.critical_section_ns, 0.0)
             st_lines[us] = np.where(bucket, c.lines_per_op, c.rcuref_lines)
@@ -239,7 +244,8 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
     st_home = np.concatenate([rt.layout.bucket_home(used), proc_home[ref_used]]).astype(np.int64)
     out = dict(
         cls_n=cls_n, cls_node=rt.thread_node[first], cls_proc=w.thread_proc[first],
-        cls_counted=~lock[first], cls_load=load[first], cls_lock=lock[first],
+        cls_counted=~lock[first], cls_load=load[first],
+        cls_active=active_cores(topo, w.thread_cpu, busy)[rt.thread_node[first]], cls_lock=lock[first],
         cls_gup=np.bincount(thr_cls, weights=gup_frac, minlength=K) / cls_n,
         cls_pref=np.bincount(thr_cls, weights=priv_frac, minlength=K) / cls_n,
         ent_cls=ent_cls, ent_station=ent_st, ent_visit=W / cls_n[ent_cls], ent_self=A2 / W,

@@ -35,7 +35,7 @@ import random
 import numpy as np
 
 from ..futex.hash import CLASSIC, NUMA, PRIVATE, HashLayout, KeyView, hash_mode
-from ..futex.costs import FutexCosts, line_matrix
+from ..futex.costs import FutexCosts, core_clock_ghz, line_matrix
 from ..futex.workloads import ROLE_LOCK, Routing
 
 
@@ -54,8 +54,23 @@ def line_cost(L, lat, costs: FutexCosts, holder_node, my_node: int, home: int, c
     return c
 
 
+def clock_slowdown(rt: Routing, t: int, costs: FutexCosts) -> float:
+    """How much slower thread t's CPU work runs at its node's clock than at the clock the
+    costs are stated at (``clock_ref_ghz``): 1 when the Topology gives no clock; else the
+    node's busy cores (those that run a thread other than a sleeping lock thread) set it,
+    from ``turbo_ghz`` with one busy core to ``all_core_ghz`` with all, linearly."""
+    w = rt.workload
+    topo = w.topology
+    node = int(w.thread_cpu[t]) // topo.cpus_per_node
+    cores = {int(c) % topo.cpus_per_node % topo.cores_per_node for u, c in enumerate(w.thread_cpu)
+             if w.thread_role[u] != ROLE_LOCK and int(c) // topo.cpus_per_node == node}
+    ghz = core_clock_ghz(topo, np.array([len(cores)]))
+    return 1.0 if ghz is None else costs.clock_ref_ghz / float(ghz[0])
+
+
 def cpu_slowdown(rt: Routing, t: int, costs: FutexCosts) -> float:
-    """How much slower thread t's CPU work runs for the other busy threads on its core.
+    """How much slower thread t's CPU work runs for the other busy threads on its core, and
+    at its node's clock (:func:`clock_slowdown`).
 
     CPU k of a node is on core ``k % cores_per_node`` (cores first, then their SMT siblings);
     a futex_numa lock thread that nanosleeps does not load its core. With n busy threads on a
@@ -71,7 +86,7 @@ def cpu_slowdown(rt: Routing, t: int, costs: FutexCosts) -> float:
         return w.thread_role[u] != ROLE_LOCK
 
     n = 1 + sum(1 for u in range(w.threads) if u != t and busy(u) and core(w.thread_cpu[u]) == core(w.thread_cpu[t]))
-    return n / (1.0 + costs.smt_gain * (min(n, topo.smt) - 1))
+    return n / (1.0 + costs.smt_gain * (min(n, topo.smt) - 1)) * clock_slowdown(rt, t, costs)
 
 
 def think_ns(rt: Routing, t: int, costs: FutexCosts) -> float:
@@ -108,6 +123,7 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
 
     z = [think_ns(rt, t, costs) for t in range(T)]
     cpu = [cpu_slowdown(rt, t, costs) for t in range(T)]
+    clock = [clock_slowdown(rt, t, costs) for t in range(T)]
     keys = [[(int(b), bool(p)) for b, p in zip(rt.thread_buckets[t], rt.thread_private[t]) if b >= 0]
             for t in range(T)]
     nxt = [rng.randrange(len(keys[t])) for t in range(T)]   # cyclic order from a random first key
@@ -146,7 +162,7 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
             ident, mode=lay.mode, nodes=lay.nodes, global_size=lay.global_size,
             private_slots=lay.private_slots, private_home=lay.private_home, classic_home=lay.classic_home)
         if prev == t:
-            return costs.line_self_ns                      # still in my L1/L2
+            return costs.line_self_ns * clock[t]           # still in my L1/L2 (core cycles)
         holder_node = None if prev is None else int(rt.thread_node[prev])
         return line_cost(L, lat, costs, holder_node, int(rt.thread_node[t]), home, held)
 
