@@ -350,23 +350,7 @@ class Topology:
         :data:`FIELDS`: a preset's from its file, a probed or host-read machine's from what was
         read or measured; a field the caller set or left at the class default says so
         (``assumed``)."""
-        known = self.sources or {}
-        out = {}
-        for name in FIELDS:
-            if name in known:
-                out[name] = known[name]
-            elif name == "links" and self.links is None:
-                out[name] = Provenance("derived", "no links given: a link between every pair of nodes, its "
-                                                  "direction into node y carrying link_bw_GBps[y]")
-            elif name in ("all_core_ghz", "turbo_ghz") and getattr(self, name) is None:
-                out[name] = Provenance("assumed", "not given: the futex model's CPU-side costs as stated, at "
-                                                  "FutexCosts.clock_ref_ghz")
-            elif self.source == "user-defined":
-                out[name] = Provenance("assumed", f"given by the caller (Topology({name}=...)) or the class default")
-            else:
-                out[name] = Provenance("assumed", f"not stated by {self.name!r}'s source: the class default or "
-                                                  "the caller's value")
-        return out
+        return _provenance(self)
 
     # ----------------------------------------------------------------- files
     def to_dict(self) -> dict:
@@ -593,6 +577,27 @@ def _check_overrides(name, base, overrides):
     if base.links is not None and "link_bw_GBps" in overrides and "links" not in overrides:
         raise NumalabValueError(f"override link_bw_GBps= does not change preset {name!r}: its links give every "
                                 f"link's bandwidth; allowed: override links= (now {list(base.links)})")
+
+
+def _provenance(topo) -> dict:
+    """:meth:`Topology.provenance` of ``topo``."""
+    known = topo.sources or {}
+    out = {}
+    for name in FIELDS:
+        if name in known:
+            out[name] = known[name]
+        elif name == "links" and topo.links is None:
+            out[name] = Provenance("derived", "no links given: a link between every pair of nodes, its "
+                                              "direction into node y carrying link_bw_GBps[y]")
+        elif name in ("all_core_ghz", "turbo_ghz") and getattr(topo, name) is None:
+            out[name] = Provenance("assumed", "not given: the futex model's CPU-side costs as stated, at "
+                                              "FutexCosts.clock_ref_ghz")
+        elif topo.source == "user-defined":
+            out[name] = Provenance("assumed", f"given by the caller (Topology({name}=...)) or the class default")
+        else:
+            out[name] = Provenance("assumed", f"not stated by {topo.name!r}'s source: the class default or "
+                                              "the caller's value")
+    return out
 
 
 def _check_clock(all_core, turbo):
