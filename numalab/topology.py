@@ -68,6 +68,9 @@ FIELDS = ("nodes", "cpus_per_node", "distance", "smt", "local_latency_ns", "remo
           "write_efficiency", "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns", "line_remote_ns",
           "links", "all_core_ghz", "turbo_ghz")
 
+#: the fields that may be None (not given): a topology file and a Dataset's attrs leave them out
+OPTIONAL = ("links", "all_core_ghz", "turbo_ghz")
+
 #: the ``format`` of a topology file
 FORMAT = "numalab-topology/1"
 
@@ -359,7 +362,7 @@ class Topology:
         values = {}
         for name in FIELDS:
             v = getattr(self, name)
-            if name in ("links", "all_core_ghz", "turbo_ghz") and v is None:
+            if name in OPTIONAL and v is None:
                 continue                   # not given (older files have none)
             values[name] = [list(r) for r in v] if name in ("distance", "links") else \
                 (list(v) if isinstance(v, tuple) else v)
@@ -589,7 +592,7 @@ def _provenance(topo) -> dict:
         elif name == "links" and topo.links is None:
             out[name] = Provenance("derived", "no links given: a link between every pair of nodes, its "
                                               "direction into node y carrying link_bw_GBps[y]")
-        elif name in ("all_core_ghz", "turbo_ghz") and getattr(topo, name) is None:
+        elif name in OPTIONAL and getattr(topo, name) is None:   # a clock not given
             out[name] = Provenance("assumed", "not given: the futex model's CPU-side costs as stated, at "
                                               "FutexCosts.clock_ref_ghz")
         elif topo.source == "user-defined":

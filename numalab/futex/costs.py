@@ -315,12 +315,18 @@ def core_load(topology: Topology, thread_cpu, busy) -> np.ndarray:
     order Linux enumerates Intel and AMD server CPUs in), so CPU k of a node sits on core
     ``k % cores_per_node``. ``busy``: threads that run all the time (a futex_numa lock thread
     that sleeps in nanosleep does not load its core)."""
+    core = _core_of(topology, thread_cpu)
+    busy = np.asarray(busy, dtype=bool)
+    n = np.bincount(core[busy], minlength=topology.nodes * topology.cores_per_node)[core]
+    return n + ~busy  # a thread always counts itself
+
+
+def _core_of(topology: Topology, thread_cpu) -> np.ndarray:
+    """The physical core of each CPU, numbered node by node: CPU k of a node sits on core
+    ``k % cores_per_node`` (the order Linux enumerates server CPUs: every core, then siblings)."""
     cpu = np.asarray(thread_cpu, dtype=np.int64)
     cpn, cores = topology.cpus_per_node, topology.cores_per_node
-    core = (cpu // cpn) * cores + (cpu % cpn) % cores
-    busy = np.asarray(busy, dtype=bool)
-    n = np.bincount(core[busy], minlength=topology.nodes * cores)[core]
-    return n + ~busy  # a thread always counts itself
+    return (cpu // cpn) * cores + (cpu % cpn) % cores
 
 
 def smt_slowdown(load, smt: int, gain: float) -> np.ndarray:
@@ -334,10 +340,8 @@ def smt_slowdown(load, smt: int, gain: float) -> np.ndarray:
 def active_cores(topology: Topology, thread_cpu, busy) -> np.ndarray:
     """Busy cores of every node, ``(nodes,)`` int64: the distinct cores (:func:`core_load`'s
     numbering) that run at least one busy thread."""
-    cpu = np.asarray(thread_cpu, dtype=np.int64)[np.asarray(busy, dtype=bool)]
-    cpn, cores = topology.cpus_per_node, topology.cores_per_node
-    core = np.unique((cpu // cpn) * cores + (cpu % cpn) % cores)
-    return np.bincount(core // cores, minlength=topology.nodes).astype(np.int64)
+    core = np.unique(_core_of(topology, thread_cpu)[np.asarray(busy, dtype=bool)])
+    return np.bincount(core // topology.cores_per_node, minlength=topology.nodes).astype(np.int64)
 
 
 def core_clock_ghz(topology: Topology, active) -> np.ndarray | None:
