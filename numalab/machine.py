@@ -12,6 +12,10 @@ usual way in. It reads
   ``topology/thread_siblings_list`` (SMT);
 * the CPU's model name from ``lscpu`` (on the live machine) or ``/proc/cpuinfo``.
 
+``numalab probe`` measures what sysfs has no figure for: the bandwidths
+(:func:`probe_bandwidth`, numpy threads pinned per node) and the core clock under load
+(:func:`probe_clock`, cpufreq's ``scaling_cur_freq`` while one core, then every core, spins).
+
 Nothing is silently guessed: whatever cannot be read, or does not add up (an offline CPU, a
 node whose ``has_cpu`` bit disagrees with its ``cpulist``, a sparse node numbering), is a
 sentence in the result's ``warnings``; a field sysfs has no figure for (the bandwidths without
@@ -31,7 +35,7 @@ from pathlib import Path
 
 from .errors import NumalabValueError
 
-__all__ = ["read_host", "parse_cpulist", "node_cpus", "probe_bandwidth"]
+__all__ = ["read_host", "parse_cpulist", "node_cpus", "probe_bandwidth", "probe_clock", "core_cpus"]
 
 NODE_DIR = ("sys", "devices", "system", "node")
 CPU_DIR = ("sys", "devices", "system", "cpu")
@@ -542,6 +546,137 @@ def _probe_node(n, nodes, node_cpus, workers, out, mem_free_GiB, total_mb, singl
                               "read_band": [round(min(rates), 2), round(max(rates), 2)],
                               "thread_read_GBps": round(max(one_rates), 2),
                               "thread_read_band": [round(min(one_rates), 2), round(max(one_rates), 2)]})
+
+
+# ------------------------------------------------------------------------- the core clock (probe)
+#: seconds the clock probe keeps the cores busy before it reads their clocks. On x86, cpufreq's
+#: ``scaling_cur_freq`` is the APERF/MPERF average since the last read or tick, so the governor's
+#: ramp-up is over and a few ticks are averaged well within this
+CLOCK_SPIN_S = 0.5
+#: what each spinning process runs (``python -I -S -c``, argv[1] its CPU): pin, say "ready", wait
+#: for the common deadline (CLOCK_MONOTONIC is one clock for every process), spin an integer loop
+#: until then, print its CPU time over its wall time. Processes, not threads: no GIL to share, so
+#: every core of a large machine stays busy; no numpy, so each starts in milliseconds
+_SPIN = """
+import os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[1])})
+print("ready", flush=True)
+deadline = float(sys.stdin.readline())
+c0, t0, x = time.process_time(), time.monotonic(), 0
+while time.monotonic() < deadline:
+    for _ in range(10000):
+        x += 1
+print((time.process_time() - c0) / max(time.monotonic() - t0, 1e-9), flush=True)
+"""
+
+
+def core_cpus(root, node_cpus: dict) -> dict:
+    """Node id -> one CPU of each of its physical cores (the lowest online thread sibling), in
+    order: the CPUs the clock probe keeps busy (the futex model's clock counts busy cores,
+    :func:`numalab.futex.costs.active_cores`)."""
+    rd = _Reader(Path(root))
+    out = {}
+    for n, cpus in node_cpus.items():
+        mine, firsts = set(cpus), []
+        for c in cpus:
+            sib = rd.cpulist(*CPU_DIR, f"cpu{c}", "topology", "thread_siblings_list", quiet=True) or [c]
+            first = min([s for s in sib if s in mine] or [c])
+            if first not in firsts:
+                firsts.append(first)
+        out[n] = firsts
+    return out
+
+
+def _khz(rd: _Reader, cpu: int, name: str) -> int | None:
+    text = rd.text(*CPU_DIR, f"cpu{cpu}", "cpufreq", name, quiet=True)
+    try:
+        return int(text.split()[0]) if text else None
+    except ValueError:
+        return None
+
+
+def spin_and_read(cpus: list, seconds: float, read):
+    """Keep every CPU of ``cpus`` busy (one pinned process each, :data:`_SPIN`), call ``read()``
+    once all have spun ``seconds``, stop them; returns ``(read(), the lowest busy share)``, the
+    share being a process's CPU time over its wall time (0 for one that could not pin)."""
+    import subprocess
+    import sys
+    import time
+
+    procs = [subprocess.Popen([sys.executable, "-I", "-S", "-c", _SPIN, str(c)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for c in cpus]
+    try:
+        ready = [p.stdout.readline().strip() == "ready" for p in procs]
+        deadline = time.monotonic() + seconds + 0.2
+        for p, ok in zip(procs, ready):
+            if ok:
+                p.stdin.write(f"{deadline!r}\n")
+                p.stdin.flush()
+        time.sleep(seconds)
+        values = read()
+        shares = []
+        for p, ok in zip(procs, ready):
+            out = p.communicate(timeout=seconds + 30)[0].strip() if ok else ""
+            shares.append(float(out) if out else 0.0)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return values, min(shares)
+
+
+def probe_clock(node_cpus: dict, root="/", *, seconds: float = CLOCK_SPIN_S, spin=None, progress=None) -> dict:
+    """Measure the core clock under load (what ``numalab probe`` runs after the bandwidths):
+    cpufreq's ``scaling_cur_freq`` of a core while it alone spins (``turbo_GHz``: the maximum
+    turbo) and of every core while all of every node spin (``all_core_GHz``: their mean, with
+    the lowest and highest core as its band). One CPU per physical core spins
+    (:func:`core_cpus`): an SMT sibling does not raise the busy-core count turbo depends on.
+    Without cpufreq (a virtual machine, a kernel without CONFIG_CPU_FREQ) nothing is measured
+    and a warning says so. ``spin(cpus, seconds, read)`` replaces :func:`spin_and_read` (tests);
+    ``progress(step_text)`` is called before each of the two measurements. Returns the
+    ``"clock"`` part of the topology file's ``"probe"`` section (GHz = 1e6 kHz)."""
+    import os
+
+    rd = _Reader(Path(root))
+    allowed = os.sched_getaffinity(0) if spin is None else None
+    cores = core_cpus(root, node_cpus)
+    busy = [c for n in sorted(cores) for c in cores[n] if allowed is None or c in allowed]
+    here = f"{str(root).rstrip('/')}/sys/devices/system/cpu"
+    out = {"warnings": [], "seconds": 0.0}
+    if not busy or _khz(rd, busy[0], "scaling_cur_freq") is None:
+        out["warnings"].append(f"core clock: not measured: no cpu<N>/cpufreq/scaling_cur_freq under {here} (a "
+                               "virtual machine, or a kernel without CONFIG_CPU_FREQ); all_core_ghz and turbo_ghz "
+                               "not given, so the futex costs stay at their reference clock")
+        return out
+    held = sum(len(cs) for cs in cores.values()) - len(busy)
+    if held:
+        out["warnings"].append(f"core clock: {held} core(s) not allowed to this process; the all-core clock was "
+                               f"measured with {len(busy)} busy cores, so it may read high")
+    step = progress or (lambda text: None)
+    spin = spin or spin_and_read
+    t0 = _now()
+    step("core clock: one core busy")
+    one, share_one = spin([busy[0]], seconds, lambda: [_khz(rd, busy[0], "scaling_cur_freq")])
+    step(f"core clock: {len(busy)} cores busy")
+    every, share_all = spin(busy, seconds, lambda: [_khz(rd, c, "scaling_cur_freq") for c in busy])
+    every = [v for v in every if v]
+    if not one[0] or not every:
+        out["warnings"].append(f"core clock: not measured: scaling_cur_freq unreadable under load under {here}")
+        return out
+    out.update(turbo_GHz=round(one[0] / 1e6, 3), turbo_cpu=busy[0],
+               all_core_GHz=round(sum(every) / len(every) / 1e6, 3),
+               all_core_band=[round(min(every) / 1e6, 3), round(max(every) / 1e6, 3)], cores=len(busy),
+               busy_share=round(min(share_one, share_all), 3), spin_s=seconds, seconds=round(_now() - t0, 2))
+    for key, name in (("driver", "scaling_driver"), ("governor", "scaling_governor")):
+        out[key] = (rd.text(*CPU_DIR, f"cpu{busy[0]}", "cpufreq", name, quiet=True) or "").strip() or None
+    for key, name in (("cpuinfo_max_GHz", "cpuinfo_max_freq"), ("base_GHz", "base_frequency")):
+        khz = _khz(rd, busy[0], name)
+        out[key] = None if khz is None else round(khz / 1e6, 3)
+    if out["busy_share"] < 0.9:
+        out["warnings"].append(f"core clock: a spinning process was busy only {out['busy_share']:.0%} of the time "
+                               "(other load); the clocks may be averaged with idle time")
+    return out
 
 
 

@@ -3,7 +3,8 @@
 Reads the nodes, CPUs, SMT, memory and SLIT from /sys (Topology.from_host), then measures with
 numpy threads pinned to each node's CPUs: every node's fill (memset-like) and read bandwidth
 with all its CPUs and with one thread, and the read bandwidth of every node's memory from every
-other node's CPUs. Writes a topology file that --topology, nl.Topology.load, sweeps and the
+other node's CPUs; then the core clock with one core and with every core busy (cpufreq, where
+the machine has it). Writes a topology file that --topology, nl.Topology.load, sweeps and the
 explorers accept; every measured field's provenance says how, when and where it was measured.
 """
 
@@ -13,7 +14,8 @@ import argparse
 
 from . import add_output
 
-HELP = "measure this machine's memory bandwidths per node and write a topology file (--topology PATH)"
+HELP = ("measure this machine's memory bandwidths per node and its core clock, and write a topology file "
+        "(--topology PATH)")
 
 #: the fields a probe sets, with what it measured for them
 MEASURED = {
@@ -58,7 +60,8 @@ def run(args) -> int:
     return 0
 
 
-def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progress=False, measure=None) -> dict:
+def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progress=False, measure=None,
+               clock=None) -> dict:
     """This machine's topology file content with measured bandwidths: :func:`numalab.machine.
     read_host`, then :func:`numalab.machine.probe_bandwidth` (``measure``) on its nodes, which
     sets per node (:data:`MEASURED`)
@@ -72,6 +75,9 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
     * ``remote_latency_ns``: its local latency times one thread's local/remote read ratio at
       the largest distance (``costs.progress_rates`` scales one thread's bandwidth by the
       latency ratio, so this is the latency that ratio implies).
+
+    Then :func:`numalab.machine.probe_clock` (``clock``) sets ``all_core_ghz`` and ``turbo_ghz``
+    from cpufreq under load; without cpufreq they stay unset, with a warning.
 
     A figure that could not be measured (one node: no remote pair) keeps the host's value, with
     a warning. The measurements are the ``"probe"`` section, with the date and the host."""
@@ -89,11 +95,12 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
     cpu_nodes = [n for n in ids if cpus[n]]
     # the steps of probe_bandwidth: per node its placing, its 4 local measurements if it has CPUs,
     # and one read of its memory from every other node with CPUs
-    bar = _bar(progress, sum(1 + 4 * bool(cpus[n]) + len([m for m in cpu_nodes if m != n]) for n in ids))
+    bar = _bar(progress, sum(1 + 4 * bool(cpus[n]) + len([m for m in cpu_nodes if m != n]) for n in ids) + 2)
     kw = {k: v for k, v in (("total_mb", total_mb), ("single_mb", single_mb), ("repeats", repeats)) if v is not None}
     try:
         res = (measure or machine.probe_bandwidth)(cpus, mem_free_GiB=machine.mem_free_gib(root, ids),
                                                    progress=bar.step if bar else None, **kw)
+        res["clock"] = (clock or machine.probe_clock)(cpus, root, progress=bar.step if bar else None)
     finally:
         if bar:
             bar.close()
@@ -101,7 +108,7 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
     res.update(date=when, host=socket.gethostname(), model_name=host["model_name"])
     where = f"numalab probe on {res['host']} ({host['model_name'] or 'unknown CPU'}), {when}"
     warnings = [w for w in data["warnings"] if "numalab probe measures" not in w] + res["warnings"]
-    data["warnings"] = warnings + apply_probe(data, base, res, ids, where)
+    data["warnings"] = warnings + apply_probe(data, base, res, ids, where) + apply_clock(data, res["clock"], where)
     data["probe"] = res
     data["source"] = f"{data['source']}; bandwidths measured by numalab probe, {when}"
     return data
@@ -177,6 +184,27 @@ def apply_probe(data: dict, base, res: dict, ids: list, where: str) -> list[str]
     return warnings
 
 
+def apply_clock(data: dict, clk: dict, where: str) -> list[str]:
+    """Set ``all_core_ghz`` and ``turbo_ghz`` of ``data`` from ``clk`` (a probe_clock result)
+    when it measured them; returns its warnings. A one-core clock read below the all-core one
+    (turbo off, or noise) is taken as the all-core clock: the Topology requires turbo >= all-core."""
+    if "all_core_GHz" not in clk:
+        return list(clk["warnings"])
+    all_core = round(clk["all_core_GHz"], 2)
+    turbo = round(max(clk["turbo_GHz"], clk["all_core_GHz"]), 2)
+    data["topology"].update(all_core_ghz=all_core, turbo_ghz=turbo)
+    how = (f"cpufreq scaling_cur_freq (the APERF/MPERF average) after {clk['spin_s']} s of one pinned process per "
+           "busy core spinning an integer loop")
+    data["provenance"]["all_core_ghz"] = {
+        "kind": "measurement", "source": f"{where}: {how} on every core ({clk['cores']}), their mean",
+        "band": clk["all_core_band"], "band_source": f"the slowest and fastest core ({where})"}
+    data["provenance"]["turbo_ghz"] = {
+        "kind": "measurement", "source": f"{where}: {how} on CPU {clk['turbo_cpu']} alone"
+                                         + ("" if turbo == round(clk["turbo_GHz"], 2) else
+                                            f" (read {clk['turbo_GHz']} GHz, below the all-core clock: taken as it)")}
+    return list(clk["warnings"])
+
+
 def summary(topo, probe: dict) -> str:
     """The measured bandwidths, one line per node and per remote pair, and the warnings."""
     lines = [f"{topo.name}: {topo.nodes} node(s), {topo.ncpus} CPUs ({topo.source.split(';')[0]})",
@@ -194,6 +222,11 @@ def summary(topo, probe: dict) -> str:
     if fills:
         lines.append("fill / read bandwidth: " + ", ".join(f"{f / r:.2f}" for f, r in fills)
                      + " (the topology's write_efficiency: bzero's share of node_bw_GBps)")
-    lines.append(f"measured in {probe['seconds']:.1f} s")
+    clk = probe.get("clock", {})
+    if "all_core_GHz" in clk:
+        lines.append(f"core clock: {clk['turbo_GHz']:.2f} GHz with one core busy, {clk['all_core_GHz']:.2f} GHz "
+                     f"({clk['all_core_band'][0]:.2f}-{clk['all_core_band'][1]:.2f}) with all {clk['cores']} busy "
+                     f"(cpufreq {clk['driver'] or 'driver unknown'}, governor {clk['governor'] or 'unknown'})")
+    lines.append(f"measured in {probe['seconds'] + clk.get('seconds', 0.0):.1f} s")
     lines += [f"warning: {w}" for w in topo.warnings]
     return "\n".join(lines)
