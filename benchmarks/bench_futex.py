@@ -43,7 +43,7 @@ def bench_t240(nl) -> None:
 def bench_calibrate(nl) -> None:
     import numpy as np
 
-    topo = nl.Topology(nodes=2, cpus_per_node=16)
+    topo = nl.data.futex_topology()
     pub = nl.data.load("futex-e5-2650")
     t28 = pub.where(pub.threads == 28, drop=True)
     t14 = pub.where(pub.threads == 14, drop=True)

@@ -10,8 +10,9 @@ penalty of a saturated bucket and the fitted constants. ``--cross-validate``: ca
 each thread count and score on both (``nl.futex.cross_validate``), the in-sample and the
 cross-validated error side by side. ``--bands N``: the model's range per row over the
 constants' plausible bands (``nl.futex.predict_band``, an N-point Latin hypercube) and
-whether the published value lies inside. The topology is ``nl.Topology(nodes=2,
-cpus_per_node=16)`` with its default latencies: nothing in it is taken from this machine.
+whether the published value lies inside. The topology is ``nl.data.futex_topology()``: 2
+nodes of 16 CPUs numbered node by node (the T=14 rows ran all on node 0), every latency at the
+Topology's class default: nothing in it is taken from this machine's measurements.
 ``--clock``: the same with the E5-2650's published core clock (``all_core_ghz=2.4``,
 ``turbo_ghz=2.8``: 2.0 GHz base, +4 turbo bins with all 8 cores busy, +8 with one or two; Intel's
 Xeon E5-2600 specification update), so the CPU-side costs run at the machine's clock.
@@ -114,7 +115,7 @@ def main() -> None:
     import numalab as nl
 
     clock = dict(all_core_ghz=2.4, turbo_ghz=2.8) if args.clock else {}
-    topo = nl.Topology(nodes=2, cpus_per_node=16, **clock)
+    topo = nl.data.futex_topology(**clock)
     pub = nl.data.load("futex-e5-2650")
     curves = {t: pub.where(pub.threads == t, drop=True) for t in (28, 14)}
     _curves(args, nl, topo, pub, curves)

@@ -20,7 +20,7 @@ import xarray as xr
 from .errors import check_choice
 from .resources import shipped_dir
 
-__all__ = ["names", "load", "load_futex", "data_dir", "WORKLOAD_OF_METRIC", "job_variable"]
+__all__ = ["names", "load", "load_futex", "futex_topology", "data_dir", "WORKLOAD_OF_METRIC", "job_variable"]
 
 _PREFIX = "autonuma-benchmark."
 _VMSTAT = "proc-vmstat."
@@ -133,3 +133,27 @@ def load_futex(name: str = "futex-e5-2650") -> xr.Dataset:
     ds.attrs.update(table=name, machine=first["machine"], cpus=int(first["cpus"]), nodes=int(first["nodes"]),
                     source=first["source"])
     return ds
+
+
+#: how each futex table's machine numbers its CPUs (Topology.cpu_numbering), and why
+_FUTEX_NUMBERING = {
+    "futex-e5-2650": ("node", "its T=14 rows ran all on node 0 while perf bench pins thread i to CPU i, so node 0 "
+                              "holds CPUs 0-15 (shared/reference/futex-calibration.md: 'T = 14, all on node 0')"),
+}
+
+
+def futex_topology(name: str = "futex-e5-2650", **fields):
+    """The machine a published futex table was measured on, as the model describes it: its
+    nodes and CPUs from the table, the CPU numbering its rows imply, every other field at the
+    Topology's class default (nothing taken from the machine's measurements). ``fields`` add to
+    it, e.g. the core clock (``all_core_ghz=2.4, turbo_ghz=2.8``)."""
+    from .provenance import Provenance
+    from .topology import Topology
+
+    ds = load_futex(name)
+    numbering, why = _FUTEX_NUMBERING[name]
+    sources = {"cpu_numbering": Provenance("measurement", f"{ds.attrs['machine']}: {why}")}
+    return Topology(nodes=ds.attrs["nodes"], cpus_per_node=ds.attrs["cpus"] // ds.attrs["nodes"],
+                    cpu_numbering=numbering, name=name.removeprefix("futex-"),
+                    source=f"{ds.attrs['machine']} ({ds.attrs['source']}); costs at the class defaults",
+                    sources=sources, **fields)

@@ -9,7 +9,8 @@ usual way in. It reads
   masks, and where the firmware's HMAT gives them each node's ``access0/initiators/
   read_latency`` (ns) and ``read_bandwidth`` (MB/s);
 * ``/sys/devices/system/cpu``: the ``online`` and ``offline`` CPUs and every online CPU's
-  ``topology/thread_siblings_list`` (SMT);
+  ``topology/thread_siblings_list`` (SMT, and with the nodes' cpulists how the machine numbers
+  its CPUs: :data:`CPU_NUMBERINGS`);
 * the CPU's model name from ``lscpu`` (on the live machine) or ``/proc/cpuinfo``.
 
 ``numalab probe`` measures what sysfs has no figure for: the bandwidths
@@ -35,10 +36,38 @@ from pathlib import Path
 
 from .errors import NumalabValueError
 
-__all__ = ["read_host", "parse_cpulist", "node_cpus", "probe_bandwidth", "probe_clock", "core_cpus"]
+__all__ = ["read_host", "parse_cpulist", "node_cpus", "probe_bandwidth", "probe_clock", "core_cpus", "cpu_order",
+           "CPU_NUMBERINGS"]
 
 NODE_DIR = ("sys", "devices", "system", "node")
 CPU_DIR = ("sys", "devices", "system", "cpu")
+
+#: how a machine numbers its logical CPUs, i.e. which node's core or SMT sibling each Linux CPU
+#: id (each entry of perf's CPU map) is (``Topology.cpu_numbering``; None there is the first)
+CPU_NUMBERINGS = {
+    "cores-first": "the first hardware thread of every core, node after node, then every core's next thread, node "
+                   "after node (the order x86 firmware lists CPUs in; lscpu on 2 x 32 cores: node0 0-31,64-95)",
+    "node": "node after node, each node's cores and then their SMT siblings (2 x 8 cores x 2: node0 0-15)",
+    "siblings": "node after node, the hardware threads of a core adjacent (cpu0 and cpu1 share a core)",
+}
+
+
+def cpu_order(cpus_per_node, smt, numbering: str) -> list[int]:
+    """The model's CPU of every Linux CPU id under ``numbering`` (:data:`CPU_NUMBERINGS`). The
+    model numbers CPUs node by node, each node's cores first: node n's core k's j-th hardware
+    thread is ``start[n] + j * cores[n] + k``. ``cpus_per_node``, ``smt``: one int per node."""
+    start, cores = [], []
+    for c, s in zip(cpus_per_node, smt):
+        start.append(sum(cpus_per_node[:len(start)]))
+        cores.append(c // s)
+    nodes = range(len(cores))
+    if numbering == "node":
+        return list(range(sum(cpus_per_node)))
+    if numbering == "cores-first":      # thread j of every core of every node, for j = 0, 1, ...
+        return [start[n] + j * cores[n] + k for j in range(max(smt, default=1)) for n in nodes if j < smt[n]
+                for k in range(cores[n])]
+    # "siblings": node by node, core by core, a core's threads together
+    return [start[n] + j * cores[n] + k for n in nodes for k in range(cores[n]) for j in range(smt[n])]
 
 
 def parse_cpulist(text: str) -> list[int]:
@@ -172,6 +201,34 @@ def _smt(rd: _Reader, n: int, cpus: list[int]) -> int:
     return 1
 
 
+def _numbering(rd: _Reader, nodes: list[int], cpus: dict, smt: list[int]) -> str | None:
+    """Which of :data:`CPU_NUMBERINGS` the online CPU ids follow: the i-th online CPU (perf's
+    CPU map) must be the model CPU :func:`cpu_order` says. None, with a warning, when none fits
+    (the model then takes ``cores-first``)."""
+    model, start = {}, 0
+    for n, s in zip(nodes, smt):
+        mine = sorted(cpus[n])
+        groups = {}
+        for c in mine:
+            sib = rd.cpulist(*CPU_DIR, f"cpu{c}", "topology", "thread_siblings_list", quiet=True) or [c]
+            groups.setdefault(tuple(x for x in sib if x in mine) or (c,), None)
+        # an offline sibling made smt 1 on this node (_smt): every CPU its own core, as the model has it
+        cores = sorted(groups, key=min) if all(len(g) == s for g in groups) else [(c,) for c in mine]
+        for k, core in enumerate(cores):
+            for j, c in enumerate(sorted(core)):
+                model[c] = start + j * len(cores) + k
+        start += len(mine)
+    actual = [model[c] for c in sorted(model)]
+    counts = [len(cpus[n]) for n in nodes]
+    for name in CPU_NUMBERINGS:
+        if cpu_order(counts, smt, name) == actual:
+            return name
+    if len(actual) > 1:
+        rd.warnings.append("cpu_numbering: the online CPU ids follow none of " + ", ".join(CPU_NUMBERINGS) +
+                           "; taken as cores-first, so where perf bench futex hash's pinned threads run may differ")
+    return None
+
+
 def _mem_gib(rd: _Reader, n: int) -> float | None:
     text = rd.text(*NODE_DIR, f"node{n}", "meminfo")
     if text is None:
@@ -254,6 +311,7 @@ def read_host(root="/", lscpu: bool = True) -> dict:
     _masks(rd, nodes, cpus, mem)
     smt = [_smt(rd, n, cpus[n]) for n in nodes]
     dist = _distance(rd, nodes)
+    numbering = _numbering(rd, nodes, cpus, smt)
     hmat = _hmat(rd, nodes)
     model = _model_name(rd, lscpu)
     top = str(root).rstrip("/")
@@ -265,6 +323,10 @@ def read_host(root="/", lscpu: bool = True) -> dict:
         "cpus_per_node": _p("measurement", f"online CPUs of each node (node<N>/cpulist and cpu/online), {here}"),
         "smt": _p("measurement", f"online CPUs over cores (cpu<N>/topology/thread_siblings_list), {here}"),
     }
+    if numbering is not None:
+        values["cpu_numbering"] = numbering
+        prov["cpu_numbering"] = _p("measurement", f"the online CPU ids of each node (node<N>/cpulist) and their "
+                                                  f"cores (cpu<N>/topology/thread_siblings_list), {here}")
     missing_mem = [n for n in nodes if mem[n] is None]
     if missing_mem:
         rd.warnings.append(f"nodes {_list_text(missing_mem)}: no MemTotal; memory taken as 128 GiB (the class default)")

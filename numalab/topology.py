@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import NumalabValueError, check_choice, check_in_file, check_int, check_number
+from .machine import CPU_NUMBERINGS, cpu_order
 from .provenance import Provenance
 from .resources import shipped_dir
 
@@ -66,10 +67,11 @@ _HI = {"cpus_per_node": 65536, "smt": 8, "write_efficiency": 1.0}
 #: the fields of the model, in file order (``name`` and ``source`` describe it)
 FIELDS = ("nodes", "cpus_per_node", "distance", "smt", "local_latency_ns", "remote_latency_ns", "node_bw_GBps",
           "write_efficiency", "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns", "line_remote_ns",
-          "links", "all_core_ghz", "turbo_ghz")
+          "links", "all_core_ghz", "turbo_ghz", "cpu_numbering")
 
 #: the fields that may be None (not given): a topology file and a Dataset's attrs leave them out
-OPTIONAL = ("links", "all_core_ghz", "turbo_ghz")
+OPTIONAL = ("links", "all_core_ghz", "turbo_ghz", "cpu_numbering")
+
 
 #: the ``format`` of a topology file
 FORMAT = "numalab-topology/1"
@@ -134,6 +136,11 @@ class Topology:
         (:func:`numalab.futex.costs.core_clock_ghz`). The futex model's CPU-side costs, stated
         in ns at ``FutexCosts.clock_ref_ghz``, are scaled to this clock. Default None: not
         given, the costs as stated. ``turbo_ghz`` needs ``all_core_ghz``.
+    cpu_numbering : str, optional
+        How the machine numbers its CPUs (:data:`CPU_NUMBERINGS`): which Linux CPU id is which
+        node's core or sibling (:attr:`linux_cpu_index`), so where a program that pins thread i
+        to CPU i (``perf bench futex hash``) puts its threads. Default None: ``"cores-first"``,
+        the order x86 firmware lists CPUs in; ``Topology.from_host`` reads it from sysfs.
     name : str
         Preset name or ``"custom"``.
     source : str
@@ -161,6 +168,7 @@ class Topology:
     links: tuple | None = None
     all_core_ghz: float | None = None
     turbo_ghz: float | None = None
+    cpu_numbering: str | None = None
     name: str = "custom"
     source: str = field(default="user-defined", compare=False)
     sources: dict = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
@@ -201,6 +209,8 @@ class Topology:
                 f"{_text(self.local_latency_ns)} (node {int(low[0])})"
             )
         _check_clock(self.all_core_ghz, self.turbo_ghz)
+        if self.cpu_numbering is not None:
+            check_choice("cpu_numbering", self.cpu_numbering, list(CPU_NUMBERINGS))
         object.__setattr__(self, "distance", _check_distance(self.distance, self.nodes))
         object.__setattr__(self, "links", _check_links(self.links, self.nodes))
         object.__setattr__(self, "warnings", tuple(str(w) for w in self.warnings))
@@ -295,6 +305,12 @@ class Topology:
         return _frozen(np.repeat(np.arange(self.nodes, dtype=np.int64), self.node_cpus))
 
     @cached_property
+    def linux_cpu_index(self) -> np.ndarray:
+        """The model's CPU (numbered node by node, each node's cores before their siblings) of
+        every Linux CPU id, ``(ncpus,)``, in the order :attr:`cpu_numbering` names."""
+        return _frozen(_linux_cpu_index(self))
+
+    @cached_property
     def latency_ns(self) -> np.ndarray:
         """Memory latency from a CPU on node i to memory on node j, ``(nodes, nodes)`` ns: node
         j's ``local_latency_ns`` at SLIT 10, its ``remote_latency_ns`` at the largest distance,
@@ -333,19 +349,7 @@ class Topology:
     def to_attrs(self) -> dict:
         """Flat attrs for an xarray Dataset (netCDF-safe: numbers and strings only; a per-node
         field that differs between nodes as its values joined by commas)."""
-        out = {}
-        for key in (*FIELDS, "name", "source"):
-            value = getattr(self, key)
-            if key == "distance":
-                out["topology_distance"] = " ".join(",".join(map(str, r)) for r in value)
-            elif key == "links":
-                if value is not None:      # "a-b:GBps a->b/GBps b->a" per link
-                    out["topology_links"] = " ".join(f"{a}-{b}:{ab:g}/{ba:g}" for a, b, ab, ba in value)
-            elif value is None:            # a clock not given
-                continue
-            else:
-                out[f"topology_{key}"] = ",".join(map(str, value)) if isinstance(value, tuple) else value
-        return out
+        return _to_attrs(self)
 
     # ----------------------------------------------------------------- provenance
     def provenance(self) -> dict:
@@ -461,21 +465,50 @@ class Topology:
     def coerce(topology) -> "Topology":
         """Accept a :class:`Topology`, a preset name or alias, or the path of a topology file
         (what :func:`check_topology` returns for one, ``"<path>#<digest>"``, too)."""
-        if isinstance(topology, Topology):
-            return topology
-        if isinstance(topology, str) and (topology in _presets() or topology in PRESET_ALIASES):
-            return Topology.preset(topology)
-        if isinstance(topology, (str, os.PathLike)) and _looks_like_path(topology):
-            return _load_checked(os.fspath(topology))
-        if isinstance(topology, str):
-            check_choice("topology", topology, [*_presets(), *PRESET_ALIASES])
-        raise NumalabValueError(
-            f"topology={topology!r} must be a Topology, a preset name or a topology file (.json); allowed "
-            f"presets: {', '.join([*_presets(), *PRESET_ALIASES])}"
-        )
+        return _coerce(topology)
 
 
 # --------------------------------------------------------------------------------- helpers
+def _coerce(topology) -> Topology:
+    """:meth:`Topology.coerce`."""
+    if isinstance(topology, Topology):
+        return topology
+    if isinstance(topology, str) and (topology in _presets() or topology in PRESET_ALIASES):
+        return Topology.preset(topology)
+    if isinstance(topology, (str, os.PathLike)) and _looks_like_path(topology):
+        return _load_checked(os.fspath(topology))
+    if isinstance(topology, str):
+        check_choice("topology", topology, [*_presets(), *PRESET_ALIASES])
+    raise NumalabValueError(
+        f"topology={topology!r} must be a Topology, a preset name or a topology file (.json); allowed "
+        f"presets: {', '.join([*_presets(), *PRESET_ALIASES])}"
+    )
+
+
+def _to_attrs(topo) -> dict:
+    """:meth:`Topology.to_attrs`."""
+    out = {}
+    for key in (*FIELDS, "name", "source"):
+        value = getattr(topo, key)
+        if key == "distance":
+            out["topology_distance"] = " ".join(",".join(map(str, r)) for r in value)
+        elif key == "links":
+            if value is not None:      # "a-b:GBps a->b/GBps b->a" per link
+                out["topology_links"] = " ".join(f"{a}-{b}:{ab:g}/{ba:g}" for a, b, ab, ba in value)
+        elif value is None:            # an optional field not given
+            continue
+        else:
+            out[f"topology_{key}"] = ",".join(map(str, value)) if isinstance(value, tuple) else value
+    return out
+
+
+def _linux_cpu_index(topo) -> np.ndarray:
+    """:attr:`Topology.linux_cpu_index` (:func:`numalab.machine.cpu_order`)."""
+    order = cpu_order(topo.per_node("cpus_per_node").tolist(), topo.per_node("smt").tolist(),
+                      topo.cpu_numbering or "cores-first")
+    return np.asarray(order, dtype=np.int64)
+
+
 def _text(value) -> str:
     return "(" + ", ".join(map(str, value)) + ")" if isinstance(value, tuple) else str(value)
 
@@ -592,6 +625,8 @@ def _provenance(topo) -> dict:
         elif name == "links" and topo.links is None:
             out[name] = Provenance("derived", "no links given: a link between every pair of nodes, its "
                                               "direction into node y carrying link_bw_GBps[y]")
+        elif name == "cpu_numbering" and topo.cpu_numbering is None:
+            out[name] = Provenance("assumed", "not given: 'cores-first', " + CPU_NUMBERINGS["cores-first"])
         elif name in OPTIONAL and getattr(topo, name) is None:   # a clock not given
             out[name] = Provenance("assumed", "not given: the futex model's CPU-side costs as stated, at "
                                               "FutexCosts.clock_ref_ghz")

@@ -100,12 +100,14 @@ def test_sweep_writes_netcdf(tmp_path):
 def test_calibrate_recovers_known_constants_from_synthetic_rows():
     truth = {"syscall_ns": 160.0, "critical_section_ns": 40.0, "line_remote_ns": 210.0}
     rows = []
-    for threads in (1, 10, 20, 40):          # one node (<= 20) and both nodes of 2s-ivb-40
+    # CPUs numbered node by node: one node (<= 20 threads) and both nodes of 2s-ivb-40
+    topo = nl.Topology.preset("2s-ivb-40", cpu_numbering="node")
+    for threads in (1, 10, 20, 40):
         for buckets in (2, 16, 4096):
-            wl = nl.futex.perf_bench_hash("2s-ivb-40", threads=threads, futexes=64, buckets=buckets)
+            wl = nl.futex.perf_bench_hash(topo, threads=threads, futexes=64, buckets=buckets)
             y = float(nl.futex.simulate(wl, seeds=2, costs=truth).ops_per_s_per_thread.mean())
             rows.append({"mode": "private", "threads": threads, "buckets": buckets, "ops_per_s_per_thread": y})
-    fit = nl.futex.calibrate(rows, "2s-ivb-40", fit=tuple(truth), seeds=2, futexes=64)
+    fit = nl.futex.calibrate(rows, topo, fit=tuple(truth), seeds=2, futexes=64)
     for name, value in truth.items():
         assert fit.constants[name] == pytest.approx(value, rel=0.02), name
     # rows at 1 to 40 threads on one and two nodes pin all three down

@@ -136,8 +136,9 @@ def perf_bench_hash(topology="2s-128", *, threads=None, futexes=1024, buckets=-1
                     oversubscribe=False) -> FutexWorkload:
     """``perf bench futex hash -t threads -f futexes -b buckets [-S] [-I] -r runtime``.
 
-    ``threads`` defaults to all CPUs; thread i runs on CPU ``i % ncpus`` (CPUs numbered node by
-    node). ``buckets``: -1 = don't call the prctl (default private size rule), 0 = global hash,
+    ``threads`` defaults to all CPUs; thread i runs on Linux CPU ``i % ncpus``, which is a node's
+    core or SMT sibling as the topology's ``cpu_numbering`` says (on the usual x86 numbering,
+    half the CPUs are one thread on every core of every node). ``buckets``: -1 = don't call the prctl (default private size rule), 0 = global hash,
     else a power of two >= 2 private slots; it needs ``mode="private"`` (6.16 as shipped has
     the private hash compiled out and the prctl fails). ``immutable`` (6.16 code only) sets
     ``refcount="immutable"``; otherwise ``refcount`` defaults to 6.17's ``"percpu"``.
@@ -165,7 +166,10 @@ def perf_bench_hash(topology="2s-128", *, threads=None, futexes=1024, buckets=-1
         raise NumalabValueError(f"immutable=True contradicts refcount={refcount!r}; allowed: 'immutable' or None")
     refcount = "immutable" if immutable else (refcount or "percpu")
     T, f = threads, futexes
-    arrays = _perf_bench_arrays(T, f, bool(shared), topology.ncpus)
+    arrays = dict(_perf_bench_arrays(T, f, bool(shared), topology.ncpus))
+    # perf pins thread i to Linux CPU i mod ncpus; which node's core or SMT sibling that is
+    # depends on how the machine numbers its CPUs (Topology.cpu_numbering)
+    arrays["thread_cpu"] = _frozen_ids(topology.linux_cpu_index[arrays["thread_cpu"]])
     return FutexWorkload(
         program=PERF_BENCH, topology=topology, mode=mode, **arrays, proc_region=("heap",), slots=(buckets,),
         hashsize=hashsize, refcount=refcount, squash=squash, hash=hash, base_small=base_small,
@@ -173,6 +177,12 @@ def perf_bench_hash(topology="2s-128", *, threads=None, futexes=1024, buckets=-1
         params=dict(threads=T, futexes=f, buckets=buckets, shared=bool(shared),
                     immutable=bool(immutable), runtime=runtime),
     )
+
+
+def _frozen_ids(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, dtype=np.int64)
+    a.flags.writeable = False
+    return a
 
 
 @lru_cache(maxsize=8)
