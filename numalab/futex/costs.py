@@ -186,9 +186,7 @@ class FutexCosts:
                "the full core-to-core latency. Its request is queued at the line's caching agent "
                "already, so the line may be forwarded as the current RMW retires (a snoop and a "
                "data leg instead of request, snoop and data), which would make it ~2/3; not "
-               "assumed by default: no measurement of the overlap on these parts, and below 1 the "
-               "MVA departs from the simulation where the refcount line and the buckets saturate "
-               "together (15 % on 43 threads, 1 futex each, 4 buckets)",
+               "assumed by default: no measurement of the overlap on these parts",
         band=(0.5, 1.0), band_source="the data leg alone to the full round trip (no overlap)")
     percpu_ref_ns: float = constant(
         2.0, kind="derived",

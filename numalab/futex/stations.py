@@ -185,16 +185,23 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
     lock = w.thread_role == ROLE_LOCK
     busy = ~lock
     load = core_load(topo, w.thread_cpu, busy)
-    # class = (process, role, node, core load): threads that differ only in which keys they hash
-    ckey = ((w.thread_proc * 2 + w.thread_role) * topo.nodes + rt.thread_node) * (load.max() + 1) + load
-    ukeys, first, thr_cls = np.unique(ckey, return_index=True, return_inverse=True)
-    thr_cls = thr_cls.reshape(-1)
-    K = ukeys.size
-    cls_n = np.bincount(thr_cls, minlength=K).astype(float)
     tb = rt.thread_buckets
     valid = tb >= 0
     dense = bool(valid.all())          # no padding (perf bench): skip the masks
     nf = np.full(T, tb.shape[1]) if dense else valid.sum(axis=1)
+    # class = (process, role, node, core load): threads that differ only in which keys they hash,
+    # interchangeable when each spreads over many buckets. With few keys a thread they are not:
+    # its own bucket is no other class member's, which a class's averaged visits would hide
+    # (one key a thread, a private hash of 256 slots: the MVA 2.5x below the simulation), so
+    # then every thread is a class of its own (PER_THREAD_KEYS, docs/futex.md)
+    if nf.max() <= PER_THREAD_KEYS:
+        ckey = np.arange(T)
+    else:
+        ckey = ((w.thread_proc * 2 + w.thread_role) * topo.nodes + rt.thread_node) * (load.max() + 1) + load
+    ukeys, first, thr_cls = np.unique(ckey, return_index=True, return_inverse=True)
+    thr_cls = thr_cls.reshape(-1)
+    K = ukeys.size
+    cls_n = np.bincount(thr_cls, minlength=K).astype(float)
     wgt = 1.0 / np.maximum(nf, 1)
     priv_frac = (rt.thread_private if dense else rt.thread_private & valid).sum(axis=1) * wgt
     if w.fx_private.all():
@@ -271,6 +278,12 @@ def _persistent_locks(ent_st, visit, U: int, nu: int) -> np.ndarray:
 
 #: (thread, station) pairs up to which one dense bincount beats sorting each thread's stations
 _DENSE_MAX = 1 << 18
+#: at most this many keys a thread, the MVA gives every thread a class of its own (_point_structure).
+#: MVA against the simulation, 2s-128 / 2s-ivb-40, 22-43 threads, 16-64 buckets, 2 seeds: one key a
+#: thread 72-250 % off aggregated, 1-2 % per thread; 8 keys 33-48 % / 16-20 %; 16 keys 9-14 % /
+#: 6 %; 32 keys 1-6 % / 0-5 %; from 64 the two agree and per-thread classes cost up to 90x the
+#: time (224 threads x 1024 keys: 1.2 s against 0.013 s)
+PER_THREAD_KEYS = 32
 
 
 def _weights_dense(full, thr_cls, wgt, K, U, nopad):
