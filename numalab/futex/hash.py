@@ -103,8 +103,11 @@ def private_default_slots(threads: int, topology: Topology, base_small: bool = F
 
     ``roundup_pow_of_two(4 * min(threads, num_online_cpus()))`` clamped to
     ``[16, S_node]`` where ``S_node`` is the per-node global table size (so 32 CPUs -> at most
-    128, 144 or 256 CPUs -> at most 1024). ``threads`` is the process's thread count once all
-    threads exist (the table only ever grows, so the last clone decides).
+    128, 144 or 256 CPUs -> at most 1024). ``threads`` is the process's worker count: the table
+    only ever grows, so the last worker's clone decides, and ``copy_process()`` calls
+    ``futex_hash_allocate_default()`` before it counts the new thread (before ``tasklist_lock``
+    and ``nr_threads++``; the order as quoted in the 2025-09-18 LKML review of its error path),
+    so ``get_nr_threads()`` then counts the main thread and the workers before it: the workers.
     """
     threads = check_int("threads", threads, lo=1)
     online = topology.ncpus if online_cpus is None else check_int("online_cpus", online_cpus, lo=1)
