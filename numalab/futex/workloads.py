@@ -138,9 +138,10 @@ def perf_bench_hash(topology="2s-128", *, threads=None, futexes=1024, buckets=-1
 
     ``threads`` defaults to all CPUs; thread i runs on Linux CPU ``i % ncpus``, which is a node's
     core or SMT sibling as the topology's ``cpu_numbering`` says (on the usual x86 numbering,
-    half the CPUs are one thread on every core of every node). ``buckets``: -1 = don't call the prctl (default private size rule), 0 = global hash,
-    else a power of two >= 2 private slots; it needs ``mode="private"`` (6.16 as shipped has
-    the private hash compiled out and the prctl fails). ``immutable`` (6.16 code only) sets
+    half the CPUs are one thread on every core of every node). ``buckets``: -1 = don't call
+    the prctl (default private size rule), 0 = global hash, else a power of two >= 2 private
+    slots; it needs ``mode="private"`` (6.16 as shipped has the private hash compiled out and
+    the prctl fails). ``immutable`` (6.16 code only) sets
     ``refcount="immutable"``; otherwise ``refcount`` defaults to 6.17's ``"percpu"``.
     ``hashsize`` is a what-if size of the global table(s) (not a kernel knob).
     """
