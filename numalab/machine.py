@@ -229,6 +229,30 @@ def _numbering(rd: _Reader, nodes: list[int], cpus: dict, smt: list[int]) -> str
     return None
 
 
+def _packages(rd: _Reader, nodes: list[int], cpus: dict) -> int | None:
+    """How many packages the nodes with CPUs sit in (``physical_package_id`` of their CPUs),
+    when each node is in one package and the packages hold the nodes evenly, in node order, as
+    ``Topology.packages`` describes them; None (with a warning if read but not so) otherwise."""
+    of_node = []
+    for n in nodes:
+        ids = {(rd.text(*CPU_DIR, f"cpu{c}", "topology", "physical_package_id", quiet=True) or "").strip()
+               for c in cpus[n]}
+        if not cpus[n]:
+            continue
+        if "" in ids:
+            return None                                   # not in this sysfs: one package per node
+        if len(ids) > 1:
+            rd.warnings.append(f"node {n}: CPUs in packages {sorted(ids)}; packages not given")
+            return None
+        of_node.append(ids.pop())
+    order = list(dict.fromkeys(of_node))
+    k = len(of_node) // max(len(order), 1)
+    if len(of_node) % max(len(order), 1) or of_node != [p for p in order for _ in range(k)]:
+        rd.warnings.append(f"the nodes' packages {of_node} are not consecutive, equal runs; packages not given")
+        return None
+    return len(order)
+
+
 def _mem_gib(rd: _Reader, n: int) -> float | None:
     text = rd.text(*NODE_DIR, f"node{n}", "meminfo")
     if text is None:
@@ -312,6 +336,7 @@ def read_host(root="/", lscpu: bool = True) -> dict:
     smt = [_smt(rd, n, cpus[n]) for n in nodes]
     dist = _distance(rd, nodes)
     numbering = _numbering(rd, nodes, cpus, smt)
+    packages = _packages(rd, nodes, cpus)
     hmat = _hmat(rd, nodes)
     model = _model_name(rd, lscpu)
     top = str(root).rstrip("/")
@@ -323,6 +348,10 @@ def read_host(root="/", lscpu: bool = True) -> dict:
         "cpus_per_node": _p("measurement", f"online CPUs of each node (node<N>/cpulist and cpu/online), {here}"),
         "smt": _p("measurement", f"online CPUs over cores (cpu<N>/topology/thread_siblings_list), {here}"),
     }
+    if packages is not None:
+        values["packages"] = packages
+        prov["packages"] = _p("measurement", f"the distinct physical_package_id of the nodes' CPUs "
+                                             f"(cpu<N>/topology/physical_package_id), {here}")
     if numbering is not None:
         values["cpu_numbering"] = numbering
         prov["cpu_numbering"] = _p("measurement", f"the online CPU ids of each node (node<N>/cpulist) and their "

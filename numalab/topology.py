@@ -67,10 +67,10 @@ _HI = {"cpus_per_node": 65536, "smt": 8, "write_efficiency": 1.0}
 #: the fields of the model, in file order (``name`` and ``source`` describe it)
 FIELDS = ("nodes", "cpus_per_node", "distance", "smt", "local_latency_ns", "remote_latency_ns", "node_bw_GBps",
           "write_efficiency", "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns", "line_remote_ns",
-          "links", "all_core_ghz", "turbo_ghz", "cpu_numbering")
+          "links", "all_core_ghz", "turbo_ghz", "cpu_numbering", "packages")
 
 #: the fields that may be None (not given): a topology file and a Dataset's attrs leave them out
-OPTIONAL = ("links", "all_core_ghz", "turbo_ghz", "cpu_numbering")
+OPTIONAL = ("links", "all_core_ghz", "turbo_ghz", "cpu_numbering", "packages")
 
 
 #: the ``format`` of a topology file
@@ -130,8 +130,8 @@ class Topology:
         between unlinked nodes takes :attr:`link_route`. Default: a link per pair of nodes, its
         direction into ``y`` at ``link_bw_GBps[y]`` (docs/machines.md, "The interconnect").
     all_core_ghz, turbo_ghz : float, optional
-        The core clock [GHz] with every core of a node busy (the all-core turbo, or the base
-        clock with turbo off) and with one core busy (the maximum turbo); a node with ``n`` of
+        The core clock [GHz] with every core of a package busy (the all-core turbo, or the base
+        clock with turbo off) and with one core busy (the maximum turbo); a package with ``n`` of
         its ``c`` cores busy runs at ``turbo - (turbo - all_core) (n - 1) / (c - 1)``
         (:func:`numalab.futex.costs.core_clock_ghz`). The futex model's CPU-side costs, stated
         in ns at ``FutexCosts.clock_ref_ghz``, are scaled to this clock. Default None: not
@@ -141,6 +141,10 @@ class Topology:
         node's core or sibling (:attr:`linux_cpu_index`), so where a program that pins thread i
         to CPU i (``perf bench futex hash``) puts its threads. Default None: ``"cores-first"``,
         the order x86 firmware lists CPUs in; ``Topology.from_host`` reads it from sysfs.
+    packages : int, optional
+        CPU packages (sockets), the nodes with CPUs split evenly among them in node order
+        (:attr:`node_package`; SNC / NPS put several nodes in one): the core clock counts the busy
+        cores of the whole package, as turbo does. Default None: a package per node with CPUs.
     name : str
         Preset name or ``"custom"``.
     source : str
@@ -169,6 +173,7 @@ class Topology:
     all_core_ghz: float | None = None
     turbo_ghz: float | None = None
     cpu_numbering: str | None = None
+    packages: int | None = None
     name: str = "custom"
     source: str = field(default="user-defined", compare=False)
     sources: dict = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
@@ -211,6 +216,7 @@ class Topology:
         _check_clock(self.all_core_ghz, self.turbo_ghz)
         if self.cpu_numbering is not None:
             check_choice("cpu_numbering", self.cpu_numbering, list(CPU_NUMBERINGS))
+        _check_packages(self.packages, int(np.count_nonzero(cpus)))
         object.__setattr__(self, "distance", _check_distance(self.distance, self.nodes))
         object.__setattr__(self, "links", _check_links(self.links, self.nodes))
         object.__setattr__(self, "warnings", tuple(str(w) for w in self.warnings))
@@ -258,6 +264,11 @@ class Topology:
     def cpu_nodes(self) -> np.ndarray:
         """The nodes with CPUs, in node order (every node on a machine without memory-only ones)."""
         return _frozen(np.flatnonzero(self.has_cpu).astype(np.int64))
+
+    @cached_property
+    def node_package(self) -> np.ndarray:
+        """Package of every node (:attr:`packages`; a memory-only node: its nearest CPU node's)."""
+        return _frozen(_node_package(self))
 
     @cached_property
     def nearest_cpu_node(self) -> np.ndarray:
@@ -509,6 +520,25 @@ def _linux_cpu_index(topo) -> np.ndarray:
     return np.asarray(order, dtype=np.int64)
 
 
+def _node_package(topo) -> np.ndarray:
+    """:attr:`Topology.node_package`: the k-th of the c nodes with CPUs is in package
+    ``k * packages // c``."""
+    cpu_nodes = topo.cpu_nodes
+    packages = topo.packages or cpu_nodes.size
+    of_cpu_node = np.zeros(topo.nodes, dtype=np.int64)
+    of_cpu_node[cpu_nodes] = np.arange(cpu_nodes.size) * packages // max(cpu_nodes.size, 1)
+    return of_cpu_node[topo.nearest_cpu_node]
+
+
+def _check_packages(packages, cpu_nodes: int) -> None:
+    if packages is None:
+        return
+    check_int("packages", packages, lo=1, hi=cpu_nodes)
+    if cpu_nodes % packages:
+        raise NumalabValueError(f"packages={packages} does not divide the {cpu_nodes} nodes with CPUs; allowed: a "
+                                "divisor of that count (each package holds as many nodes)")
+
+
 def _text(value) -> str:
     return "(" + ", ".join(map(str, value)) + ")" if isinstance(value, tuple) else str(value)
 
@@ -625,6 +655,8 @@ def _provenance(topo) -> dict:
         elif name == "links" and topo.links is None:
             out[name] = Provenance("derived", "no links given: a link between every pair of nodes, its "
                                               "direction into node y carrying link_bw_GBps[y]")
+        elif name == "packages" and topo.packages is None:
+            out[name] = Provenance("assumed", "not given: a package (socket) per node with CPUs")
         elif name == "cpu_numbering" and topo.cpu_numbering is None:
             out[name] = Provenance("assumed", "not given: 'cores-first', " + CPU_NUMBERINGS["cores-first"])
         elif name in OPTIONAL and getattr(topo, name) is None:   # a clock not given

@@ -111,3 +111,53 @@ def test_clock_round_trips_through_a_topology_file(tmp_path):
     assert "all_core_ghz" not in plain.to_dict()["topology"] and "topology_turbo_ghz" not in plain.to_attrs()
     with pytest.raises(NumalabValueError, match="clock_ref_ghz"):
         FutexCosts(clock_ref_ghz=0.0)
+
+
+def test_turbo_counts_the_busy_cores_of_the_whole_package():
+    """2 packages of 2 nodes each (SNC2 / NPS2), 4 cores a node: four busy cores of node 0 are
+    4 of their package's 8, so it still turbos; counted per node they would be all of them."""
+    snc = nl.Topology(nodes=4, cpus_per_node=8, all_core_ghz=2.0, turbo_ghz=3.0, packages=2)
+    per_node = nl.Topology(nodes=4, cpus_per_node=8, all_core_ghz=2.0, turbo_ghz=3.0)
+    assert snc.node_package.tolist() == [0, 0, 1, 1] and per_node.node_package.tolist() == [0, 1, 2, 3]
+    four = [0, 1, 2, 3]                                   # node 0's four cores (model numbering)
+    assert active_cores(snc, four, [True] * 4).tolist() == [4, 4, 0, 0]
+    assert active_cores(per_node, four, [True] * 4).tolist() == [4, 0, 0, 0]
+    assert core_clock_ghz(snc, np.array([4]))[0] == pytest.approx(3.0 - 1.0 * 3 / 7)
+    assert core_clock_ghz(per_node, np.array([4]))[0] == pytest.approx(2.0)
+    assert active_cores(snc, [0, 8], [True, True]).tolist() == [2, 2, 0, 0]    # both nodes of package 0
+    # the scalar reference counts the package the same way
+    w = perf_bench_hash(snc, threads=4, futexes=8, buckets=64)
+    rt = route(w, 0)
+    expect = FutexCosts().clock_ref_ghz / (3.0 - 1.0 * 3 / 7)
+    assert all(ref.clock_slowdown(rt, t, FutexCosts()) == pytest.approx(expect) for t in range(4))
+
+
+@pytest.mark.parametrize("packages,words", [(3, "packages=3 does not divide the 4 nodes"),
+                                            (0, "packages=0 is out of range"), (5, "packages=5 is out of range")])
+def test_bad_packages_are_refused_by_name(packages, words):
+    with pytest.raises(NumalabValueError, match=words):
+        nl.Topology(nodes=4, cpus_per_node=8, packages=packages)
+
+
+def test_from_host_reads_the_packages(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from numalab.machine import read_host
+
+    root = tmp_path / "snc4"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "sysfs" / "snc4", root)
+    cpu = root / "sys" / "devices" / "system" / "cpu"
+
+    def place(package_of_node):
+        for n, cpus in enumerate(([0, 1, 16, 17], [2, 3, 18, 19], [4, 5, 20, 21], [6, 7, 22, 23])):
+            for c in cpus:
+                (cpu / f"cpu{c}" / "topology" / "physical_package_id").write_text(f"{package_of_node[n]}\n")
+        return read_host(root, lscpu=False)
+
+    data = place([0, 0, 1, 1])                           # SNC2 on two sockets
+    assert data["topology"]["packages"] == 2 and data["provenance"]["packages"]["kind"] == "measurement"
+    assert nl.Topology.from_dict(data).node_package.tolist() == [0, 0, 1, 1]
+    data = place([0, 1, 0, 1])                           # not the order Topology.packages describes
+    assert "packages" not in data["topology"] and any("not consecutive" in w for w in data["warnings"])
+    assert nl.Topology(nodes=4, cpus_per_node=8, packages=2).to_dict()["topology"]["packages"] == 2

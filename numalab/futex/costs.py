@@ -52,8 +52,8 @@ from ..provenance import constant, provenance_of
 from ..topology import Topology
 
 __all__ = ["FutexCosts", "COST_NAMES", "RELATIVE_BANDS", "coerce_costs", "provenance_table", "line_matrix",
-           "handoff_matrix", "contended_matrix", "core_load", "smt_slowdown", "active_cores", "core_clock_ghz",
-           "clock_factor"]
+           "handoff_matrix", "contended_matrix", "core_load", "smt_slowdown", "active_cores", "package_cores",
+           "core_clock_ghz", "clock_factor"]
 
 @dataclass(frozen=True)
 class FutexCosts:
@@ -207,7 +207,7 @@ class FutexCosts:
                "sources count cycles or instructions at ~3 GHz (18-20 cycles = 7 ns, 12-14 cycles = 4 ns, "
                "~50 instructions at ~1 per cycle = 15 ns). On a Topology that gives its clock "
                "(all_core_ghz, turbo_ghz) they are scaled by clock_ref_ghz / the clock of the thread's "
-               "node; line transfers between cores are not (the uncore's clock)",
+               "package; line transfers between cores are not (the uncore's clock)",
         band=(2.6, 3.5), band_source="18-20 cycles in 7 ns (2.6-2.9 GHz) to 12-14 cycles in 4 ns (3.0-3.5 GHz)")
     timer_slack_ns: float = constant(
         50000.0, kind="kernel",
@@ -336,23 +336,31 @@ def smt_slowdown(load, smt: int, gain: float) -> np.ndarray:
 
 
 def active_cores(topology: Topology, thread_cpu, busy) -> np.ndarray:
-    """Busy cores of every node, ``(nodes,)`` int64: the distinct cores (:func:`core_load`'s
-    numbering) that run at least one busy thread."""
+    """Busy cores of every node's package, ``(nodes,)`` int64: the distinct cores
+    (:func:`core_load`'s numbering) that run at least one busy thread, on all nodes of the
+    node's package (:attr:`~numalab.topology.Topology.node_package`; turbo is the package's)."""
     core = np.unique(_core_of(topology, thread_cpu)[np.asarray(busy, dtype=bool)])
-    return np.bincount(core // topology.cores_per_node, minlength=topology.nodes).astype(np.int64)
+    per_node = np.bincount(core // topology.cores_per_node, minlength=topology.nodes)
+    package = topology.node_package
+    return np.bincount(package, weights=per_node, minlength=package.max() + 1).astype(np.int64)[package]
+
+
+def package_cores(topology: Topology) -> int:
+    """Cores of one package: the cores of a node times the nodes of a package."""
+    return topology.cores_per_node * (topology.cpu_nodes.size // (topology.packages or topology.cpu_nodes.size))
 
 
 def core_clock_ghz(topology: Topology, active) -> np.ndarray | None:
-    """The core clock [GHz] of a node with ``active`` busy cores (array): ``turbo_ghz`` with
-    one, ``all_core_ghz`` with all of them, linear in between (Intel's turbo bins fall about
-    one step per one or two more active cores); ``all_core_ghz`` alone when no turbo is given;
-    None when the Topology gives no clock."""
+    """The core clock [GHz] of a package with ``active`` busy cores (array): ``turbo_ghz`` with
+    one, ``all_core_ghz`` with all of them (:func:`package_cores`), linear in between (Intel's
+    turbo bins fall about one step per one or two more active cores); ``all_core_ghz`` alone
+    when no turbo is given; None when the Topology gives no clock."""
     if topology.all_core_ghz is None:
         return None
     a = np.asarray(active, dtype=float)
     if topology.turbo_ghz is None:
         return np.full(a.shape, float(topology.all_core_ghz))
-    c = topology.cores_per_node
+    c = package_cores(topology)
     frac = np.zeros(a.shape) if c <= 1 else (np.clip(a, 1.0, c) - 1.0) / (c - 1.0)
     return topology.turbo_ghz - (topology.turbo_ghz - topology.all_core_ghz) * frac
 

@@ -55,15 +55,16 @@ def line_cost(L, lat, costs: FutexCosts, holder_node, my_node: int, home: int, c
 
 
 def clock_slowdown(rt: Routing, t: int, costs: FutexCosts) -> float:
-    """How much slower thread t's CPU work runs at its node's clock than at the clock the
-    costs are stated at (``clock_ref_ghz``): 1 when the Topology gives no clock; else the
-    node's busy cores (those that run a thread other than a sleeping lock thread) set it,
+    """How much slower thread t's CPU work runs at its package's clock than at the clock the
+    costs are stated at (``clock_ref_ghz``): 1 when the Topology gives no clock; else the busy
+    cores of the package (those that run a thread other than a sleeping lock thread) set it,
     from ``turbo_ghz`` with one busy core to ``all_core_ghz`` with all, linearly."""
     w = rt.workload
     topo = w.topology
-    node = int(w.thread_cpu[t]) // topo.cpus_per_node
-    cores = {int(c) % topo.cpus_per_node % topo.cores_per_node for u, c in enumerate(w.thread_cpu)
-             if w.thread_role[u] != ROLE_LOCK and int(c) // topo.cpus_per_node == node}
+    package = topo.node_package[int(w.thread_cpu[t]) // topo.cpus_per_node]
+    cores = {(int(c) // topo.cpus_per_node, int(c) % topo.cpus_per_node % topo.cores_per_node)
+             for u, c in enumerate(w.thread_cpu)
+             if w.thread_role[u] != ROLE_LOCK and topo.node_package[int(c) // topo.cpus_per_node] == package}
     ghz = core_clock_ghz(topo, np.array([len(cores)]))
     return 1.0 if ghz is None else costs.clock_ref_ghz / float(ghz[0])
 
