@@ -184,15 +184,22 @@ def _cpus(rd: _Reader, nodes: list[int]):
     return per_node
 
 
-def _smt(rd: _Reader, n: int, cpus: list[int]) -> int:
-    """Hardware threads per core of a node: its online CPUs over its cores (thread sibling
-    sets); 1, with a warning, when a core has fewer online siblings than the others."""
+def _cores(rd: _Reader, cpus: list[int], quiet: bool = False) -> list[tuple]:
+    """A node's physical cores: each the sorted tuple of its online CPUs among ``cpus``
+    (``thread_siblings_list``; a CPU whose list names none of them is a core of its own), in the
+    order of their lowest CPU."""
+    mine, cores = set(cpus), set()
+    for c in cpus:
+        sib = rd.cpulist(*CPU_DIR, f"cpu{c}", "topology", "thread_siblings_list", quiet=quiet)
+        cores.add(tuple(sorted(s for s in (sib or [c]) if s in mine)) or (c,))
+    return sorted(cores, key=min)
+
+
+def _smt(rd: _Reader, n: int, cpus: list[int], cores: list[tuple]) -> int:
+    """Hardware threads per core of a node: its online CPUs over its ``cores`` (:func:`_cores`);
+    1, with a warning, when a core has fewer online siblings than the others."""
     if not cpus:
         return 1
-    cores = set()
-    for c in cpus:
-        sib = rd.cpulist(*CPU_DIR, f"cpu{c}", "topology", "thread_siblings_list")
-        cores.add(tuple(s for s in (sib or [c]) if s in cpus))
     sizes = {len(core) for core in cores}
     if len(sizes) == 1:
         return sizes.pop()
@@ -201,23 +208,18 @@ def _smt(rd: _Reader, n: int, cpus: list[int]) -> int:
     return 1
 
 
-def _numbering(rd: _Reader, nodes: list[int], cpus: dict, smt: list[int]) -> str | None:
+def _numbering(rd: _Reader, nodes: list[int], cpus: dict, smt: list[int], cores: dict) -> str | None:
     """Which of :data:`CPU_NUMBERINGS` the online CPU ids follow: the i-th online CPU (perf's
-    CPU map) must be the model CPU :func:`cpu_order` says. None, with a warning, when none fits
-    (the model then takes ``cores-first``)."""
+    CPU map) must be the model CPU :func:`cpu_order` says. ``cores``: node -> :func:`_cores`.
+    None, with a warning, when none fits (the model then takes ``cores-first``)."""
     model, start = {}, 0
     for n, s in zip(nodes, smt):
-        mine = sorted(cpus[n])
-        groups = {}
-        for c in mine:
-            sib = rd.cpulist(*CPU_DIR, f"cpu{c}", "topology", "thread_siblings_list", quiet=True) or [c]
-            groups.setdefault(tuple(x for x in sib if x in mine) or (c,), None)
         # an offline sibling made smt 1 on this node (_smt): every CPU its own core, as the model has it
-        cores = sorted(groups, key=min) if all(len(g) == s for g in groups) else [(c,) for c in mine]
-        for k, core in enumerate(cores):
-            for j, c in enumerate(sorted(core)):
-                model[c] = start + j * len(cores) + k
-        start += len(mine)
+        mine = cores[n] if all(len(g) == s for g in cores[n]) else [(c,) for c in sorted(cpus[n])]
+        for k, core in enumerate(mine):
+            for j, c in enumerate(core):
+                model[c] = start + j * len(mine) + k
+        start += len(cpus[n])
     actual = [model[c] for c in sorted(model)]
     counts = [len(cpus[n]) for n in nodes]
     for name in CPU_NUMBERINGS:
@@ -235,10 +237,10 @@ def _packages(rd: _Reader, nodes: list[int], cpus: dict) -> int | None:
     ``Topology.packages`` describes them; None (with a warning if read but not so) otherwise."""
     of_node = []
     for n in nodes:
-        ids = {(rd.text(*CPU_DIR, f"cpu{c}", "topology", "physical_package_id", quiet=True) or "").strip()
-               for c in cpus[n]}
         if not cpus[n]:
             continue
+        ids = {(rd.text(*CPU_DIR, f"cpu{c}", "topology", "physical_package_id", quiet=True) or "").strip()
+               for c in cpus[n]}
         if "" in ids:
             return None                                   # not in this sysfs: one package per node
         if len(ids) > 1:
@@ -333,9 +335,10 @@ def read_host(root="/", lscpu: bool = True) -> dict:
     cpus = _cpus(rd, nodes)
     mem = {n: _mem_gib(rd, n) for n in nodes}
     _masks(rd, nodes, cpus, mem)
-    smt = [_smt(rd, n, cpus[n]) for n in nodes]
+    cores = {n: _cores(rd, cpus[n]) for n in nodes}      # each sibling list read once
+    smt = [_smt(rd, n, cpus[n], cores[n]) for n in nodes]
     dist = _distance(rd, nodes)
-    numbering = _numbering(rd, nodes, cpus, smt)
+    numbering = _numbering(rd, nodes, cpus, smt, cores)
     packages = _packages(rd, nodes, cpus)
     hmat = _hmat(rd, nodes)
     model = _model_name(rd, lscpu)
@@ -666,16 +669,7 @@ def core_cpus(root, node_cpus: dict) -> dict:
     order: the CPUs the clock probe keeps busy (the futex model's clock counts busy cores,
     :func:`numalab.futex.costs.active_cores`)."""
     rd = _Reader(Path(root))
-    out = {}
-    for n, cpus in node_cpus.items():
-        mine, firsts = set(cpus), []
-        for c in cpus:
-            sib = rd.cpulist(*CPU_DIR, f"cpu{c}", "topology", "thread_siblings_list", quiet=True) or [c]
-            first = min([s for s in sib if s in mine] or [c])
-            if first not in firsts:
-                firsts.append(first)
-        out[n] = firsts
-    return out
+    return {n: [core[0] for core in _cores(rd, cpus, quiet=True)] for n, cpus in node_cpus.items()}
 
 
 def _khz(rd: _Reader, cpu: int, name: str) -> int | None:
