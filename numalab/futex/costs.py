@@ -308,10 +308,10 @@ def contended_matrix(topology: Topology, costs: FutexCosts) -> np.ndarray:
 def core_load(topology: Topology, thread_cpu, busy) -> np.ndarray:
     """Busy threads on each thread's physical core (itself included), ``(T,)``.
 
-    CPUs are numbered node by node (``Topology.cpu_node``); within a node the first
-    ``cores_per_node`` CPUs are distinct cores and the next ones their SMT siblings (the
-    order Linux enumerates Intel and AMD server CPUs in), so CPU k of a node sits on core
-    ``k % cores_per_node``. ``busy``: threads that run all the time (a futex_numa lock thread
+    The model numbers CPUs node by node (``Topology.cpu_node``); within a node the first
+    ``cores_per_node`` CPUs are distinct cores and the next ones their SMT siblings, so CPU k
+    of a node sits on core ``k % cores_per_node`` (Linux's own ids map onto these through
+    ``Topology.linux_cpu_index``). ``busy``: threads that run all the time (a futex_numa lock thread
     that sleeps in nanosleep does not load its core)."""
     core = _core_of(topology, thread_cpu)
     busy = np.asarray(busy, dtype=bool)
@@ -320,8 +320,8 @@ def core_load(topology: Topology, thread_cpu, busy) -> np.ndarray:
 
 
 def _core_of(topology: Topology, thread_cpu) -> np.ndarray:
-    """The physical core of each CPU, numbered node by node: CPU k of a node sits on core
-    ``k % cores_per_node`` (the order Linux enumerates server CPUs: every core, then siblings)."""
+    """The physical core of each model CPU, numbered node by node: CPU k of a node sits on core
+    ``k % cores_per_node`` (each node's cores, then their siblings; :func:`core_load`)."""
     cpu = np.asarray(thread_cpu, dtype=np.int64)
     cpn, cores = topology.cpus_per_node, topology.cores_per_node
     return (cpu // cpn) * cores + (cpu % cpn) % cores
@@ -366,7 +366,7 @@ def core_clock_ghz(topology: Topology, active) -> np.ndarray | None:
 
 
 def clock_factor(topology: Topology, costs: FutexCosts, active) -> np.ndarray:
-    """How much longer the CPU-side costs take on a node with ``active`` busy cores than as
+    """How much longer the CPU-side costs take on a package with ``active`` busy cores than as
     stated: ``clock_ref_ghz / core_clock_ghz`` (1 where the Topology gives no clock)."""
     ghz = core_clock_ghz(topology, active)
     if ghz is None:

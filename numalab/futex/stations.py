@@ -28,7 +28,7 @@ class Network:
 
     Structure (from the routings; costs-free):
     classes (K): ``cls_point``, ``cls_n`` threads, ``cls_node``, ``cls_proc``, ``cls_counted``,
-    ``cls_load`` busy threads on the class's cores, ``cls_active`` busy cores on the class's node
+    ``cls_load`` busy threads on the class's cores, ``cls_active`` busy cores in the class's package
     (its clock, :func:`~numalab.futex.costs.core_clock_ghz`), ``cls_lock`` futex_numa lock threads,
     ``cls_gup`` / ``cls_pref`` fractions of ops on shared futexes / private-table keys;
     entries (E, one per class x station visited): ``ent_cls``, ``ent_station``, ``ent_visit``
@@ -43,8 +43,8 @@ class Network:
     (T, fmax) station of the refcount line per key (-1 = none).
 
     Prices (from a :class:`FutexCosts`, :meth:`with_costs`): ``cls_think`` Z [ns],
-    ``cls_cpu`` slowdown of the class's CPU work (SMT sharing times the clock factor), ``cls_line`` (K, nodes, nodes) handoff
-    cost from a holder on node i of a line homed on node h, ``cls_line_busy`` the same for a
+    ``cls_cpu`` slowdown of the class's CPU work (SMT sharing times the clock factor),
+    ``cls_line`` (K, nodes, nodes) handoff cost from a holder on node i of a line homed on node h, ``cls_line_busy`` the same for a
     pull that meets other queued requests (cross-node pulls pay the conflict round trip,
     :func:`~numalab.futex.costs.contended_matrix`), ``cls_cold`` (K, nodes) DRAM fetch
     of a cold line homed on h, ``cls_self``; ``st_base`` CPU work with the lock held,

@@ -71,9 +71,9 @@ def clock_slowdown(rt: Routing, t: int, costs: FutexCosts) -> float:
 
 def cpu_slowdown(rt: Routing, t: int, costs: FutexCosts) -> float:
     """How much slower thread t's CPU work runs for the other busy threads on its core, and
-    at its node's clock (:func:`clock_slowdown`).
+    at its package's clock (:func:`clock_slowdown`).
 
-    CPU k of a node is on core ``k % cores_per_node`` (cores first, then their SMT siblings);
+    Model CPU k of a node is on core ``k % cores_per_node`` (cores first, then their SMT siblings);
     a futex_numa lock thread that nanosleeps does not load its core. With n busy threads on a
     core of ``smt`` hardware threads: ``n / (1 + smt_gain * (min(n, smt) - 1))``."""
     w = rt.workload
