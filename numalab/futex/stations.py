@@ -42,20 +42,20 @@ class Network:
     threads (for the DES): ``thr_cls``, ``thr_buckets`` (T, fmax), ``thr_nf``, ``thr_ref``
     (T, fmax) station of the refcount line per key (-1 = none).
 
-    Prices (from a :class:`FutexCosts`, :meth:`with_costs`): ``cls_think`` Z [ns],
-    ``cls_cpu`` slowdown of the class's CPU work (SMT sharing times the clock factor),
-    ``cls_line`` (K, nodes, nodes) handoff cost from a holder on node i of a line homed on node h, ``cls_line_busy`` the same for a
-    pull that meets other queued requests (cross-node pulls pay the conflict round trip,
-    :func:`~numalab.futex.costs.contended_matrix`), ``cls_cold`` (K, nodes) DRAM fetch
-    of a cold line homed on h, ``cls_self``; ``st_base`` CPU work with the lock held,
-    ``st_lines`` / ``st_lines_busy`` line pulls per visit of an idle / a held station,
-    ``st_batch`` the weight of node batching on a contended atomic line (the refcount lines;
-    0 for the hb locks, which hand over in queue order), ``st_forward`` the fraction of a line
-    transfer a visit that finds it busy pays (``atomic_forward`` for the atomic lines, 1 for
-    the locks); for an hb lock whose visitors visit nothing else (``st_persist``), ``st_sort``
-    the weight of its node-sorted FIFO round, ``st_px`` the share of its handoffs that cross
-    nodes in a sorted round and ``st_xnode`` (U, nodes) the mean contended cross-node pull to
-    a visitor on node j from the other nodes' visitors [ns].
+    Prices (from a :class:`FutexCosts`, :meth:`with_costs`): ``cls_think`` Z [ns], ``cls_cpu``
+    slowdown of the class's CPU work (SMT sharing times the clock factor), ``cls_line`` (K,
+    nodes, nodes) handoff cost from a holder on node i of a line homed on node h,
+    ``cls_line_busy`` the same for a pull that meets other queued requests (cross-node pulls pay
+    the conflict round trip, :func:`~numalab.futex.costs.contended_matrix`), ``cls_cold`` (K,
+    nodes) DRAM fetch of a cold line homed on h, ``cls_self``; ``st_base`` CPU work with the
+    lock held, ``st_lines`` / ``st_lines_busy`` line pulls per visit of an idle / a held
+    station, ``st_batch`` the weight of node batching on a contended atomic line (the refcount
+    lines; 0 for the hb locks, which hand over in queue order), ``st_forward`` the fraction of a
+    line transfer a visit that finds it busy pays (``atomic_forward`` for the atomic lines, 1
+    for the locks); for an hb lock whose visitors visit nothing else (``st_persist``),
+    ``st_sort`` the weight of its node-sorted FIFO round, ``st_px`` the share of its handoffs
+    that cross nodes in a sorted round and ``st_xnode`` (U, nodes) the mean contended cross-node
+    pull to a visitor on node j from the other nodes' visitors [ns].
     """
 
     cls_point: np.ndarray
