@@ -1,11 +1,12 @@
 """The compiled engine (numalab.engine.compiled) gives the numpy engine's results bit for bit: on
-random small workloads (every profile, history lengths, the switches), on the built-in
-workloads at full size on every preset, in any batch, and it leaves to numpy the batches it
-cannot run (a tracer, a user rule, an adaptive history)."""
+random small workloads (every profile, history lengths, the switches, every adaptive history
+rule), on the built-in workloads at full size on every preset, in any batch, and it leaves to
+numpy the batches it cannot run (a tracer, a user rule)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import numalab as nl
 from numalab.engine import make_batch
@@ -30,6 +31,12 @@ def assert_same_run(a, b):
         x, y = np.asarray(_get(a, path)), np.asarray(_get(b, path))
         assert x.dtype == y.dtype and x.shape == y.shape, name
         assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
+    # the adaptive history's state (numalab.adaptive, per VMA or mm)
+    assert (a.vmas.adapt is None) == (b.vmas.adapt is None)
+    if a.vmas.adapt is not None:
+        assert a.vmas.adapt.keys() == b.vmas.adapt.keys()
+        for key, x in a.vmas.adapt.items():
+            assert x.dtype == b.vmas.adapt[key].dtype and np.array_equal(x, b.vmas.adapt[key]), key
     assert np.array_equal(a.outcome.elsp, b.outcome.elsp, equal_nan=True)
     assert np.array_equal(a.outcome.finished, b.outcome.finished)
     assert a.obs.series_t == b.obs.series_t
@@ -50,6 +57,53 @@ def test_compiled_matches_numpy_on_random_small_runs(case):
     b = _run(wl, policy, [seed], "numba", **opts)
     assert b.compiled() and not a.compiled()
     assert_same_run(a, b)
+
+
+@st.composite
+def adaptive_cases(draw):
+    """A random small case (test_engine_reference.cases) under an adaptive history of its profile:
+    any rule, bounds, parameters small enough to move within a short run, adaptation on or off."""
+    wl, policy, seed, opts = draw(cases())
+    profile = draw(st.sampled_from([p for p in nl.Policy.profiles() if nl.Policy.profile(p).numab_state]))
+    rule = draw(st.sampled_from(["grow-shrink", "popcount", "span"]))
+    n_min = draw(st.integers(1, 3))
+    kw = dict(n_min=n_min, n_max=draw(st.integers(n_min, 8)), adapt_enabled=draw(st.integers(0, 3)) > 0)
+    if rule == "grow-shrink":
+        kw.update(shrink_after=draw(st.integers(1, 3)), grow_others=draw(st.integers(1, 3)))
+    elif rule == "popcount":
+        lo = draw(st.integers(0, 4))
+        kw.update(bits_lo=lo, bits_hi=draw(st.integers(lo + 1, 8)), threads_max=draw(st.integers(1, 64)))
+    else:
+        kw.update(span_ms=draw(st.sampled_from([500, 4000, 16000])), ewma_shift=draw(st.integers(0, 3)))
+    # long enough, and passes frequent enough, for the rules to act: passes end (popcount),
+    # windows rotate (span), scans go unanswered and PID tests refuse (grow-shrink)
+    opts.update(max_time=draw(st.sampled_from([8.0, 20.0])), scan_delay_ms=200)
+    return wl, nl.Policy.profile(profile, history="adaptive", adapt=rule, **kw), seed, opts
+
+
+@settings(max_examples=200, deadline=None)
+@given(adaptive_cases())
+def test_compiled_adaptive_history_matches_numpy(case):
+    """Every adaptive rule (numalab.adaptive) runs compiled (engine.compiled.adapt) with numpy's
+    results and state, bit for bit."""
+    wl, policy, seed, opts = case
+    a = _run(wl, policy, [seed], "numpy", **opts)
+    b = _run(wl, policy, [seed], "numba", **opts)
+    assert b.compiled() and not a.compiled()
+    assert_same_run(a, b)
+
+
+@pytest.mark.parametrize("rule", ["grow-shrink", "popcount", "span"])
+def test_adaptive_full_size_gives_the_same_dataset_and_adapts(rule):
+    """numa01_THREAD_ALLOC on 2s-ivb-40, 2 seeds, 40 simulated seconds: the same Dataset from
+    both engines, and the rule did change some window count (the test is not vacuous)."""
+    wl = nl.workload("numa01_THREAD_ALLOC", nl.Topology.preset("2s-ivb-40"))
+    policy = nl.Policy.profile("6.12", history="adaptive", adapt=rule)
+    a = nl.simulate(wl, policy, seeds=[0, 1], max_time=40.0, kernel="numpy")
+    b = nl.simulate(wl, policy, seeds=[0, 1], max_time=40.0, kernel="numba")
+    assert digest(a) == digest(b)
+    run = _run(wl, policy, [0], "numba", max_time=40.0)
+    assert (run.vmas.adapt["nr_hist"] != policy.adapt.n_init).any()
 
 
 def test_a_seed_is_the_same_in_any_batch():
@@ -78,13 +132,16 @@ def test_full_size_workloads_give_the_same_dataset(name, preset, policy):
 
 
 def test_the_numpy_engine_runs_what_the_compiled_one_cannot():
+    from _rule_helpers import user_rules
+
     wl = nl.workload("numa02", nl.Topology.preset("2s-128"), threads=8, size_bytes=64 << 20)
-    adaptive = nl.Policy.profile("6.12", history="adaptive", adapt="span")
-    b = make_batch(wl, adaptive, [0], max_time=5.0)
-    assert unsupported(b) == "the policy has an adaptive history"
+    own = nl.Policy.profile("6.12").replace(add_rules=[user_rules()[0]])
+    b = make_batch(wl, own, [0], max_time=5.0)
+    assert unsupported(b) == "the policy has a user rule"
     assert not b.compiled()
     with pytest.raises(NumalabValueError, match="kernel='numba' cannot run this batch"):
-        make_batch(wl, adaptive, [0], kernel="numba", max_time=5.0).run()
+        make_batch(wl, own, [0], kernel="numba", max_time=5.0).run()
+    assert make_batch(wl, nl.Policy.profile("6.12", history="adaptive", adapt="span"), [0]).compiled()
     with pytest.raises(NumalabValueError, match="kernel="):
         make_batch(wl, "6.12", [0], kernel="fortran")
 

@@ -237,6 +237,10 @@ def _policies():
     out += [Policy.profile(p).replace(history=n) for p in ("6.12", "rfc2023-p6", "6.4") for n in (1, 3, 8)]
     out += [Policy.profile("rfc2024-hot-shared", width=128, hot=2, shared=5), Policy.profile("6.12", hot_first=True,
                                                                                           hot=1)]
+    # adaptive histories: the own-PID test and the shared rule OR only the newest windows_active
+    out += [Policy.profile("rfc2024-hot-shared", history="adaptive", adapt="span", shared=3),
+            Policy.profile("rfc2023-p5", history="adaptive", adapt="grow-shrink", n_max=6),
+            Policy.profile("6.12", history="adaptive", adapt="popcount", width=128)]
     return out
 
 
@@ -253,12 +257,15 @@ def test_decide_matches_policy_decide(policy):
             setattr(view, flag, rng.random(view.shape) < 0.08)
         view.vma_scan_select = rng.integers(0, 3, size=view.shape) * (rng.random(view.shape) < 0.6)
         view.forced = rng.random((6, 1)) < (0.5 if seed % 3 == 0 else 0.0)
+        wa = np.full(view.shape, policy.windows)
+        if policy.adapt is not None:
+            wa = view.windows_active = rng.integers(1, policy.windows + 1, size=view.shape)
         allowed, reason, select = decide(policy, view)
         word, mask = bit_masks(view.scanner_tid, policy.width)
         for b in range(6):
             for v in range(5):
                 code, sel = decide_vma_py(
-                    Q, view.pids_active[b, v], int(view.idx[b, v]), int(word[b, 0]), np.uint64(mask[b, 0]),
+                    Q, view.pids_active[b, v], int(view.idx[b, v]), int(wa[b, v]), int(word[b, 0]), np.uint64(mask[b, 0]),
                     int(view.numa_scan_seq[b, 0]), int(view.start_scan_seq[b, v]), int(view.prev_scan_seq[b, v]),
                     int(view.scan_offset[b, 0]), int(view.vm_start[b, v]), int(view.vm_end[b, v]),
                     float(view.next_scan[b, v]), float(view.now[b, 0]), int(view.nr_threads[b, 0]),
@@ -270,8 +277,10 @@ def test_decide_matches_policy_decide(policy):
 
 
 def test_encode_refuses_what_the_numpy_engine_runs():
-    with pytest.raises(ValueError):
-        encode(Policy(history="adaptive"))
+    from _rule_helpers import user_rules
+
+    with pytest.raises(ValueError, match="user rule"):
+        encode(Policy.profile("6.12").replace(add_rules=[user_rules()[0]]))
     Q = encode(Policy.profile("rfc2023-p5"))
     assert Q.acc_code[0] == CODE["hot"] and Q.ring and Q.windows == 4     # hot_first: hot is tested first
 

@@ -208,8 +208,8 @@ class Batch:
 
     def compiled(self) -> bool:
         """Whether :meth:`run` takes the compiled steps (:mod:`numalab.engine.compiled`): kernel
-        "auto" when numba imports (and ``NUMALAB_JIT`` is not 0) and the batch has no tracer, user
-        rule or adaptive history; kernel "numba" requires it."""
+        "auto" when numba imports (and ``NUMALAB_JIT`` is not 0) and the batch has no tracer or
+        user rule; kernel "numba" requires it."""
         if self.kernel == "numpy":
             return False
         from . import compiled

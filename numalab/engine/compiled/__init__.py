@@ -13,11 +13,12 @@ mirrors: :mod:`.progress` (progress.py and costs.progress_rates), :mod:`.scan` (
 history_stats.py) with :mod:`.decide` (the policy's decision chain), :mod:`.detect` (which
 protected regions fault and who takes the fault: faults.py's clocks), :mod:`.handle`
 (faults.py's do_numa_page / task_numa_fault, groups.py, placement.py, scan_period.py,
-balance.py), and :mod:`.loop` (the step and the run).
+balance.py), :mod:`.adapt` (numalab.adaptive's rules at the scan's and the fault's hooks),
+:mod:`.bits` (bitmap primitives) and :mod:`.loop` (the step and the run).
 
 :func:`available` says whether the compiled engine can run at all (numba imports,
-``NUMALAB_JIT`` is not ``0``), :func:`unsupported` why it cannot run one batch (a tracer, a
-user rule or an adaptive history: the numpy engine runs those).
+``NUMALAB_JIT`` is not ``0``), :func:`unsupported` why it cannot run one batch (a tracer or a
+user rule: the numpy engine runs those). An adaptive history runs compiled (:mod:`.adapt`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,6 @@ def unsupported(b) -> str | None:
         return "a tracer observes the run"
     if b.pol.decisions.user_rules:
         return "the policy has a user rule"
-    if b.pol.adapt is not None:
-        return "the policy has an adaptive history"
     ch = b.pol.chain
     for r in (*(e[0] for e in ch.pre), *(e[0] for e in ch.access), *([ch.fallback[0]] if ch.fallback else [])):
         if r.name not in RULE_ID and r.name not in FALLBACKS:

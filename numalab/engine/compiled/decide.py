@@ -5,15 +5,17 @@ scanning thread and one VMA -- the VMA flag tests, the scan delay, the ``pre`` r
 v6.7 forced retry's short cut), ``vma_is_accessed()``'s rules in test order and the fallback
 (RFC 2023 p2's ``disjoint_select`` counter, :func:`numalab.policy._select_after`) -- over the
 built-in rules of :data:`numalab.rules.BUILTIN_RULES` and the decision table of
-:class:`numalab.reasons.Decisions`. The PID windows are :mod:`numalab.history`'s
+:class:`numalab.reasons.Decisions`; an adaptive history's PID test ORs only its newest
+``windows_active`` windows (:mod:`.adapt`). The PID windows are :mod:`numalab.history`'s
 (``rotate``, ``union``, ``current_window``, ``popcount``) and :class:`numalab.scanview.ScanView`'s
 (``window(0)``, ``union()``, ``has_scanner``), on one VMA's ``(W, words)`` slice of
 ``pids_active``.
 
 :func:`pack_policy` encodes a policy as the flat named tuple :data:`.state.Pol` ``Q``: its
 history, the decision table as arrays by code, and its chain (``policy.chain``) as arrays of
-built-in rule ids with their parameters and codes. Policies with user rules or an adaptive
-history are the numpy engine's (:func:`numalab.engine.compiled.unsupported`).
+built-in rule ids with their parameters and codes, and its adaptive history's rule and
+parameters (:func:`.adapt.encode`). Policies with user rules are the numpy engine's
+(:func:`numalab.engine.compiled.unsupported`).
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...reasons import CODE
-from . import RULE_ID
+from . import RULE_ID, adapt
 from ._nb import inner, jit
+from .bits import U0 as _U0
+from .bits import in_union, popcount
 from .state import Pol
 from .structs import make_pol
 
@@ -37,13 +41,6 @@ VMA_4M = 1 << 22
 SCALEDOWN_F = 7
 PAGE_BYTES = 4096
 
-# popcount (bitmap_weight) by SWAR, every operand uint64 (a uint64 op an int64 is a float64 in numba)
-_M1 = np.uint64(0x5555555555555555)
-_M2 = np.uint64(0x3333333333333333)
-_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_H01 = np.uint64(0x0101010101010101)
-_U1, _U2, _U4, _U56 = np.uint64(1), np.uint64(2), np.uint64(4), np.uint64(56)
-_U0 = np.uint64(0)
 
 #: the decorator of a function called only from compiled code: ``jit`` without the CPython and
 #: cfunc wrappers (a wrapper unboxes every array of the named tuples it takes, which costs
@@ -52,7 +49,7 @@ _U0 = np.uint64(0)
 
 # ------------------------------------------------------------------------------ encoding
 def encode(policy) -> Pol:
-    """The :data:`.state.Pol` of ``policy`` (no user rules, no adaptive history): its history,
+    """The :data:`.state.Pol` of ``policy`` (no user rules): its history,
     its decision table by code and its chain (``policy.chain``) as rule ids, parameters, codes.
 
     Fields: the history -- ``numab_state``, ``windows`` (W), ``words`` (width // 64), ``ring``
@@ -64,9 +61,10 @@ def encode(policy) -> Pol:
     is hot's and shared's threshold, early_passes' 1 for "vma", 0 for "mm"; ``early_vma`` the
     same as a flag), ``has_fallback`` with ``fb_code`` / ``fb_refuse`` (disjoint_select /
     disjoint_wait; without a fallback ``fb_code`` is pid_inactive, or unfiltered when no rule
-    is on, and ``fb_refuse`` -1); the fixed decisions' codes ``code_*``."""
-    if policy.decisions.user_rules or policy.adapt is not None:
-        raise ValueError(f"policy {policy.name!r} has a user rule or an adaptive history: the numpy engine runs it")
+    is on, and ``fb_refuse`` -1); the fixed decisions' codes ``code_*``; the adaptive history's
+    ``adapt_rule``, ``adapt_enabled``, ``ad_*`` and ``dec_pid_test`` (:func:`.adapt.encode`)."""
+    if policy.decisions.user_rules:
+        raise ValueError(f"policy {policy.name!r} has a user rule: the numpy engine runs it")
     ch, dec = policy.chain, policy.decisions
     pre = [(RULE_ID[r.name], int(code), bool(allow)) for r, _, code, allow in ch.pre]
     acc = []
@@ -98,6 +96,7 @@ def encode(policy) -> Pol:
         code_unfiltered=int(CODE["unfiltered"]), code_unsuitable=int(CODE["unsuitable"]),
         code_shared_ro=int(CODE["shared_ro"]), code_inaccessible=int(CODE["inaccessible"]),
         code_seq_completed=int(CODE["seq_completed"]), dec_before_test=before,
+        **adapt.encode(policy.adapt, dec),
     )
 
 
@@ -107,15 +106,6 @@ def pack_policy(b) -> Pol:
 
 
 # ------------------------------------------------------------------------------ the windows
-@jit
-def popcount(x):
-    """``bitmap_weight`` of one uint64 word (np.bitwise_count), as an int."""
-    x = x - ((x >> _U1) & _M1)
-    x = (x & _M2) + ((x >> _U2) & _M2)
-    x = (x + (x >> _U4)) & _M4
-    return np.int64((x * _H01) >> _U56)
-
-
 @inner
 def current_window_index(Q, pidx):
     """history.current_window_index / ScanView.window(0): ``W - 1`` ("shift"), ``idx % W`` ("ring")."""
@@ -134,23 +124,27 @@ def window_weight(Q, pids, w):
 
 
 @inner
-def union_weight(Q, pids):
-    """history.popcount(history.union(pids)): bits in the OR of every window (ScanView.union())."""
+def union_weight(Q, pids, pidx, wa):
+    """history.popcount(ScanView.union()): bits in the OR of the newest ``wa`` windows (every
+    window for a fixed history, ``wa == W``; an adaptive history's active count otherwise)."""
     n = 0
     for j in range(Q.words):
         u = _U0
         for w in range(Q.windows):
-            u |= pids[w, j]
+            if in_union(Q, pidx, w, wa):
+                u |= pids[w, j]
         n += popcount(u)
     return n
 
 
 @inner
-def union_has(Q, pids, word, mask):
-    """ScanView.own_pid: the scanner's bit (its ``word``, ``mask``) in the OR of every window."""
+def union_has(Q, pids, pidx, wa, word, mask):
+    """ScanView.own_pid: the scanner's bit (its ``word``, ``mask``) in the OR of the newest
+    ``wa`` windows (:func:`union_weight`)."""
     u = _U0
     for w in range(Q.windows):
-        u |= pids[w, word]
+        if in_union(Q, pidx, w, wa):
+            u |= pids[w, word]
     return (u & mask) != _U0
 
 
@@ -175,7 +169,7 @@ def rotate(Q, pids, pidx):
 
 # ------------------------------------------------------------------------------ the decision
 @inner
-def _access_test(Q, i, pids, pidx, word, mask, seq, start_seq, prev_seq, offset, vm_start, nr_threads):
+def _access_test(Q, i, pids, pidx, wa, word, mask, seq, start_seq, prev_seq, offset, vm_start, nr_threads):
     """The answer of access rule ``i`` of the chain (rules._early_passes, _own_pid, _hot,
     _shared, _ignore_pid_partial, _starvation)."""
     rule, param = Q.acc_rule[i], Q.acc_param[i]
@@ -184,11 +178,11 @@ def _access_test(Q, i, pids, pidx, word, mask, seq, start_seq, prev_seq, offset,
             return seq - start_seq < 2
         return seq < 2                       # v6.4: passes of the mm
     if rule == R_OWN_PID:
-        return union_has(Q, pids, word, mask)
+        return union_has(Q, pids, pidx, wa, word, mask)
     if rule == R_HOT:                        # bitmap_weight(pids_active[current]) >= hot
         return window_weight(Q, pids, current_window_index(Q, pidx)) >= param
     if rule == R_SHARED:                     # bitmap_weight(OR of the windows) >= shared
-        return union_weight(Q, pids) >= param
+        return union_weight(Q, pids, pidx, wa) >= param
     if rule == R_IGNORE_PID:
         return offset > vm_start
     if rule == R_STARVATION:
@@ -221,7 +215,7 @@ def unfiltered_reason(Q, unsuitable, shared_ro, inaccessible):
 
 
 @inner
-def decide_vma(Q, pids, pidx, word, mask, seq, start_seq, prev_seq, offset, vm_start, vm_end, next_scan_ms,
+def decide_vma(Q, pids, pidx, wa, word, mask, seq, start_seq, prev_seq, offset, vm_start, vm_end, next_scan_ms,
                now_ms, nr_threads, forced, select, unsuitable, shared_ro, inaccessible):
     """policy._decide of one (scanner, VMA): ``(reason code, vma_scan_select after the visit)``.
 
@@ -231,7 +225,9 @@ def decide_vma(Q, pids, pidx, word, mask, seq, start_seq, prev_seq, offset, vm_s
     ``_decide`` gives this same answer); ``vma_is_accessed()``'s rules in test order; the
     fallback (``disjoint_select`` at counter 0, refilled to ``1 + ((4 MiB / size) >> 7)``,
     else ``disjoint_wait`` counting down) or ``pid_inactive`` / ``unfiltered``.
-    ``pids`` (W, words) is the VMA's history, ``word``/``mask`` the scanner's bit."""
+    ``pids`` (W, words) is the VMA's history, ``wa`` the newest windows its PID test ORs
+    (``W``: all; an adaptive history's count, :func:`.adapt.windows_active`), ``word``/``mask``
+    the scanner's bit."""
     if unsuitable or shared_ro or inaccessible or not Q.numab_state:
         return unfiltered_reason(Q, unsuitable, shared_ro, inaccessible), select
     if seq != 0 and now_ms < next_scan_ms:
@@ -240,7 +236,7 @@ def decide_vma(Q, pids, pidx, word, mask, seq, start_seq, prev_seq, offset, vm_s
         if _pre_test(Q, i, seq, prev_seq, forced):
             return Q.pre_code[i], select
     for i in range(Q.acc_rule.shape[0]):
-        if _access_test(Q, i, pids, pidx, word, mask, seq, start_seq, prev_seq, offset, vm_start, nr_threads):
+        if _access_test(Q, i, pids, pidx, wa, word, mask, seq, start_seq, prev_seq, offset, vm_start, nr_threads):
             return Q.acc_code[i], select
     if not Q.has_fallback:
         return Q.fb_code, select
@@ -251,8 +247,8 @@ def decide_vma(Q, pids, pidx, word, mask, seq, start_seq, prev_seq, offset, vm_s
 
 
 @jit
-def decide_vma_py(Qt, pids, pidx, word, mask, seq, start_seq, prev_seq, offset, vm_start, vm_end, next_scan_ms,
+def decide_vma_py(Qt, pids, pidx, wa, word, mask, seq, start_seq, prev_seq, offset, vm_start, vm_end, next_scan_ms,
                   now_ms, nr_threads, forced, select, unsuitable, shared_ro, inaccessible):
     """:func:`decide_vma` from Python, the policy as its named tuple ``Qt`` (the unit tests)."""
-    return decide_vma(make_pol(Qt), pids, pidx, word, mask, seq, start_seq, prev_seq, offset, vm_start, vm_end,
+    return decide_vma(make_pol(Qt), pids, pidx, wa, word, mask, seq, start_seq, prev_seq, offset, vm_start, vm_end,
                       next_scan_ms, now_ms, nr_threads, forced, select, unsuitable, shared_ro, inaccessible)

@@ -24,6 +24,7 @@ import numpy as np
 
 from ...counters import COUNTER_NAMES
 from ...workloads import PH_INIT
+from . import adapt
 from ._nb import inner, jit
 from .groups import active_node, group_stats, join_groups, node_sum
 from .placement import lb_moves, numa_migrate_preferred, task_numa_placement
@@ -116,6 +117,7 @@ def record_hint_fault(L, Q, S, r, q, t, local):
         W = S.pids_active.shape[2]
         window = S.pids_idx[r, v] % W if Q.ring else W - 1
         S.pids_active[r, v, window, S.tid_word[r, t]] |= S.tid_mask[r, t]
+        adapt.on_fault(Q, S, r, v)
     S.faulted[r, v] = True
     inc = L.fault_inc[q]
     S.events[r, C_HINT] += inc

@@ -29,6 +29,7 @@ import numpy as np
 from ...errors import EngineInvariantError
 from ...workloads import INACCESSIBLE, PH_INIT, REGION_PAGES, SHARED_RO, UNSUITABLE
 from ._nb import inner
+from . import adapt
 from .decide import current_window_index, decide_vma, rotate, union_has, unfiltered_reason, window_weight
 from .period import task_scan_min
 from .state import CNT
@@ -169,6 +170,7 @@ def walk(L, Q, S, X, r, k, m, scanner, now, forced, budget, virt):
     seq = S.mm_scan_seq[r, m]
     start = S.mm_scan_offset[r, m]
     off = start                        # the decisions read numa_scan_offset as it was before the walk
+    adapt.begin_walk(Q, S, L, r, m)    # popcount: a pass has ended since the count was chosen
     vl = L.mm_vfirst[m + 1]
     k0 = L.mm_vfirst[m]
     while k0 < vl and L.vma_end[k0] <= start:      # bisect_right(vend, start)
@@ -310,6 +312,7 @@ def visit(L, Q, S, r, m, v, scanner, now, seq, off, forced, binds):
         pids[:, :] = 0
         S.pids_idx[r, v] = 0
         S.has_state[r, v] = True
+        adapt.reset_vma(Q, S, r, v)
     next_scan = S.next_scan[r, v]
     seq_on = seq != 0
     not_delayed = suit and not (seq_on and now < next_scan)
@@ -318,16 +321,22 @@ def visit(L, Q, S, r, m, v, scanner, now, seq, off, forced, binds):
     bits = 0
     if due and Q.rotate_before_access:
         bits = _rotate(Q, pids, S.pids_idx, S.pids_active_reset, r, v, delay, L.tick_clock)
-    code, sel = decide_vma(Q, pids, S.pids_idx[r, v], word, mask, seq, S.start_scan_seq[r, v],
+        adapt.on_rotate(Q, S, L, r, v, now)
+    wa = adapt.windows_active(Q, S, r, m, v)
+    code, sel = decide_vma(Q, pids, S.pids_idx[r, v], wa, word, mask, seq, S.start_scan_seq[r, v],
                            S.prev_scan_seq[r, v], off, L.vma_start[v], L.vma_end[v], next_scan * 1000.0,
                            now * 1000.0, L.nr_threads[m], forced, S.scan_select[r, v], unsuitable, shared_ro,
                            inacc)
+    adapt.after_decide(Q, S, r, v, pids, S.pids_idx[r, v], word, mask, wa, code)
     if due and not Q.rotate_before_access and Q.dec_allowed[code]:   # v6.4-v6.6: allowed VMAs only
         bits = _rotate(Q, pids, S.pids_idx, S.pids_active_reset, r, v, delay, L.tick_clock)
+        adapt.on_rotate(Q, S, L, r, v, now)
     S.scan_select[r, v] = sel
+    if not_delayed and S.has_state[r, v]:
+        adapt.after_visit(Q, S, r, m, pids)
     if L.vma_buffer[v]:
-        _record_visit(Q, S.events, S.has_state, S.pids_active_reset, r, v, pids, word, mask, code, old_has,
-                      old_reset, bits)
+        _record_visit(Q, S.events, S.has_state, S.pids_active_reset, r, v, pids, S.pids_idx[r, v], wa, word, mask,
+                      code, old_has, old_reset, bits)
     return code
 
 
@@ -351,14 +360,16 @@ def _rotate(Q, pids, pids_idx, pids_active_reset, r, v, delay, tick_clock):
 
 
 @inner
-def _record_visit(Q, events, has_state, pids_active_reset, r, v, pids, word, mask, code, old_has, old_reset, bits):
+def _record_visit(Q, events, has_state, pids_active_reset, r, v, pids, pidx, wa, word, mask, code, old_has, old_reset,
+                  bits):
     """history_stats.record_visits of one buffer VMA's visit: a retired window (the VMA had
     its state and its reset moved on) and its bits; the own-PID test of a visit that reached
-    the access test (policies with own_pid), passed when the scanner's bit is in the union."""
+    the access test (policies with own_pid), passed when the scanner's bit is in the union of
+    the ``wa`` windows the test ORed."""
     if old_has and pids_active_reset[r, v] > old_reset:
         events[r, _PID_WINDOWS] += 1
         events[r, _PID_WINDOW_BITS] += bits
     if Q.own_pid and has_state[r, v] and not Q.dec_before_test[code]:
         events[r, _PID_TESTS] += 1
-        if union_has(Q, pids, word, mask):
+        if union_has(Q, pids, pidx, wa, word, mask):
             events[r, _PID_TEST_PASSES] += 1

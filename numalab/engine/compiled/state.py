@@ -29,6 +29,7 @@ import numpy as np
 
 from ...counters import COUNTER_NAMES
 from ...workloads import PH_INIT, PH_LOOP
+from .adapt import adapt_arrays
 
 __all__ = ["Lay", "Pol", "St", "Scr", "pack_layout", "pack_state", "make_scratch", "LAY_FIELDS", "ST_FIELDS",
            "SCR_FIELDS", "CNT"]
@@ -85,6 +86,11 @@ POL_FIELDS = (
     "code_unfiltered", "code_unsuitable", "code_shared_ro", "code_inaccessible", "code_seq_completed",
     # by code: decided before the PID test is reached (history_stats' pid_tests count the others)
     "dec_before_test",
+    # the adaptive history (numalab.adaptive.Adaptive; .adapt.encode): the rule (0: a fixed
+    # history), whether it adapts, its bounds and parameters; by code: the visit reached
+    # vma_is_accessed() (grow-shrink's "tested")
+    "adapt_rule", "adapt_enabled", "ad_n_min", "ad_n_max", "ad_n_init", "ad_shrink_after", "ad_grow_others",
+    "ad_bits_lo", "ad_bits_hi", "ad_threads_max", "ad_span_ms", "ad_ewma_shift", "dec_pid_test",
 )
 Pol = namedtuple("Pol", POL_FIELDS)
 
@@ -129,7 +135,10 @@ ST_SOURCES = (
     # Observations' accumulators
     ("local_acc", "obs.local_acc"), ("local_w", "obs.local_w"), ("conv_stale", "obs.conv_stale"),
 )
-ST_FIELDS = tuple(name for name, _ in ST_SOURCES)
+#: the adaptive history's state (the arrays of the batch's ``vmas.adapt`` dict, :func:`.adapt.adapt_arrays`)
+ADAPT_FIELDS = ("ad_nr_hist", "ad_idle_scans", "ad_scanned", "ad_faulted", "ad_pids_seen", "ad_pass_seq",
+                "ad_last_rotate_ms", "ad_win_avg_ms")
+ST_FIELDS = tuple(name for name, _ in ST_SOURCES) + ADAPT_FIELDS
 St = namedtuple("St", ST_FIELDS)
 
 # ------------------------------------------------------------------------------------ scratch
@@ -233,7 +242,8 @@ def pack_state(b) -> St:
         if not (isinstance(a, np.ndarray) and a.flags.c_contiguous and a.flags.writeable):
             raise ValueError(f"batch array {path} is not a writable C-contiguous array")
         arrays.append(a)
-    return St(*arrays)
+    ad = adapt_arrays(b)
+    return St(*arrays, *(ad[f] for f in ADAPT_FIELDS))
 
 
 def make_scratch(b, times) -> Scr:

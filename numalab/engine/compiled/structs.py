@@ -274,6 +274,19 @@ POL_TYPE = PolType([
     ("code_inaccessible", types.int64),
     ("code_seq_completed", types.int64),
     ("dec_before_test", types.Array(types.boolean, 1, "C")),
+    ("adapt_rule", types.int64),
+    ("adapt_enabled", types.boolean),
+    ("ad_n_min", types.int64),
+    ("ad_n_max", types.int64),
+    ("ad_n_init", types.int64),
+    ("ad_shrink_after", types.int64),
+    ("ad_grow_others", types.int64),
+    ("ad_bits_lo", types.int64),
+    ("ad_bits_hi", types.int64),
+    ("ad_threads_max", types.int64),
+    ("ad_span_ms", types.int64),
+    ("ad_ewma_shift", types.int64),
+    ("dec_pid_test", types.Array(types.boolean, 1, "C")),
 ])
 
 
@@ -310,6 +323,19 @@ def make_pol(t):
     s.code_inaccessible = t.code_inaccessible
     s.code_seq_completed = t.code_seq_completed
     s.dec_before_test = t.dec_before_test
+    s.adapt_rule = t.adapt_rule
+    s.adapt_enabled = t.adapt_enabled
+    s.ad_n_min = t.ad_n_min
+    s.ad_n_max = t.ad_n_max
+    s.ad_n_init = t.ad_n_init
+    s.ad_shrink_after = t.ad_shrink_after
+    s.ad_grow_others = t.ad_grow_others
+    s.ad_bits_lo = t.ad_bits_lo
+    s.ad_bits_hi = t.ad_bits_hi
+    s.ad_threads_max = t.ad_threads_max
+    s.ad_span_ms = t.ad_span_ms
+    s.ad_ewma_shift = t.ad_ewma_shift
+    s.dec_pid_test = t.dec_pid_test
     return s
 
 
@@ -383,6 +409,14 @@ ST_TYPE = StType([
     ("local_acc", types.Array(types.float64, 1, "C")),
     ("local_w", types.Array(types.float64, 1, "C")),
     ("conv_stale", types.Array(types.boolean, 1, "C")),
+    ("ad_nr_hist", types.Array(types.int64, 2, "C")),
+    ("ad_idle_scans", types.Array(types.int64, 2, "C")),
+    ("ad_scanned", types.Array(types.boolean, 2, "C")),
+    ("ad_faulted", types.Array(types.boolean, 2, "C")),
+    ("ad_pids_seen", types.Array(types.uint64, 3, "C")),
+    ("ad_pass_seq", types.Array(types.int64, 2, "C")),
+    ("ad_last_rotate_ms", types.Array(types.int64, 2, "C")),
+    ("ad_win_avg_ms", types.Array(types.int64, 2, "C")),
 ])
 
 
@@ -454,6 +488,14 @@ def make_st(t):
     s.local_acc = t.local_acc
     s.local_w = t.local_w
     s.conv_stale = t.conv_stale
+    s.ad_nr_hist = t.ad_nr_hist
+    s.ad_idle_scans = t.ad_idle_scans
+    s.ad_scanned = t.ad_scanned
+    s.ad_faulted = t.ad_faulted
+    s.ad_pids_seen = t.ad_pids_seen
+    s.ad_pass_seq = t.ad_pass_seq
+    s.ad_last_rotate_ms = t.ad_last_rotate_ms
+    s.ad_win_avg_ms = t.ad_win_avg_ms
     return s
 
 
