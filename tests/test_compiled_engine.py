@@ -78,7 +78,8 @@ def adaptive_cases(draw):
     # long enough, and passes frequent enough, for the rules to act: passes end (popcount),
     # windows rotate (span), scans go unanswered and PID tests refuse (grow-shrink)
     opts.update(max_time=draw(st.sampled_from([8.0, 20.0])), scan_delay_ms=200)
-    return wl, nl.Policy.profile(profile, history="adaptive", adapt=rule, **kw), seed, opts
+    width = draw(st.sampled_from([64, 128]))
+    return wl, nl.Policy.profile(profile, history="adaptive", adapt=rule, width=width, **kw), seed, opts
 
 
 @settings(max_examples=200, deadline=None)
