@@ -29,22 +29,20 @@ import numpy as np
 from ...adaptive import LEN_MAX_MS
 from ._nb import inner
 from .bits import U0 as _U0
-from .bits import in_union, popcount
+from .bits import in_union, popcount, union_has
 
-__all__ = ["GROW_SHRINK", "POPCOUNT", "SPAN", "RULE_CODE", "encode", "adapt_arrays", "begin_walk", "reset_vma",
+__all__ = ["GROW_SHRINK", "POPCOUNT", "SPAN", "RULE_CODE", "STATE", "encode", "adapt_arrays", "begin_walk", "reset_vma",
            "on_rotate", "windows_active", "after_decide", "after_visit", "on_fault"]
 
 GROW_SHRINK, POPCOUNT, SPAN = 1, 2, 3
 #: numalab.adaptive.ADAPT_RULES -> ``Q.adapt_rule`` (0: a fixed history)
 RULE_CODE = {"grow-shrink": GROW_SHRINK, "popcount": POPCOUNT, "span": SPAN}
 
-#: ``S`` field -> the key of the batch's ``vmas.adapt`` dict it is (numalab.adaptive.init_state)
-STATE_KEYS = {"ad_nr_hist": "nr_hist", "ad_idle_scans": "idle_scans", "ad_scanned": "scanned",
-              "ad_faulted": "faulted", "ad_pids_seen": "pids_seen", "ad_pass_seq": "pass_seq",
-              "ad_last_rotate_ms": "last_rotate_ms", "ad_win_avg_ms": "win_avg_ms"}
-_DTYPES = {"ad_nr_hist": np.int64, "ad_idle_scans": np.int64, "ad_scanned": np.bool_, "ad_faulted": np.bool_,
-           "ad_pids_seen": np.uint64, "ad_pass_seq": np.int64, "ad_last_rotate_ms": np.int64,
-           "ad_win_avg_ms": np.int64}
+#: ``S`` field -> (the key of the batch's ``vmas.adapt`` dict it is, its dtype) (numalab.adaptive.init_state)
+STATE = {"ad_nr_hist": ("nr_hist", np.int64), "ad_idle_scans": ("idle_scans", np.int64),
+         "ad_scanned": ("scanned", np.bool_), "ad_faulted": ("faulted", np.bool_),
+         "ad_pids_seen": ("pids_seen", np.uint64), "ad_pass_seq": ("pass_seq", np.int64),
+         "ad_last_rotate_ms": ("last_rotate_ms", np.int64), "ad_win_avg_ms": ("win_avg_ms", np.int64)}
 
 
 def encode(adapt, decisions) -> dict:
@@ -66,12 +64,12 @@ def adapt_arrays(b) -> dict:
     and for the keys its rule does not have (or a fixed history) empty arrays of the same types."""
     state = b.vmas.adapt or {}
     out = {}
-    for field, key in STATE_KEYS.items():
+    for field, (key, dtype) in STATE.items():
         a = state.get(key)
         if a is None:
-            a = np.zeros((b.R, 0, 1) if field == "ad_pids_seen" else (b.R, 0), dtype=_DTYPES[field])
-        elif not (a.flags.c_contiguous and a.flags.writeable and a.dtype == _DTYPES[field]):
-            raise ValueError(f"adaptive state {key!r} is not a writable C-contiguous {np.dtype(_DTYPES[field])} array")
+            a = np.zeros((b.R, 0, 1) if field == "ad_pids_seen" else (b.R, 0), dtype=dtype)
+        elif not (a.flags.c_contiguous and a.flags.writeable and a.dtype == dtype):
+            raise ValueError(f"adaptive state {key!r} is not a writable C-contiguous {np.dtype(dtype)} array")
         out[field] = a
     return out
 
@@ -158,18 +156,14 @@ def after_decide(Q, S, r, v, pids, pidx, word, mask, wa, code):
     ``others_recent`` (other bits in the two newest windows >= ``grow_others``)."""
     if Q.adapt_rule != GROW_SHRINK or not Q.adapt_enabled:
         return
-    own = False
+    own = union_has(Q, pids, pidx, wa, word, mask)
     others = 0
     for j in range(Q.words):
-        u = _U0
         recent = _U0
         for w in range(Q.windows):
-            if in_union(Q, pidx, w, wa):
-                u |= pids[w, j]
             if in_union(Q, pidx, w, 2):
                 recent |= pids[w, j]
         if j == word:
-            own = (u & mask) != _U0
             recent &= ~mask
         others += popcount(recent)
     nr = S.ad_nr_hist[r, v]

@@ -1,6 +1,7 @@
 """Bitmap primitives of the compiled engine's PID windows: ``bitmap_weight`` of one word and
-which windows are among the newest ``n`` (:func:`numalab.history.newest_mask`), shared by the
-decision (:mod:`.decide`) and the adaptive history (:mod:`.adapt`)."""
+which windows are among the newest ``n`` (:func:`numalab.history.newest_mask`) and whether the
+scanner's bit is in their OR, shared by the decision (:mod:`.decide`) and the adaptive history
+(:mod:`.adapt`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 
 from ._nb import inner, jit
 
-__all__ = ["popcount", "in_union", "U0"]
+__all__ = ["popcount", "in_union", "union_has", "U0"]
 
 # popcount (bitmap_weight) by SWAR, every operand uint64 (a uint64 op an int64 is a float64 in numba)
 _M1 = np.uint64(0x5555555555555555)
@@ -39,3 +40,14 @@ def in_union(Q, pidx, w, n):
     if Q.ring:
         return (pidx - w) % Q.windows < n
     return Q.windows - 1 - w < n
+
+
+@inner
+def union_has(Q, pids, pidx, wa, word, mask):
+    """ScanView.own_pid: the scanner's bit (its ``word``, ``mask``) in the OR of the newest
+    ``wa`` windows (:func:`.decide.union_weight`; :func:`in_union`)."""
+    u = U0
+    for w in range(Q.windows):
+        if in_union(Q, pidx, w, wa):
+            u |= pids[w, word]
+    return (u & mask) != U0

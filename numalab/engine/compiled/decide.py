@@ -26,7 +26,7 @@ from ...reasons import CODE
 from . import RULE_ID, adapt
 from ._nb import inner, jit
 from .bits import U0 as _U0
-from .bits import in_union, popcount
+from .bits import in_union, popcount, union_has
 from .state import Pol
 from .structs import make_pol
 
@@ -135,17 +135,6 @@ def union_weight(Q, pids, pidx, wa):
                 u |= pids[w, j]
         n += popcount(u)
     return n
-
-
-@inner
-def union_has(Q, pids, pidx, wa, word, mask):
-    """ScanView.own_pid: the scanner's bit (its ``word``, ``mask``) in the OR of the newest
-    ``wa`` windows (:func:`union_weight`)."""
-    u = _U0
-    for w in range(Q.windows):
-        if in_union(Q, pidx, w, wa):
-            u |= pids[w, word]
-    return (u & mask) != _U0
 
 
 @inner

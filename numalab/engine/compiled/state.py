@@ -29,6 +29,7 @@ import numpy as np
 
 from ...counters import COUNTER_NAMES
 from ...workloads import PH_INIT, PH_LOOP
+from .adapt import STATE as ADAPT_STATE
 from .adapt import adapt_arrays
 
 __all__ = ["Lay", "Pol", "St", "Scr", "pack_layout", "pack_state", "make_scratch", "LAY_FIELDS", "ST_FIELDS",
@@ -136,8 +137,7 @@ ST_SOURCES = (
     ("local_acc", "obs.local_acc"), ("local_w", "obs.local_w"), ("conv_stale", "obs.conv_stale"),
 )
 #: the adaptive history's state (the arrays of the batch's ``vmas.adapt`` dict, :func:`.adapt.adapt_arrays`)
-ADAPT_FIELDS = ("ad_nr_hist", "ad_idle_scans", "ad_scanned", "ad_faulted", "ad_pids_seen", "ad_pass_seq",
-                "ad_last_rotate_ms", "ad_win_avg_ms")
+ADAPT_FIELDS = tuple(ADAPT_STATE)
 ST_FIELDS = tuple(name for name, _ in ST_SOURCES) + ADAPT_FIELDS
 St = namedtuple("St", ST_FIELDS)
 
