@@ -377,6 +377,43 @@ def test_live_explorer_returns_at_once_and_display_waits_for_the_final_view(monk
     assert len(shown) == 3 and "numalab-snapshot" in shown[1]["text/html"]
 
 
+def test_live_explorer_sends_its_final_view_again(monkeypatch):
+    """A page that loads its widgets' states drops the updates reaching it meanwhile (the
+    browser trace: test_browser.py's test_update_sent_while_the_page_loads_reaches_it). After
+    a final answer a live explorer sends the view's widgets again, unchanged, RESEND_AFTER_S
+    later; a preliminary answer is not re-sent (the final one follows)."""
+    import time
+
+    import ipywidgets
+
+    from numalab.widgets import explorers
+
+    monkeypatch.setattr(explorers, "RESEND_AFTER_S", (0.3,))
+    sent = []
+    send = ipywidgets.Widget._send
+
+    def record(self, msg, buffers=None):
+        sent.append((time.monotonic(), self, msg))
+        return send(self, msg, buffers)
+
+    monkeypatch.setattr(ipywidgets.Widget, "_send", record)
+    ex = W.PidHashExplorer(threads=8, live=True)
+    assert ex.wait(60)
+    time.sleep(0.6)  # the first answer's re-send has left
+    ex.controls["threads"].value = 9
+    assert ex.wait(60)
+    answered = time.monotonic()
+    time.sleep(1.0)
+    for wdg in (ex.summary, ex.figure, ex.figure.layout):
+        mine = [(t, m) for t, w, m in sent if w is wdg and m.get("method") == "update"]
+        final = [t for t, m in mine if t <= answered]
+        again = [m["state"] for t, m in mine if t > answered]
+        assert final and len(again) == 1, (type(wdg).__name__, len(mine))
+        assert again[0]["_model_name"] == wdg._model_name  # the whole state, not a change
+    resent = [m["state"]["value"] for t, w, m in sent if w is ex.summary and t > answered]
+    assert resent == [ex.summary.value] and "threads=9" in resent[0]
+
+
 def test_display_can_return_after_the_first_answer(monkeypatch):
     import IPython.display
 

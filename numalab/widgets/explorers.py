@@ -80,6 +80,28 @@ def _int(explorer: str, name: str, value, lo: int, hi: int) -> int:
     return check_int(f"{explorer}: {name}", value, lo=lo, hi=hi)
 
 
+#: seconds after an explorer's final answer (or a refusal) at which the widgets showing it send
+#: their state to the page again. A page that loads its widgets' states from the kernel (Voila's
+#: first view of ``numalab explore``, a browser reload in JupyterLab) drops every update that
+#: reaches it while it does: ipywidgets 8's manager asks for all states, then registers each
+#: widget's channel, and an update arriving between the two finds no channel and is discarded,
+#: never sent again. An answer finished at that moment stayed "preliminary, refining ..." on the
+#: page while the kernel held the final one (browser trace: tests/test_browser.py,
+#: test_update_sent_while_the_page_loads_reaches_it). Sending the same state again heals it; it
+#: costs one message per widget (the figure's PNG included) per answer.
+RESEND_AFTER_S = (1.0, 4.0)
+
+
+def _resend(widgets) -> None:
+    """Send each widget's current state to the page again (a no-op once it is closed)."""
+    for wdg in widgets:
+        try:
+            if getattr(wdg, "comm", None) is not None:
+                wdg.send_state()
+        except Exception:  # noqa: BLE001 - a closed comm or a stopped kernel: nothing to heal
+            pass
+
+
 class Explorer(Snapshot):
     """Base class: ``controls`` (name -> ipywidget), a cache of computed points, a progress bar,
     an HTML summary, a PNG figure and an "export" button. Subclasses define :meth:`compute` and
@@ -128,6 +150,7 @@ class Explorer(Snapshot):
                 c.tooltip = tip
         self.progress = w.IntProgress(value=0, min=0, max=1, description="", layout=w.Layout(width="220px", visibility="hidden"))
         self.status = w.HTML(value="")
+        self.status.add_class("numalab-status")
         self.export_button = w.Button(description="export", icon="download", layout=w.Layout(width="auto"),
                                       tooltip="write this view to numalab-exports/: the figure (PDF, SVG, PNG), "
                                               "its parameters (view.json) and its Dataset (data.nc)")
@@ -267,6 +290,18 @@ class Explorer(Snapshot):
             self._shown_gen = gen
             self._cv.notify_all()
 
+    def _resend_later(self) -> None:
+        """In live mode, send the view's widgets again :data:`RESEND_AFTER_S` seconds from now
+        (an update may have been dropped by a page loading the widgets' states at that moment)."""
+        if not self.live:
+            return
+        view = (self.summary, self.figure, self.message, self.status, self.progress,
+                self.figure.layout, self.message.layout, self.progress.layout)
+        for delay in RESEND_AFTER_S:
+            t = threading.Timer(delay, _resend, args=(view,))
+            t.daemon = True
+            t.start()
+
     def worker_cpu(self) -> float:
         """CPU seconds spent so far by worker processes computing for this explorer."""
         return 0.0
@@ -290,6 +325,7 @@ class Explorer(Snapshot):
         self.message.layout.display = None
         self.figure.layout.display = "none"
         self._snapshot(self.message.value, None)
+        self._resend_later()
 
     def _show(self, result, rows, fig, columns, params, *, refining=False, stage=0, nstages=1) -> None:
         self.error = None
@@ -316,6 +352,8 @@ class Explorer(Snapshot):
         else:
             self.status.value = "refining with more seeds ..."
         self._snapshot(table, png)
+        if not refining:
+            self._resend_later()
 
     def shown_values(self) -> dict:
         """The numbers of the summary as shown (formatted), ``{row: value}`` or
