@@ -102,6 +102,19 @@ def _resend(widgets) -> None:
             pass
 
 
+def _resend_later(ex) -> None:
+    """Send live explorer ``ex``'s view widgets again :data:`RESEND_AFTER_S` seconds from now (an
+    update may have been dropped by a page loading the widgets' states at that moment)."""
+    if not ex.live:
+        return
+    view = (ex.summary, ex.figure, ex.message, ex.status, ex.progress,
+            ex.figure.layout, ex.message.layout, ex.progress.layout)
+    for delay in RESEND_AFTER_S:
+        t = threading.Timer(delay, _resend, args=(view,))
+        t.daemon = True
+        t.start()
+
+
 class Explorer(Snapshot):
     """Base class: ``controls`` (name -> ipywidget), a cache of computed points, a progress bar,
     an HTML summary, a PNG figure and an "export" button. Subclasses define :meth:`compute` and
@@ -290,18 +303,6 @@ class Explorer(Snapshot):
             self._shown_gen = gen
             self._cv.notify_all()
 
-    def _resend_later(self) -> None:
-        """In live mode, send the view's widgets again :data:`RESEND_AFTER_S` seconds from now
-        (an update may have been dropped by a page loading the widgets' states at that moment)."""
-        if not self.live:
-            return
-        view = (self.summary, self.figure, self.message, self.status, self.progress,
-                self.figure.layout, self.message.layout, self.progress.layout)
-        for delay in RESEND_AFTER_S:
-            t = threading.Timer(delay, _resend, args=(view,))
-            t.daemon = True
-            t.start()
-
     def worker_cpu(self) -> float:
         """CPU seconds spent so far by worker processes computing for this explorer."""
         return 0.0
@@ -325,7 +326,7 @@ class Explorer(Snapshot):
         self.message.layout.display = None
         self.figure.layout.display = "none"
         self._snapshot(self.message.value, None)
-        self._resend_later()
+        _resend_later(self)
 
     def _show(self, result, rows, fig, columns, params, *, refining=False, stage=0, nstages=1) -> None:
         self.error = None
@@ -353,7 +354,7 @@ class Explorer(Snapshot):
             self.status.value = "refining with more seeds ..."
         self._snapshot(table, png)
         if not refining:
-            self._resend_later()
+            _resend_later(self)
 
     def shown_values(self) -> dict:
         """The numbers of the summary as shown (formatted), ``{row: value}`` or
