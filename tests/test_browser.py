@@ -693,6 +693,26 @@ def _explore_failure(page, shots, log) -> None:
         print(f"(no diagnostics: {type(exc).__name__}: {exc})")
 
 
+def _voila_env(tmp_path) -> dict:
+    """The environment of a Voila server under test: its own Jupyter and IPython folders."""
+    return dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore", TQDM_DISABLE="1",
+                JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+                IPYTHONDIR=str(tmp_path / "ipython"), JUPYTER_PLATFORM_DIRS="1")
+
+
+def _goto_served(page, url, proc, cap_s: float) -> None:
+    """Open ``url`` once the server ``proc`` answers (it may still be starting: up to 60 s)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            page.goto(url, wait_until="domcontentloaded", timeout=_left_ms(cap_s))
+            return
+        except Exception:  # server still starting  # noqa: BLE001
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise
+            time.sleep(0.25)
+
+
 def _explore(request, tmp_path, budget_s, knobs, *, full_size=False):
     """Serve ``numalab explore`` with Voila, open the page (in the module's browser), move
     ``knobs`` (as _check_knobs)."""
@@ -705,9 +725,7 @@ def _explore(request, tmp_path, budget_s, knobs, *, full_size=False):
     shots = _shots(tmp_path)
     port = _free_port()
     tag = "explore-full" if full_size else "explore"
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore", TQDM_DISABLE="1",
-               JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               IPYTHONDIR=str(tmp_path / "ipython"), JUPYTER_PLATFORM_DIRS="1")
+    env = _voila_env(tmp_path)
     log = open(tmp_path / "voila.log", "w")
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "numalab", "explore", f"--port={port}", f"--dir={tmp_path / 'page'}",
@@ -718,15 +736,7 @@ def _explore(request, tmp_path, budget_s, knobs, *, full_size=False):
         knobs = [(css, kind, label, value, col, (lambda w: lambda: w)(expected())) for css, kind, label, value, col, expected in knobs]
         page = request.getfixturevalue("browser").new_page(viewport={"width": 1280, "height": 1000})
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    page.goto(url, wait_until="domcontentloaded", timeout=_left_ms(120))
-                    break
-                except Exception:  # server still starting  # noqa: BLE001
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise
-                    time.sleep(0.25)
+            _goto_served(page, url, proc, 120)
             page.wait_for_selector(".numalab-historyexplorer td.numalab-value", timeout=_left_ms(120))
             page.wait_for_selector(".numalab-pidhashexplorer td.numalab-value", timeout=_left_ms(60))
             shown = time.monotonic() - started
@@ -801,9 +811,7 @@ def test_update_sent_while_the_page_loads_reaches_it(request, tmp_path):
                                                           "language": "python"}},
                               "nbformat": 4, "nbformat_minor": 5}))
     port = _free_port()
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore", TQDM_DISABLE="1",
-               JUPYTER_CONFIG_DIR=str(tmp_path / "config"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               IPYTHONDIR=str(tmp_path / "ipython"), JUPYTER_PLATFORM_DIRS="1")
+    env = _voila_env(tmp_path)
     log = open(tmp_path / "voila.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "voila", str(nb), "--no-browser", f"--port={port}",
                              "--Voila.ip=127.0.0.1", "--Voila.port_retries=0"],
@@ -812,15 +820,7 @@ def test_update_sent_while_the_page_loads_reaches_it(request, tmp_path):
     page = None
     try:
         page = request.getfixturevalue("browser").new_page(viewport={"width": 1280, "height": 900})
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded", timeout=_left_ms(60))
-                break
-            except Exception:  # server still starting  # noqa: BLE001
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.25)
+        _goto_served(page, f"http://127.0.0.1:{port}/", proc, 60)
         page.wait_for_selector(".numalab-pidhashexplorer td.numalab-value", timeout=_left_ms(60))
         page.wait_for_function("() => document.querySelector('.numalab-pidhashexplorer .numalab-summary')"
                                ".innerText.includes('threads=9')", timeout=_left_ms(30), polling=100)
