@@ -767,7 +767,7 @@ def test_explore_page(request, tmp_path):
 # An answer finished while the page loads its widgets: the page gets it. ipywidgets 8's manager asks
 # the kernel for every widget's state, then registers each widget's channel; an update arriving in
 # between is dropped and never sent again (5 of 5 pages kept the old value of an HTML widget set
-# right after the kernel answered the state request, 2 of 3 at 50 ms, 0 of 3 at 0.3 s). The
+# right after the kernel answered the state request, 1 of 3 at 50 ms, 0 of 3 at 0.3 s). The
 # notebook below changes an explorer's answer at exactly that moment; the explorer's re-send
 # (explorers.RESEND_AFTER_S) must bring the new answer to the page. With the re-send switched off
 # (RESEND_AFTER_S = ()) 3 of 3 runs kept the old answer (threads=8); with it 3 of 3 showed the new.
