@@ -72,17 +72,20 @@ START = dict(mode="private", buckets=256, threads=16, nodes=2, seeds=2)
 MOVED = dict(START, buckets=1024, threads=32)
 
 
-def _notebook() -> dict:
-    cells = [
-        ("markdown", "# Futex buckets explorer (browser test)"),
-        ("code", "from numalab.widgets import FutexExplorer\n"
-                 f"ex = FutexExplorer(**{START!r})\nex"),
-    ]
+FUTEX_CELLS = [
+    ("markdown", "# Futex buckets explorer (browser test)"),
+    ("code", "from numalab.widgets import FutexExplorer\n"
+             f"ex = FutexExplorer(**{START!r})\nex"),
+]
+
+
+def _notebook(cells=FUTEX_CELLS, prefix: str = "c") -> dict:
+    """A notebook of ``cells`` (``(cell_type, source)`` pairs), unexecuted, cell ids ``prefix0``..."""
     return {
         "nbformat": 4, "nbformat_minor": 5,
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "cells": [
-            {"cell_type": t, "id": f"c{i}", "metadata": {}, "source": src,
+            {"cell_type": t, "id": f"{prefix}{i}", "metadata": {}, "source": src,
              **({"outputs": [], "execution_count": None} if t == "code" else {})}
             for i, (t, src) in enumerate(cells)
         ],
@@ -805,11 +808,7 @@ def test_update_sent_while_the_page_loads_reaches_it(request, tmp_path):
     _need_chromium()
     _BUDGET["end"] = time.monotonic() + 120
     nb = tmp_path / "race.ipynb"
-    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None,
-                                         "outputs": [], "source": _RACE_CELL}],
-                              "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                          "language": "python"}},
-                              "nbformat": 4, "nbformat_minor": 5}))
+    nb.write_text(json.dumps(_notebook([("code", _RACE_CELL)], "r")))
     port = _free_port()
     env = _voila_env(tmp_path)
     log = open(tmp_path / "voila.log", "w")
@@ -892,11 +891,7 @@ _CELL_VIEWS = """() => [...document.querySelectorAll('.jp-CodeCell')].map(c => {
 
 
 def _around_notebook(executed: bool) -> dict:
-    nb = {"nbformat": 4, "nbformat_minor": 5,
-          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-          "cells": [{"cell_type": t, "id": f"a{i}", "metadata": {}, "source": src,
-                     **({"outputs": [], "execution_count": None} if t == "code" else {})}
-                    for i, (t, src) in enumerate(AROUND)]}
+    nb = _notebook(AROUND, "a")
     if executed:  # as a researcher's saved notebook: run once, outputs stored
         import nbformat
         from nbclient import NotebookClient

@@ -381,7 +381,7 @@ def test_live_explorer_sends_its_final_view_again(monkeypatch):
     """A page that loads its widgets' states drops the updates reaching it meanwhile (the
     browser trace: test_browser.py's test_update_sent_while_the_page_loads_reaches_it). After
     a final answer a live explorer sends the view's widgets again, unchanged, RESEND_AFTER_S
-    later; a preliminary answer is not re-sent (the final one follows)."""
+    later, once per answer."""
     import time
 
     import ipywidgets

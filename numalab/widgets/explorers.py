@@ -96,8 +96,7 @@ def _resend(widgets) -> None:
     """Send each widget's current state to the page again (a no-op once it is closed)."""
     for wdg in widgets:
         try:
-            if getattr(wdg, "comm", None) is not None:
-                wdg.send_state()
+            wdg.send_state()  # ipywidgets sends nothing for a closed widget (no comm)
         except Exception:  # noqa: BLE001 - a closed comm or a stopped kernel: nothing to heal
             pass
 
