@@ -776,8 +776,14 @@ def test_explore_page(request, tmp_path):
 # (RESEND_AFTER_S = ()) 3 of 3 runs kept the old answer (threads=8); with it 3 of 3 showed the new.
 _RACE_CELL = """import ipywidgets as w
 import numalab as nl
+from IPython.display import display
 ex = nl.widgets.PidHashExplorer(threads=8)
 ex.wait(60)
+# shown before the widgets below: after a cell's reply Voila's executor reads the cell's
+# remaining messages for at most iopub_timeout (4 s here) and drops the outputs among the rest;
+# 2000 widgets' messages took longer on a loaded CI machine and the explorer never reached the
+# page (9c1a592). With iopub_timeout=0 the old order failed 2 of 2 runs, this one passes 3 of 3
+display(ex)
 # widgets the page registers too: registering them all takes long enough for the new answer
 # (computed and drawn after the state reply) to arrive meanwhile, as on a loaded machine
 _others = [w.HTML(value=str(i)) for i in range(2000)]
@@ -794,8 +800,7 @@ def _then_answer(cls, msg):
         ex.update()  # the new answer's updates leave now, while the page registers the widgets
 
 
-Widget._handle_control_comm_msg = classmethod(_then_answer)
-ex"""
+Widget._handle_control_comm_msg = classmethod(_then_answer)"""
 
 
 def test_update_sent_while_the_page_loads_reaches_it(request, tmp_path):

@@ -86,3 +86,8 @@ def test_command_line_parses_without_a_deprecation_warning(tmp_path):
         app.parse_command_line(explore.command(tmp_path / "x.ipynb", 8123)[3:])
     assert app.config.VoilaConfiguration.file_allowlist == [r".*\.(png|jpg|gif|svg)"]
     assert app.config.Voila.ip == "127.0.0.1"
+    # the executor that runs the page reads the longer wait for a cell's outputs (a misspelt
+    # class or option would leave nbclient's 4 s, which lost an explorer on a loaded machine)
+    from voila.execute import VoilaExecutor
+
+    assert VoilaExecutor(nbformat.v4.new_notebook(), config=app.config).iopub_timeout == 30

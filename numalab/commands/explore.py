@@ -90,11 +90,14 @@ def _shipped(name: str):
 
 def command(path, port: int) -> list[str]:
     """The Voila command line that serves ``path`` on 127.0.0.1:``port`` -- that port or none
-    (``port_retries=0``: Voila would move on to the next free one while we print this one)."""
+    (``port_retries=0``: Voila would move on to the next free one while we print this one).
+    ``iopub_timeout=30``: after a cell's reply, Voila's executor waits at most this many seconds
+    for the cell's remaining messages and drops the outputs among those it has not read; the 4-s
+    default dropped a displayed explorer from a page on a loaded CI machine (at 9c1a592)."""
     import sys
 
     return [sys.executable, "-m", "voila", str(path), "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
-            "--Voila.port_retries=0", "--show_tracebacks=True",
+            "--Voila.port_retries=0", "--show_tracebacks=True", "--VoilaExecutor.iopub_timeout=30",
             "--VoilaConfiguration.file_allowlist=.*\\.(png|jpg|gif|svg)"]
 
 
