@@ -14,8 +14,16 @@ initial node), and the base seconds. ``job`` is ``time.elapsed_time`` of a numa0
 LKP job (numa01, numa01_THREAD_ALLOC and numa02, 4 iterations: ``numalab.fidelity.job_elapsed``).
 Steps a given table holds are marked ``given``.
 
-Run: ``python benchmarks/forecast.py [--seeds 8] [--out DIR]`` (one ``numalab.sweep``; about
-two minutes on a 2-core machine with the compiled engine).
+With ``--bands P`` (default 4, ``numalab reproduce``'s) each machine also gets the table a
+scorer of the strict rule needs: the same steps run at the ``P`` points of the uncertainty box
+(:func:`numalab.fidelity.bands.box_points`, the Latin hypercube ``numalab reproduce`` uses,
+``--band-seeds`` seeds each), every cell the strict rule's interval
+(:func:`numalab.fidelity.rules.interval`: the range of the centre's and the points' means,
+widened by the centre's paired spread). A published change inside it passes the strict rule.
+
+Run: ``python benchmarks/forecast.py [--seeds 8] [--bands 4] [--out DIR]`` (one
+``numalab.sweep`` and the points' runs; about two minutes on a 2-core machine with the
+compiled engine).
 """
 
 from __future__ import annotations
@@ -26,6 +34,9 @@ from pathlib import Path
 
 import numalab as nl
 from numalab.fidelity import job_elapsed, simulated_change
+from numalab.fidelity.bands import DEFAULT_POINTS, DEFAULT_SEEDS, box_points
+from numalab.fidelity.rules import interval
+from numalab.fidelity.runs import Call, execute
 
 MACHINES = {"2s-128": "lkp-icl-2sp6", "2s-88-csl": "lkp-csl-2sp9", "2s-224-spr": "lkp-spr-r02"}
 PROFILES = ("6.4", "rfc2023-p1", "rfc2023-p2", "rfc2023-p3", "rfc2023-p4", "rfc2023-p5", "rfc2023-p6")
@@ -41,7 +52,52 @@ GIVEN_SPR_CUMULATIVE = ("rfc2023-p2", "6.4")   # the SPR summary's p2 column is 
 
 def run(seeds=8, presets=tuple(MACHINES)):
     grid = {"workload": list(WORKLOADS), "topology": list(presets), "profile": list(PROFILES)}
-    return nl.sweep(grid, seeds=seeds, progress=True)
+    ds = nl.sweep(grid, seeds=seeds, progress=True)
+    # a grid axis of length one comes back as a scalar coordinate
+    return ds if "topology" in ds.dims else ds.expand_dims("topology")
+
+
+def run_points(presets, points=DEFAULT_POINTS, seeds=DEFAULT_SEEDS) -> dict:
+    """``{(point, preset): Dataset}`` (dims workload, policy, seed) of every workload and
+    profile at the box's points ``1 .. points``, seeds ``0 .. seeds-1`` (as ``numalab
+    reproduce``'s bands)."""
+    if points < 1:
+        return {}
+    calls = [Call(preset, wl, pol, tuple(range(seeds)), k, pt)
+             for k, pt in enumerate(box_points(list(presets), points), start=1)
+             for preset in presets for wl in WORKLOADS for pol in PROFILES]
+    return execute(calls, progress=True, desc="box points")
+
+
+def _changes(d, new, base):
+    """Per workload and ``job``: (mean %change, paired std) of policy ``new`` against ``base``."""
+    out = {w: simulated_change(d.sel(workload=w), base, new) for w in WORKLOADS}
+    job = job_elapsed(d.sel(workload=list(JOB))).to_dataset(name="job")
+    out["job"] = simulated_change(job, base, new, "job")
+    return {k: (float(m), float(sd)) for k, (m, sd) in out.items()}
+
+
+def band_table(ds, points: dict, preset) -> str:
+    """The strict rule's interval per step and test (module docstring) on ``preset``."""
+    d = ds.sel(topology=preset).rename(profile="policy")
+    pts = [sim for (k, p), sim in sorted(points.items()) if p == preset]
+    given = GIVEN.get(preset, set()) | ({GIVEN_SPR_CUMULATIVE} if preset == "2s-224-spr" else set())
+    lines = [f"**{preset}** ({MACHINES[preset]}): the strict rule's interval of the %change, centre "
+             f"({d.sizes['seed']} seeds) and {len(pts)} box points", "",
+             "| step | " + " | ".join(WORKLOADS) + " | job | |", "|" + "---|" * (len(WORKLOADS) + 3)]
+    for new, base in STEPS:
+        centre = _changes(d, new, base)
+        at_points = [_changes(sim, new, base) for sim in pts]
+        cells = []
+        for w in (*WORKLOADS, "job"):
+            mean, sd = centre[w]
+            means = [mean] + [p[w][0] for p in at_points]
+            lo, hi = interval({"simulated_mean": mean, "simulated_std": sd, "seeds": d.sizes["seed"],
+                               "band_lo": min(means), "band_hi": max(means)})
+            cells.append(f"{lo:+.1f} … {hi:+.1f}")
+        mark = "given" if (new, base) in given else ""
+        lines.append(f"| {new} vs {base} | " + " | ".join(cells) + f" | {mark} |")
+    return "\n".join(lines)
 
 
 def table(ds, preset) -> str:
@@ -71,9 +127,15 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--out", default="forecast")
     ap.add_argument("--presets", default=",".join(MACHINES))
+    ap.add_argument("--bands", type=int, default=DEFAULT_POINTS,
+                    help=f"points of the uncertainty box (default {DEFAULT_POINTS}; 0: no band tables)")
+    ap.add_argument("--band-seeds", type=int, default=DEFAULT_SEEDS,
+                    help=f"seeds per box point (default {DEFAULT_SEEDS})")
     args = ap.parse_args(argv)
     t = time.time()
-    ds = run(args.seeds, args.presets.split(","))
+    presets = args.presets.split(",")
+    ds = run(args.seeds, presets)
+    points = run_points(presets, args.bands, args.band_seeds)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     from numalab.storage import write_netcdf
@@ -81,6 +143,8 @@ def main(argv=None):
     write_netcdf(ds, out / "forecast.nc")
     for p in ds.topology.values.tolist():
         print(table(ds, p), "\n")
+        if points:
+            print(band_table(ds, points, p), "\n")
     print(f"numalab {nl.__version__}; {time.time() - t:.0f} s wall; wrote {out}/forecast.nc")
 
 
