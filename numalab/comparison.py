@@ -350,7 +350,7 @@ def _simulated(ds, published):
 
 
 def compare(text_or_path, ds=None, *, topology=None, kernels: dict | None = None, seeds: int = 8,
-            band_points: int = 0, band_seeds: int = 2, band_seed: int = 0, workers=None, progress=False,
+            band_points: int = 0, band_seeds: int | None = None, band_seed: int = 0, workers=None, progress=False,
             name: str | None = None, **engine_options) -> Comparison:
     """Published against simulated for anyone's mmtests or LKP table (module docstring).
 
@@ -364,7 +364,8 @@ def compare(text_or_path, ds=None, *, topology=None, kernels: dict | None = None
     kernels : kernel name (or commit-id prefix) -> profile or policy text, tried before the
         built-in mapping (:func:`profile_of`).
     seeds, band_points, band_seeds, band_seed, workers, progress : as ``numalab reproduce``
-        (``band_points=0``: no uncertainty bands).
+        (``band_points=0``: no uncertainty bands; ``band_seeds=None``:
+        :data:`numalab.fidelity.bands.DEFAULT_SEEDS`).
     name : the table's name in the rows (default: the file's stem, or ``"posted"``).
     **engine_options : engine options and ``costs=`` for every run.
 
@@ -396,6 +397,7 @@ def compare(text_or_path, ds=None, *, topology=None, kernels: dict | None = None
     key = topo if isinstance(topology, Topology) else preset
     calls = fidelity.plan(runs, seeds, topology=key, overrides=fidelity.runs._point(engine_options))
     if band_points:
+        band_seeds = fidelity.bands.DEFAULT_SEEDS if band_seeds is None else band_seeds
         calls += fidelity.bands.band_calls(runs, band_points, band_seeds, band_seed, topology=key)
     out = {k: _with_same(sim, published) for k, sim in fidelity.execute(calls, workers=workers,
                                                                          progress=progress).items()}

@@ -157,3 +157,24 @@ def test_a_given_dataset_that_lacks_a_kernel_is_refused_by_name(posted):
         nl.compare(posted, sim, topology="2s-128", kernels={"rfc-p5": "rfc2023-p5"})
     with pytest.raises(ValueError, match=r"allowed: an xarray Dataset"):
         nl.compare(posted, {"elsp": 1}, topology="2s-128", kernels={"rfc-p5": "rfc2023-p5"})
+
+
+def test_band_seeds_default_is_one_number_for_reproduce_compare_and_the_api(posted, monkeypatch):
+    """numalab reproduce, numalab compare and nl.compare run a band point with
+    bands.DEFAULT_SEEDS seeds (compare had its own 2 while reproduce's default moved to 8)."""
+    from numalab.cli import build_parser
+    from numalab.fidelity import bands
+
+    parser = build_parser()
+    for command in (["reproduce"], ["compare", "x.txt"]):
+        assert parser.parse_args(command).band_seeds == bands.DEFAULT_SEEDS
+    asked = []
+
+    def band_calls(runs, points, seeds, seed, topology=None):
+        asked.append(seeds)
+        raise RuntimeError("stop before the engine")
+
+    monkeypatch.setattr(bands, "band_calls", band_calls)
+    with pytest.raises(RuntimeError, match="stop before the engine"):
+        nl.compare(posted, topology="lkp-icl-2sp6", kernels={"rfc-p5": "rfc2023-p5"}, band_points=2, workers=1)
+    assert asked == [bands.DEFAULT_SEEDS]

@@ -140,8 +140,9 @@ def test_reproduce_command_writes_every_output(tmp_path, capsys, monkeypatch, ca
     # the command's own engine calls are answered from the runs the fixtures made
     sims = {"2s-128": calibration[1], **machines[1]}
     monkeypatch.setattr(runs, "run_calls", _replay(sims))
-    assert main(["reproduce", "--out", str(tmp_path), "--seeds", "2", "--band-points", "2", "--workers", "1",
-                 "--no-progress", "--no-notebooks"]) == 0
+    # 2 seeds a band point: the fixtures' runs have 2 seeds
+    assert main(["reproduce", "--out", str(tmp_path), "--seeds", "2", "--band-points", "2", "--band-seeds", "2",
+                 "--workers", "1", "--no-progress", "--no-notebooks"]) == 0
     out = capsys.readouterr().out
     assert "published rule:" in out and "strict rule:" in out and "robust:" in out and "fitted:" in out
     assert f"{37 * 3} engine calls (37 at the centre, 2 seeds; 74 over 2 band points, 2 seeds)" in out

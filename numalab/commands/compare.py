@@ -9,6 +9,7 @@ from . import add_output
 
 
 def add_parser(sub) -> None:
+    from ..fidelity.bands import DEFAULT_SEEDS
     from .simulate import add_option_arguments
 
     p = sub.add_parser(
@@ -34,7 +35,8 @@ def add_parser(sub) -> None:
     p.add_argument("--seeds", type=int, default=8, help="replicas per kernel (default: %(default)s)")
     p.add_argument("--band-points", type=int, default=0, metavar="K",
                    help="points of the uncertainty box (default: %(default)s, no bands; numalab reproduce uses 4)")
-    p.add_argument("--band-seeds", type=int, default=2, metavar="N", help="seeds per band point (default: %(default)s)")
+    p.add_argument("--band-seeds", type=int, default=DEFAULT_SEEDS, metavar="N",
+                   help="seeds per band point (default: %(default)s)")
     p.add_argument("--band-seed", type=int, default=0, metavar="S", help="seed of the box's sample (default: %(default)s)")
     p.add_argument("--workers", type=int, default=None, help="local processes (default: the CPUs this process may use)")
     add_output(p, "--plot", figure=True, default=None, metavar="PNG", help="write the published-vs-simulated figure here")

@@ -30,9 +30,13 @@ from .tables import table_preset, table_rows
 
 __all__ = ["box", "box_points", "band_calls", "apply_bands", "judge_points", "simulate_bands", "DEFAULT_POINTS", "DEFAULT_SEEDS"]
 
-#: default size of the box's sample (numalab reproduce --band-points) and seeds per point
+#: default size of the box's sample (numalab reproduce --band-points) and seeds per point. A
+#: point runs as many seeds as the centre: at 2 a numa01 point's mean scatters by its runs'
+#: spread / sqrt(2) (some 9 points of a history-length step), as much as the largest
+#: constant's effect, and the band measured that scatter; at 2 seeds 4 robust and 2 strict
+#: verdicts of numalab reproduce stood on it (docs/fidelity.md, "The bands at 8 seeds a point")
 DEFAULT_POINTS = 4
-DEFAULT_SEEDS = 2
+DEFAULT_SEEDS = 8
 #: a range of at least this ratio is sampled on a log scale
 _LOG_RATIO = 3.0
 
