@@ -69,6 +69,12 @@ def run_points(presets, points=DEFAULT_POINTS, seeds=DEFAULT_SEEDS) -> dict:
     return execute(calls, progress=True, desc="box points")
 
 
+def _mark(preset, new, base) -> str:
+    """``given`` when a table in the repository holds the step on that machine."""
+    given = GIVEN.get(preset, set()) | ({GIVEN_SPR_CUMULATIVE} if preset == "2s-224-spr" else set())
+    return "given" if (new, base) in given else ""
+
+
 def _changes(d, new, base):
     """Per workload and ``job``: (mean %change, paired std) of policy ``new`` against ``base``."""
     out = {w: simulated_change(d.sel(workload=w), base, new) for w in WORKLOADS}
@@ -81,7 +87,6 @@ def band_table(ds, points: dict, preset) -> str:
     """The strict rule's interval per step and test (module docstring) on ``preset``."""
     d = ds.sel(topology=preset).rename(profile="policy")
     pts = [sim for (k, p), sim in sorted(points.items()) if p == preset]
-    given = GIVEN.get(preset, set()) | ({GIVEN_SPR_CUMULATIVE} if preset == "2s-224-spr" else set())
     lines = [f"**{preset}** ({MACHINES[preset]}): the strict rule's interval of the %change, centre "
              f"({d.sizes['seed']} seeds) and {len(pts)} box points", "",
              "| step | " + " | ".join(WORKLOADS) + " | job | |", "|" + "---|" * (len(WORKLOADS) + 3)]
@@ -95,8 +100,7 @@ def band_table(ds, points: dict, preset) -> str:
             lo, hi = interval({"simulated_mean": mean, "simulated_std": sd, "seeds": d.sizes["seed"],
                                "band_lo": min(means), "band_hi": max(means)})
             cells.append(f"{lo:+.1f} … {hi:+.1f}")
-        mark = "given" if (new, base) in given else ""
-        lines.append(f"| {new} vs {base} | " + " | ".join(cells) + f" | {mark} |")
+        lines.append(f"| {new} vs {base} | " + " | ".join(cells) + f" | {_mark(preset, new, base)} |")
     return "\n".join(lines)
 
 
@@ -104,7 +108,6 @@ def table(ds, preset) -> str:
     d = ds.sel(topology=preset).rename(profile="policy")
     elsp = d["elsp"]
     job = job_elapsed(d.sel(workload=list(JOB))).to_dataset(name="job")
-    given = GIVEN.get(preset, set()) | ({GIVEN_SPR_CUMULATIVE} if preset == "2s-224-spr" else set())
     head = "| step | " + " | ".join(WORKLOADS) + " | job | |"
     lines = [f"**{preset}** ({MACHINES[preset]}): %change ± paired std over {d.sizes['seed']} seeds",
              "", head, "|" + "---|" * (len(WORKLOADS) + 3)]
@@ -112,13 +115,9 @@ def table(ds, preset) -> str:
     lines.append("| 6.4 (base) seconds | " + " | ".join(base_cells)
                  + f" | {float(job['job'].sel(policy='6.4').mean()):.0f} s | |")
     for new, base in STEPS:
-        cells = []
-        for w in WORKLOADS:
-            pct, sd = simulated_change(d.sel(workload=w), base, new)
-            cells.append(f"{float(pct):+.1f} ± {float(sd):.1f}")
-        pct, sd = (float(x) for x in simulated_change(job, base, new, "job"))
-        mark = "given" if (new, base) in given else ""
-        lines.append(f"| {new} vs {base} | " + " | ".join(cells) + f" | {pct:+.1f} ± {sd:.1f} | {mark} |")
+        change = _changes(d, new, base)
+        cells = [f"{pct:+.1f} ± {sd:.1f}" for pct, sd in (change[w] for w in (*WORKLOADS, "job"))]
+        lines.append(f"| {new} vs {base} | " + " | ".join(cells) + f" | {_mark(preset, new, base)} |")
     return "\n".join(lines)
 
 
