@@ -780,9 +780,10 @@ from IPython.display import display
 ex = nl.widgets.PidHashExplorer(threads=8)
 ex.wait(60)
 # shown before the widgets below: after a cell's reply Voila's executor reads the cell's
-# remaining messages for at most iopub_timeout (4 s here) and drops the outputs among the rest;
-# 2000 widgets' messages took longer on a loaded CI machine and the explorer never reached the
-# page (9c1a592). With iopub_timeout=0 the old order failed 2 of 2 runs, this one passes 3 of 3
+# remaining messages for at most iopub_timeout and drops the outputs among the rest; at
+# nbclient's 4 s, 2000 widgets' messages took longer on a loaded CI machine and the explorer
+# never reached the page (9c1a592). With iopub_timeout=0 the old order failed 2 of 2 runs, this
+# one passes 3 of 3 (numalab explore's command line, used here, waits 30 s)
 display(ex)
 # widgets the page registers too: registering them all takes long enough for the new answer
 # (computed and drawn after the state reply) to arrive meanwhile, as on a loaded machine
@@ -817,9 +818,12 @@ def test_update_sent_while_the_page_loads_reaches_it(request, tmp_path):
     port = _free_port()
     env = _voila_env(tmp_path)
     log = open(tmp_path / "voila.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "voila", str(nb), "--no-browser", f"--port={port}",
-                             "--Voila.ip=127.0.0.1", "--Voila.port_retries=0"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # the command line numalab explore serves its page with (localhost, its port or none, the
+    # executor's longer wait for a cell's outputs)
+    from numalab.commands.explore import command
+
+    proc = subprocess.Popen(command(nb, port), env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     shots = _shots(tmp_path)
     page = None
     try:
