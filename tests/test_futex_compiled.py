@@ -1,7 +1,7 @@
 """The compiled futex event loop (numalab/futex/events_compiled.py) against the numpy loop it
 replaces (numalab/futex/events.py): bit-identical results on random networks, every station
-kind (hb locks, refcount lines with node batching, persistent locks with sorted rounds,
-forwarded atomics), both service distributions and mixed batches of points."""
+kind (hb locks, refcount lines with node batching and SMT riders, persistent locks with sorted
+rounds, forwarded atomics), both service distributions and mixed batches of points."""
 
 import numpy as np
 import pytest
@@ -40,7 +40,7 @@ def workloads(draw):
 @given(w=workloads(), seeds=st.lists(st.integers(0, 2**31), min_size=1, max_size=3, unique=True),
        ops=st.integers(6, 120), dist=st.sampled_from(["exponential", "deterministic"]),
        costs=st.sampled_from([None, dict(critical_section_ns=40.0), dict(atomic_forward=0.6),
-                              dict(atomic_node_batching=0.8, atomic_forward=0.5)]))
+                              dict(atomic_node_batching=0.8, atomic_forward=0.5), dict(atomic_core_batching=0.0)]))
 def test_compiled_loop_is_bit_identical_to_the_numpy_loop(w, seeds, ops, dist, costs):
     costs = None if costs is None else FutexCosts(**costs)
     net = network([route(w, s) for s in seeds], costs)
@@ -57,6 +57,18 @@ def test_compiled_loop_is_bit_identical_to_the_numpy_loop(w, seeds, ops, dist, c
     for k in want:
         assert got[k].dtype == want[k].dtype, k
         assert np.array_equal(got[k], want[k], equal_nan=True), k
+
+
+def test_riders_on_the_refcount_line_are_bit_identical():
+    # 26 threads on 2s-ivb-40's 20 cores: six pairs of SMT siblings share a core
+    w = perf_bench_hash("2s-ivb-40", threads=26, futexes=16, buckets=16, refcount="rcuref")
+    net = network([route(w, s) for s in (1, 2)])
+    want = simulate(net, [1, 2], ops=200, warmup=50, kernel="numpy")
+    got = simulate(net, [1, 2], ops=200, warmup=50, kernel="numba")
+    assert all(np.array_equal(got[k], want[k]) for k in want)
+    off = simulate(network([route(w, s) for s in (1, 2)], FutexCosts(atomic_core_batching=0.0)), [1, 2], ops=200,
+                   warmup=50, kernel="numba")
+    assert got["rate"].sum() > 1.2 * off["rate"].sum()        # the riders were taken
 
 
 def test_auto_is_the_compiled_loop_and_jit_off_is_the_numpy_loop(monkeypatch):

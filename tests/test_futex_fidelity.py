@@ -91,6 +91,29 @@ def test_refcount_line_is_an_atomic_with_node_batching():
     assert per_thread("2s-ivb-40", 40, "percpu") == pytest.approx(base, rel=0.02)
 
 
+def test_an_smt_siblings_pending_rmw_carries_its_own():
+    # SMT siblings share the L1: an RMW issued while the sibling's on the same refcount line is
+    # pending completes right after it, so a line visit to a core serves both (at most 2x)
+    def per_thread(threads, refcount, method, on, futexes=64):
+        w = nl.futex.perf_bench_hash("2s-ivb-40", threads=threads, futexes=futexes, refcount=refcount)
+        ds = nl.futex.simulate(w, seeds=2, method=method, costs=dict(atomic_core_batching=on))
+        return float(ds.ops_per_s_per_thread.mean())
+
+    for method in ("mva", "simulation"):
+        # 20 threads: one a core (perf pins thread i to the i-th CPU, cores first), no sibling
+        assert per_thread(20, "rcuref", method, 1.0) == pytest.approx(per_thread(20, "rcuref", method, 0.0), rel=1e-12)
+        # no refcount line: nothing to ride on
+        assert per_thread(40, "percpu", method, 1.0) == pytest.approx(per_thread(40, "percpu", method, 0.0), rel=1e-12)
+    on, off = per_thread(40, "rcuref", "simulation", 1.0), per_thread(40, "rcuref", "simulation", 0.0)
+    assert 1.5 < on / off <= 2.05
+    # the MVA's riders (at most one of a pair's visits) against the simulation's
+    for threads, futexes in ((40, 64), (30, 1024), (24, 1024)):
+        mva, sim = (per_thread(threads, "rcuref", m, 1.0, futexes) for m in ("mva", "simulation"))
+        assert mva == pytest.approx(sim, rel=0.05), threads
+    with pytest.raises(ValueError, match="atomic_core_batching=0.5; allowed: 0"):
+        FutexCosts(atomic_core_batching=0.5)
+
+
 @pytest.fixture(scope="module")
 def published():
     return nl.data.load("futex-e5-2650")

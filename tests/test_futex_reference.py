@@ -29,8 +29,8 @@ def _compare(workload, dist="exponential", costs=None, ops=1500, warmup=100):
     return X_vec, X_ref
 
 
-@pytest.mark.parametrize("case", ["two-buckets", "collisions", "rcuref", "futex_numa-shared", "deterministic",
-                                  "remote-home", "classic-interleaved"])
+@pytest.mark.parametrize("case", ["two-buckets", "collisions", "rcuref", "rcuref-smt", "futex_numa-shared",
+                                  "deterministic", "remote-home", "classic-interleaved"])
 def test_vectorised_simulation_agrees_with_reference(case):
     dist, costs = "exponential", None
     if case == "two-buckets":
@@ -39,6 +39,8 @@ def test_vectorised_simulation_agrees_with_reference(case):
         w = perf_bench_hash("2s-ivb-40", threads=8, futexes=16, buckets=16)
     elif case == "rcuref":
         w = perf_bench_hash("2s-ivb-40", threads=6, futexes=8, buckets=8, refcount="rcuref")
+    elif case == "rcuref-smt":  # 26 threads on 20 cores: six pairs of SMT siblings ride along
+        w = perf_bench_hash("2s-ivb-40", threads=26, futexes=8, buckets=8, refcount="rcuref")
     elif case == "futex_numa-shared":
         a = futex_numa("2s-ivb-40", contenders=3, threads=1, nanos=0, numa=True, node=0, cpu_node=0, squash=True)
         b = futex_numa("2s-ivb-40", contenders=3, threads=1, nanos=0, numa=True, node=0, cpu_node=1, squash=True)

@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
-from ..errors import check_number, coerce_dataclass
+from ..errors import NumalabValueError, check_number, coerce_dataclass
 from ..provenance import constant, provenance_of
 from ..topology import Topology
 
@@ -180,6 +180,13 @@ class FutexCosts:
                "RMW that finds a request of its own node ahead of it gets the line from its node",
         band=(0.0, 1.0), band_source="0: the line goes in arrival order, like a FIFO lock, to 1: a "
                                      "node's queued requests always first")
+    atomic_core_batching: float = constant(
+        1.0, kind="derived",
+        source="SMT siblings share their core's L1D: a locked RMW issued while its sibling's RMW on "
+               "the same atomic line (the rcuref counter) is pending completes from the core's L1 "
+               "right after the sibling's, when the line arrives there for it, ahead of the other "
+               "cores' requests and without a transfer of its own (an L1/L2 hit, line_self_ns). "
+               "A switch, not a weight: 1 on, 0 off (each hyperthread's RMW queues for the line)")
     atomic_forward: float = constant(
         1.0, kind="assumed",
         source="share of a line transfer an RMW pays when it finds the atomic line busy; 1 counts "
@@ -221,6 +228,9 @@ class FutexCosts:
             if v is not None:
                 check_number(f.name, v, lo=0.0, hi=1.0 if f.name in _UNIT_WEIGHTS else None,
                              lo_open=f.name == "clock_ref_ghz")
+        if self.atomic_core_batching not in (0.0, 1.0):
+            raise NumalabValueError(f"atomic_core_batching={self.atomic_core_batching!r}; allowed: 0 (off) or 1 (on), "
+                                    "a switch of the queueing discipline")
 
     def resolve(self, topology: Topology) -> "FutexCosts":
         """Fill the line latencies from ``topology`` where they are None."""
@@ -237,7 +247,7 @@ class FutexCosts:
 COST_NAMES = tuple(f.name for f in fields(FutexCosts))
 #: the constants that are weights in [0, 1]
 _UNIT_WEIGHTS = ("home_lookup", "conflict_trip", "smt_gain", "queue_node_sorting", "atomic_node_batching",
-                 "atomic_forward")
+                 "atomic_core_batching", "atomic_forward")
 #: the constants whose band is a factor of the Topology's figure (their default is None)
 RELATIVE_BANDS = ("line_same_node_ns", "line_remote_ns")
 
@@ -313,13 +323,13 @@ def core_load(topology: Topology, thread_cpu, busy) -> np.ndarray:
     of a node sits on core ``k % cores_per_node`` (Linux's own ids map onto these through
     ``Topology.linux_cpu_index``). ``busy``: threads that run all the time (a futex_numa lock thread
     that sleeps in nanosleep does not load its core)."""
-    core = _core_of(topology, thread_cpu)
+    core = core_of(topology, thread_cpu)
     busy = np.asarray(busy, dtype=bool)
     n = np.bincount(core[busy], minlength=topology.nodes * topology.cores_per_node)[core]
     return n + ~busy  # a thread always counts itself
 
 
-def _core_of(topology: Topology, thread_cpu) -> np.ndarray:
+def core_of(topology: Topology, thread_cpu) -> np.ndarray:
     """The physical core of each model CPU, numbered node by node: CPU k of a node sits on core
     ``k % cores_per_node`` (each node's cores, then their siblings; :func:`core_load`)."""
     cpu = np.asarray(thread_cpu, dtype=np.int64)
@@ -339,7 +349,7 @@ def active_cores(topology: Topology, thread_cpu, busy) -> np.ndarray:
     """Busy cores of every node's package, ``(nodes,)`` int64: the distinct cores
     (:func:`core_load`'s numbering) that run at least one busy thread, on all nodes of the
     node's package (:attr:`~numalab.topology.Topology.node_package`; turbo is the package's)."""
-    core = np.unique(_core_of(topology, thread_cpu)[np.asarray(busy, dtype=bool)])
+    core = np.unique(core_of(topology, thread_cpu)[np.asarray(busy, dtype=bool)])
     per_node = np.bincount(core // topology.cores_per_node, minlength=topology.nodes)
     package = topology.node_package
     return np.bincount(package, weights=per_node, minlength=package.max() + 1).astype(np.int64)[package]

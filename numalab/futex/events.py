@@ -81,6 +81,7 @@ class _EventRun:
         self.line_busy = net.cls_line_busy[net.thr_cls]
         self.cold = net.cls_cold[net.thr_cls]   # (T, home node)
         self.selfc = net.cls_self[net.thr_cls]
+        self.sib = net.thr_sib                  # (T, smax) the other threads on my core
         self.bucket, self.ref = self.keys(np.arange(T), np.zeros(T, dtype=np.int64))
         self.stage = np.where(self.ref >= 0, 0, 1)
         self.t_next = np.full((P, table.shape[1]), np.inf)
@@ -94,6 +95,9 @@ class _EventRun:
         # batching of contended atomic lines, :meth:`serve`)
         self.node_until = np.full((U, net.cls_line.shape[1]), -np.inf)
         self.holder = np.full(U, -1, dtype=np.int64)
+        # each thread's latest service: its station and end [ns] (SMT batching, :meth:`serve`)
+        self.last_st = np.full(T, -1, dtype=np.int64)
+        self.last_end = np.full(T, -np.inf)
         self.busy = np.zeros(U)
         self.visits = np.zeros(U)
         self.t_start = np.full(P, np.inf)   # utilisation window of each point
@@ -139,8 +143,10 @@ class _EventRun:
         """FCFS service of thread ``g`` arriving at ``a`` [ns] at station ``st`` (visit
         ``stg`` of its op): from ``max(a, free_at)`` for ``cpu * st_base`` plus the line
         pulls (``st_lines_busy`` if the lock is held on arrival, else ``st_lines``) times
-        :meth:`line_cost`, scaled by its service draw; books the station's busy time after
-        the window start ``ts`` [ns]. Returns the completion times [ns]."""
+        :meth:`line_cost`, scaled by its service draw; on an atomic line with SMT batching a
+        thread that finds an RMW of a sibling on its core pending there rides it instead
+        (:meth:`riders`): it ends after that one by its own L1 hits. Books the station's busy
+        time after the window start ``ts`` [ns]. Returns the completion times [ns]."""
         net = self.net
         held = a < self.free_at[st]                         # the lock is held on arrival
         cost = self.line_cost(g, st, held)
@@ -166,12 +172,36 @@ class _EventRun:
         s = (net.st_base[st] * self.cpu[g] + nl * cost) * self.Es[g, n_done, stg]
         b = np.maximum(a, self.free_at[st])
         c = b + s
-        self.free_at[st] = c
-        self.holder[st] = g
+        ride = self.riders(g, st, a)
+        if ride is not None:
+            # my RMW rides along with a pending one of an SMT sibling: the line comes to our
+            # shared L1 for it and mine completes right after, an L1/L2 hit, ahead of the
+            # requests queued behind the sibling's
+            b = np.where(ride, self.ride_after, b)
+            c = np.where(ride, b + (net.st_base[st] * self.cpu[g] + nl * self.selfc[g]) * self.Es[g, n_done, stg], c)
+        # (a queued visit always ends last; a rider only when nobody queued behind its sibling)
+        last = c >= self.free_at[st]
+        self.free_at[st] = np.maximum(self.free_at[st], c)
+        self.holder[st] = np.where(last, g, self.holder[st])
         self.node_until[st, nd] = np.maximum(self.node_until[st, nd], c)
+        self.last_st[g], self.last_end[g] = st, c
         self.busy[st] += np.maximum(c - np.maximum(b, ts), 0.0)
         self.visits[st] += c > ts
         return c
+
+    def riders(self, g, st, a):
+        """Which of threads ``g`` arriving at ``a`` [ns] at stations ``st`` find a request of
+        an SMT sibling on their core pending there (a station with ``st_core`` = 1: an atomic
+        line), or None when no station of the step has SMT batching; sets ``ride_after``, the
+        earliest pending sibling's end [ns], where they ride."""
+        core = self.net.st_core[st]
+        if not np.any(core):
+            return None
+        mates = self.sib[g]
+        m = np.maximum(mates, 0)
+        pending = (mates >= 0) & (self.last_st[m] == st[:, None]) & (self.last_end[m] > a[:, None])
+        self.ride_after = np.where(pending, self.last_end[m], np.inf).min(axis=1)
+        return pending.any(axis=1) & (core != 0.0)
 
     def complete(self, pf, jf, gf, cf) -> None:
         """Threads ``gf`` (slots ``jf`` of points ``pf``) complete an op at ``cf`` [ns]: count

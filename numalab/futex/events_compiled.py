@@ -10,8 +10,8 @@ same order of floating-point operations, so its results are bit-identical to the
 oracle and the fallback: :func:`available` is False without numba, or with
 ``NUMALAB_JIT=0`` in the environment.
 
-Two spots where the numpy loop computes a blend for every event of a step when *some* event
-of the step needs it (``batch``, ``sort``, ``forward``): a blend with weight 0 or factor 1
+Spots where the numpy loop computes a blend for every event of a step when *some* event
+of the step needs it (``batch``, ``core``, ``sort``, ``forward``): a blend with weight 0 or factor 1
 returns its input exactly for finite prices, so the scalar loop applies the blend only where
 its weight says so.
 """
@@ -32,9 +32,9 @@ def _compile():
 
     @numba.njit(cache=True, nogil=True)
     def events(table, t_next, stage, bucket, ref, start, thr_nf, thr_buckets, thr_ref, done_ops,
-               t_warm, t_last, Et, Es, think, cpu, node, line, line_busy, cold, selfc, st_home,
-               st_batch, st_sort, st_px, st_xnode, st_forward, st_lines_busy, st_lines, st_base,
-               st_point, free_at, node_until, holder, busy, visits, t_start, t_end, ops, warmup):
+               t_warm, t_last, Et, Es, think, cpu, node, line, line_busy, cold, selfc, sib,
+               last_st, last_end, st_home, st_batch, st_core, st_sort, st_px, st_xnode, st_forward,
+               st_lines_busy, st_lines, st_base, st_point, free_at, node_until, holder, busy, visits, t_start, t_end, ops, warmup):
         P, Tmax = table.shape
         U = free_at.size
         for p in range(P):
@@ -76,8 +76,21 @@ def _compile():
                 s = (st_base[st] * cpu[g] + nl * cost) * Es[g, done_ops[g], stg]
                 b = a if a > free_at[st] else free_at[st]
                 c = b + s
-                free_at[st] = c
-                holder[st] = g
+                if st_core[st] != 0.0:
+                    # riding along with an SMT sibling's pending RMW (the earliest one)
+                    after = np.inf
+                    for i in range(sib.shape[1]):
+                        m = sib[g, i]
+                        if m >= 0 and last_st[m] == st and last_end[m] > a and last_end[m] < after:
+                            after = last_end[m]
+                    if after < np.inf:
+                        b = after
+                        c = b + (st_base[st] * cpu[g] + nl * selfc[g]) * Es[g, done_ops[g], stg]
+                if c >= free_at[st]:
+                    holder[st] = g
+                    free_at[st] = c
+                last_st[g] = st
+                last_end[g] = c
                 if c > node_until[st, nd]:
                     node_until[st, nd] = c
                 bt = b if b > ts else ts
@@ -121,7 +134,8 @@ def run_events(run) -> None:
     net = run.net
     _KERNEL(run.table, run.t_next, run.stage, run.bucket, run.ref, run.start, net.thr_nf, net.thr_buckets,
             net.thr_ref, run.done_ops, run.t_warm, run.t_last, run.Et, run.Es, run.think, run.cpu, run.node,
-            run.line, run.line_busy, run.cold, run.selfc, net.st_home, net.st_batch, net.st_sort, net.st_px,
+            run.line, run.line_busy, run.cold, run.selfc, run.sib, run.last_st, run.last_end, net.st_home,
+            net.st_batch, net.st_core, net.st_sort, net.st_px,
             net.st_xnode, net.st_forward, net.st_lines_busy, net.st_lines, net.st_base, net.st_point,
             run.free_at, run.node_until, run.holder, run.busy, run.visits, run.t_start, run.t_end,
             run.ops, run.warmup)

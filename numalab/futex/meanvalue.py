@@ -69,7 +69,8 @@ def _shared_entries(net: Network, live: np.ndarray, base_all: np.ndarray, s0_all
     return dict(k=k, v=v, a=net.ent_self[live], vm=v * mult_all[live], used=used, u=u, node=node_k,
                 line=line_k, line_busy=busy_k, line_own=line_k[np.arange(k.size), node_k], self=net.cls_self[k],
                 base=base_all[live], lines=net.st_lines[used][u], lines_busy=net.st_lines_busy[used][u],
-                batch=net.st_batch[used][u], fwd=net.st_forward[used][u], sort=net.st_sort[used][u],
+                batch=net.st_batch[used][u], core=net.st_core[used][u], sib=net.cls_sib[k],
+                fwd=net.st_forward[used][u], sort=net.st_sort[used][u],
                 px=net.st_px[used][u], xnode=net.st_xnode[eu[live], node_k], s0=s0_all[live], n=net.cls_n[k],
                 point=net.cls_point[k])
 
@@ -82,8 +83,8 @@ def _working_set(q: dict, sel: np.ndarray, nmax: int) -> tuple[dict, np.ndarray]
     su, uu = np.unique(q["u"][sel], return_inverse=True)
     uu = uu.reshape(-1)
     w = {name: q[name][sel] for name in ("k", "v", "a", "vm", "n", "line", "line_busy", "self", "base", "lines",
-                                         "lines_busy", "batch", "fwd", "sort", "px", "xnode", "line_own", "node",
-                                         "point")}
+                                         "lines_busy", "batch", "core", "sib", "fwd", "sort", "px", "xnode",
+                                         "line_own", "node", "point")}
     w.update(uu=uu, nu=su.size, un=uu * nmax + q["node"][sel])   # arrivals by holder node
     return w, su
 
@@ -96,11 +97,20 @@ def _schweitzer_step(w: dict, x, R, s, rho, on, think, resid: float, K: int, nma
     Returns ``(x_new, R, s, rho)``."""
     uu, nu_ = w["uu"], w["nu"]
     xk = x[w["k"]]
-    lam = w["n"] * xk * w["v"]
+    lam_all = w["n"] * xk * w["v"]
+    # on an atomic line with SMT batching (core = 1) a visit that finds a sibling's RMW there
+    # rides along with it; only the others queue. One busy sibling of the process is there
+    # with probability x v R, its mean number there (at most one request a thread), as long as
+    # their visits are independent. Riding pairs them up: the two leave together and come
+    # back together, the first queues and the second rides, so at most sib / (1 + sib) of the
+    # visits ride (one of a core's requests per line visit queues)
+    sib = w["sib"]
+    ride = w["core"] * np.minimum(sib * np.minimum(xk * w["v"] * R, 1.0), sib / (1.0 + sib))
+    lam = lam_all * (1.0 - ride)
     Lam = np.bincount(uu, weights=lam, minlength=nu_)
     Ai = np.bincount(w["un"], weights=lam, minlength=nu_ * nmax).reshape(nu_, nmax)
     other_sum = np.einsum("ei,ei->e", Ai[uu], w["line"])
-    own = xk * w["a"]
+    own = xk * w["a"] * (1.0 - ride)
     Lu = np.maximum(Lam[uu], 1e-300)
     # FCFS: an arrival that finds the lock busy follows the last thread queued before
     # it (never itself); one that finds it idle follows the last holder (maybe itself)
@@ -122,14 +132,17 @@ def _schweitzer_step(w: dict, x, R, s, rho, on, think, resid: float, K: int, nma
     busy_sum = np.maximum(np.einsum("ei,ei->e", Ai[uu], w["line_busy"]) - own * w["line_own"], 0.0)
     s_busy = w["base"] + w["lines_busy"] * _busy_line_cost(w, uu, nu_, nmax, lam, own, R, busy_sum / others)
     s = np.where(on, busy * s_busy + (1.0 - busy) * s_idle, s)
-    rho = np.bincount(uu, weights=lam * s, minlength=nu_)
+    s_ride = w["base"] + w["lines_busy"] * w["self"]      # right after the sibling's, from our L1
+    rho = np.bincount(uu, weights=lam * s + (lam_all - lam) * s_ride, minlength=nu_)
     # the work an arrival finds: the queued jobs, each of which found the lock held
     # (so is served with the contended line count), plus the residual of the one in
     # service (E[S^2] / 2E[S] of the busy/idle mix, E[S^2] = (1 + scv) s^2 per type)
     per = (R - s) * s_busy + resid * (busy * s_busy ** 2 + (1.0 - busy) * s_idle ** 2)
     work = np.bincount(uu, weights=lam * per, minlength=nu_)
     R = np.where(on, s + np.maximum(work[uu] - own * per, 0.0), R)
-    x_new = 1.0 / (think + np.bincount(w["k"], weights=w["vm"] * R, minlength=K))
+    # a rider waits out the rest of its sibling's visit (its residual, resid * R) and its own
+    R_mix = R + ride * ((resid - 1.0) * R + s_ride)
+    x_new = 1.0 / (think + np.bincount(w["k"], weights=w["vm"] * R_mix, minlength=K))
     return x_new, R, s, rho
 
 
@@ -181,7 +194,10 @@ def mva(net: Network, *, tol: float = 1e-8, max_iter: int = 10000, damping: floa
     ``s_busy = cpu_k base + n_busy c_o``, ``s_idle = cpu_k base + n_idle (p_self c_self +
     (1 - p_self) c_o)``, ``s_e = b_e s_busy + (1 - b_e) s_idle``.
     It waits for the work present minus its own share; ``R_e = s_e + wait``;
-    ``x_k = 1 / (Z_k + sum_e m_e v_e R_e)`` (``m_e``: merged identical stations).
+    ``x_k = 1 / (Z_k + sum_e m_e v_e R_e)`` (``m_e``: merged identical stations). On a refcount
+    line with SMT batching (``st_core``) a visit rides a pending RMW of a busy sibling of its
+    core with probability ``min(sib x v R, sib / (1 + sib))`` (:func:`_schweitzer_step`): it
+    does not queue, waits out the sibling's residual and pays its own L1 hits.
 
     The work present is ``sum_e' lam_e' [(R_e' - s_e') s_busy_e' + (1 + scv) / 2 (b_e'
     s_busy_e'^2 + (1 - b_e') s_idle_e'^2)]``: the queued jobs, each of which found the lock

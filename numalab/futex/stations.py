@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .costs import (FutexCosts, active_cores, clock_factor, coerce_costs, contended_matrix, core_load, handoff_matrix,
-                    smt_slowdown)
+from .costs import (FutexCosts, active_cores, clock_factor, coerce_costs, contended_matrix, core_load, core_of,
+                    handoff_matrix, smt_slowdown)
 from .workloads import ROLE_LOCK, Routing
 
 __all__ = ["Network", "network"]
@@ -30,7 +30,9 @@ class Network:
     classes (K): ``cls_point``, ``cls_n`` threads, ``cls_node``, ``cls_proc``, ``cls_counted``,
     ``cls_load`` busy threads on the class's cores, ``cls_active`` busy cores in the class's package
     (its clock, :func:`~numalab.futex.costs.core_clock_ghz`), ``cls_lock`` futex_numa lock threads,
-    ``cls_gup`` / ``cls_pref`` fractions of ops on shared futexes / private-table keys;
+    ``cls_gup`` / ``cls_pref`` fractions of ops on shared futexes / private-table keys,
+    ``cls_sib`` busy threads of the same process on the core of one of the class's threads,
+    itself excluded (averaged: the SMT siblings whose pending refcount RMW its own can ride);
     entries (E, one per class x station visited): ``ent_cls``, ``ent_station``, ``ent_visit``
     (visits per op of one thread of the class, averaged), ``ent_self`` (visit-weighted mean of
     a visiting thread's own visits per op: P(previous holder is me) = x * ent_self / arrivals);
@@ -40,7 +42,8 @@ class Network:
     weights are the same: the MVA then solves each kind once); per point ``pt_collisions``
     futexes sharing a bucket with another (distinct futexes - occupied buckets);
     threads (for the DES): ``thr_cls``, ``thr_buckets`` (T, fmax), ``thr_nf``, ``thr_ref``
-    (T, fmax) station of the refcount line per key (-1 = none).
+    (T, fmax) station of the refcount line per key (-1 = none), ``thr_sib`` (T, smax) the other
+    threads on the thread's physical core (-1 = none).
 
     Prices (from a :class:`FutexCosts`, :meth:`with_costs`): ``cls_think`` Z [ns], ``cls_cpu``
     slowdown of the class's CPU work (SMT sharing times the clock factor), ``cls_line`` (K,
@@ -50,9 +53,11 @@ class Network:
     nodes) DRAM fetch of a cold line homed on h, ``cls_self``; ``st_base`` CPU work with the
     lock held, ``st_lines`` / ``st_lines_busy`` line pulls per visit of an idle / a held
     station, ``st_batch`` the weight of node batching on a contended atomic line (the refcount
-    lines; 0 for the hb locks, which hand over in queue order), ``st_forward`` the fraction of a
-    line transfer a visit that finds it busy pays (``atomic_forward`` for the atomic lines, 1
-    for the locks); for an hb lock whose visitors visit nothing else (``st_persist``),
+    lines; 0 for the hb locks, which hand over in queue order), ``st_core`` 1 where an RMW rides
+    a pending one of an SMT sibling on its core (the refcount lines with
+    ``atomic_core_batching`` on; 0 for the hb locks), ``st_forward`` the fraction of a line
+    transfer a visit that finds it busy pays (``atomic_forward`` for the atomic lines, 1 for the
+    locks); for an hb lock whose visitors visit nothing else (``st_persist``),
     ``st_sort`` the weight of its node-sorted FIFO round, ``st_px`` the share of its handoffs
     that cross nodes in a sorted round and ``st_xnode`` (U, nodes) the mean contended cross-node
     pull to a visitor on node j from the other nodes' visitors [ns].
@@ -68,6 +73,7 @@ class Network:
     cls_lock: np.ndarray
     cls_gup: np.ndarray
     cls_pref: np.ndarray
+    cls_sib: np.ndarray
     ent_cls: np.ndarray
     ent_station: np.ndarray
     ent_visit: np.ndarray
@@ -82,6 +88,7 @@ class Network:
     thr_buckets: np.ndarray
     thr_nf: np.ndarray
     thr_ref: np.ndarray
+    thr_sib: np.ndarray
     n_points: int
     points: tuple            # per point: (topology, refcount, sleep_ns)
     cls_think: np.ndarray = None
@@ -94,6 +101,7 @@ class Network:
     st_lines: np.ndarray = None
     st_lines_busy: np.ndarray = None
     st_batch: np.ndarray = None
+    st_core: np.ndarray = None
     st_forward: np.ndarray = None
     st_sort: np.ndarray = None
     st_px: np.ndarray = None
@@ -114,6 +122,7 @@ class Network:
         st_lines = np.empty(self.st_is_bucket.size)
         st_busy = np.empty(self.st_is_bucket.size)
         st_batch = np.zeros(self.st_is_bucket.size)
+        st_core = np.zeros(self.st_is_bucket.size)
         st_fwd = np.ones(self.st_is_bucket.size)
         st_sort, st_px, st_xnode = self._sorted_rounds(costs, nmax)
         cb = np.searchsorted(self.cls_point, np.arange(self.n_points + 1))
@@ -144,10 +153,12 @@ class Network:
             st_lines[us] = np.where(bucket, c.lines_per_op, c.rcuref_lines)
             st_busy[us] = np.where(bucket, c.lines_contended, c.rcuref_lines)
             st_batch[us] = np.where(bucket, 0.0, c.atomic_node_batching)
+            st_core[us] = np.where(bucket, 0.0, c.atomic_core_batching)
             st_fwd[us] = np.where(bucket, 1.0, c.atomic_forward)
         return replace(self, cls_think=think, cls_cpu=cpu, cls_line=line, cls_line_busy=line_busy, cls_cold=cold,
                        cls_self=selfc,
                        st_base=st_base, st_lines=st_lines, st_lines_busy=st_busy, st_batch=st_batch,
+                       st_core=st_core,
                        st_forward=st_fwd, st_sort=st_sort, st_px=st_px, st_xnode=st_xnode)
 
     def _sorted_rounds(self, costs: FutexCosts, nmax: int):
@@ -260,13 +271,33 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
         st_persist=_persistent_locks(ent_st, W / cls_n[ent_cls], U, nu),
         pt_collisions=np.array([collisions]), thr_cls=thr_cls, thr_nf=nf,
     )
+    core = core_of(topo, w.thread_cpu)
+    # busy threads of my process on my core, myself excluded: the siblings whose pending RMW on
+    # the process's refcount line mine can ride along with (FutexCosts.atomic_core_batching)
+    mate = core * nproc + w.thread_proc
+    same = np.bincount(mate[busy], minlength=topo.nodes * topo.cores_per_node * nproc)[mate] - busy
+    out["cls_sib"] = np.bincount(thr_cls, weights=same, minlength=K) / cls_n
     if keep_threads:
         out["thr_buckets"], out["thr_ref"] = tbl, tr
+        out["thr_sib"] = _core_mates(core)
     else:
-        out["thr_buckets"] = out["thr_ref"] = np.full((T, 1), -1, dtype=np.int64)
+        out["thr_buckets"] = out["thr_ref"] = out["thr_sib"] = np.full((T, 1), -1, dtype=np.int64)
         if U > _MERGE_MIN:
             _merge_stations(out, K, U)
     return out
+
+
+def _core_mates(core: np.ndarray) -> np.ndarray:
+    """(T, smax): the other threads on each thread's physical core ``core`` (T,), -1 padded."""
+    T = core.size
+    order = np.argsort(core, kind="stable")
+    cnt = np.bincount(core)
+    pos = np.empty(T, dtype=np.int64)
+    pos[order] = np.arange(T) - (np.cumsum(cnt) - cnt)[core[order]]
+    grid = np.full((cnt.size, max(int(cnt.max()), 1)), -1, dtype=np.int64)
+    grid[core, pos] = np.arange(T)
+    mates = grid[core]
+    return np.where(mates == np.arange(T)[:, None], -1, mates)
 
 
 def _persistent_locks(ent_st, visit, U: int, nu: int) -> np.ndarray:
@@ -387,6 +418,8 @@ def network(routings: list[Routing], costs: FutexCosts | None = None, *, keep_th
     parts = [_point_structure(rt, keep_threads) for rt in routings]
     fmax = max(p["thr_buckets"].shape[1] for p in parts)
     K_off = np.cumsum([0] + [p["cls_n"].size for p in parts])
+    T_off = np.cumsum([0] + [p["thr_cls"].size for p in parts])
+    smax = max(p["thr_sib"].shape[1] for p in parts)
     U_off = np.cumsum([0] + [p["st_home"].size for p in parts])
     out = {k: [] for k in parts[0]}
     out["cls_point"], out["st_point"] = [], []
@@ -400,6 +433,10 @@ def network(routings: list[Routing], costs: FutexCosts | None = None, *, keep_th
                 v = np.where(v >= 0, v + U_off[i], -1)
                 if v.shape[1] < fmax:
                     v = np.pad(v, ((0, 0), (0, fmax - v.shape[1])), constant_values=-1)
+            elif k == "thr_sib":
+                v = np.where(v >= 0, v + T_off[i], -1)
+                if v.shape[1] < smax:
+                    v = np.pad(v, ((0, 0), (0, smax - v.shape[1])), constant_values=-1)
             out[k].append(v)
         out["cls_point"].append(np.full(p["cls_n"].size, i))
         out["st_point"].append(np.full(p["st_home"].size, i))

@@ -10,7 +10,9 @@ The same system as :func:`numalab.futex.solver.simulate`, written event by event
   at a random key (perf bench's ``for (i = 0; i < nfutexes; i++)`` loop);
 * in the 6.16 ``rcuref`` private mode it first takes the process's refcount line
   (``rcuref_lines`` transfers, FCFS; an atomic, so with a request of its node ahead of it the
-  line comes from its own node, weight ``atomic_node_batching``), then the bucket's hb lock
+  line comes from its own node, weight ``atomic_node_batching``; with ``atomic_core_batching``
+  = 1 and an RMW of an SMT sibling on its core pending there, it completes right after that
+  one from the core's shared L1 at ``line_self_ns``), then the bucket's hb lock
   (FCFS): service
   ``slowdown * critical_section_ns + n * c`` with ``n = lines_contended`` if the lock is held
   when it arrives, else ``lines_per_op``; for a line homed on node h
@@ -168,6 +170,13 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
         return line_cost(L, lat, costs, holder_node, int(rt.thread_node[t]), home, held)
 
     node_until: dict = {}
+    last: dict = {}                 # thread -> (station, end) of its latest service
+
+    def core(cpu):
+        cpu = int(cpu)
+        return cpu // w.topology.cpus_per_node, (cpu % w.topology.cpus_per_node) % w.topology.cores_per_node
+
+    mates = [[u for u in range(T) if u != t and core(w.thread_cpu[u]) == core(w.thread_cpu[t])] for t in range(T)]
 
     def serve(station, arrive, t, base, lines, lines_held):
         prev = holder.get(station)
@@ -188,9 +197,17 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
         if station[0] == "ref" and held:
             c *= costs.atomic_forward          # forwarded: my request was queued already
         start = max(arrive, free_at.get(station, 0.0))
+        pending = [last[m][1] for m in mates[t] if m in last and last[m][0] == station and last[m][1] > arrive]
+        if station[0] == "ref" and costs.atomic_core_batching and pending:
+            # an SMT sibling's RMW on this line is pending: the line comes to our shared L1 for
+            # it and mine completes right after it, an L1 hit, ahead of the queue behind it
+            start = min(pending)
+            c = costs.line_self_ns * clock[t]
         end = start + (cpu[t] * base + (lines_held if held else lines) * c) * draw()
-        free_at[station] = end
-        holder[station] = t
+        if end >= free_at.get(station, 0.0):     # a rider is last only if nobody queued behind
+            free_at[station] = end
+            holder[station] = t
+        last[t] = (station, end)
         node_until[(station, my_node)] = max(node_until.get((station, my_node), -math.inf), end)
         return end
 
