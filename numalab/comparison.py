@@ -393,6 +393,9 @@ def compare(text_or_path, ds=None, *, topology=None, kernels: dict | None = None
         return Comparison(published, mapping, sims, fidelity.table_rows(published, sims), preset, notes)
     check_int("seeds", seeds, lo=2, hi=10000)
     check_int("band_points", band_points, lo=0, hi=1000)
+    if band_seeds is not None:
+        check_int("band_seeds", band_seeds, lo=1, hi=10000)
+    check_int("band_seed", band_seed, lo=0)
     runs = {t: _runnable(pub) for t, pub in published.items()}
     key = topo if isinstance(topology, Topology) else preset
     calls = fidelity.plan(runs, seeds, topology=key, overrides=fidelity.runs._point(engine_options))

@@ -178,3 +178,12 @@ def test_band_seeds_default_is_one_number_for_reproduce_compare_and_the_api(post
     with pytest.raises(RuntimeError, match="stop before the engine"):
         nl.compare(posted, topology="lkp-icl-2sp6", kernels={"rfc-p5": "rfc2023-p5"}, band_points=2, workers=1)
     assert asked == [bands.DEFAULT_SEEDS]
+
+
+@pytest.mark.parametrize("kw, name", [(dict(band_seeds=0), "band_seeds"), (dict(band_seeds=2.5), "band_seeds"),
+                                      (dict(band_seed=-1), "band_seed")])
+def test_band_arguments_are_checked_before_any_run(posted, kw, name):
+    """nl.compare refuses a bad band_seeds / band_seed at the boundary, naming it, as the CLI
+    does (band_seeds=0 used to reach the band runner)."""
+    with pytest.raises(ValueError, match=rf"^{name}="):
+        nl.compare(posted, topology="lkp-icl-2sp6", kernels={"rfc-p5": "rfc2023-p5"}, band_points=2, workers=1, **kw)
