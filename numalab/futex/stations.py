@@ -271,15 +271,9 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
         st_persist=_persistent_locks(ent_st, W / cls_n[ent_cls], U, nu),
         pt_collisions=np.array([collisions]), thr_cls=thr_cls, thr_nf=nf,
     )
-    core = core_of(topo, w.thread_cpu)
-    # busy threads of my process on my core, myself excluded: the siblings whose pending RMW on
-    # the process's refcount line mine can ride along with (FutexCosts.atomic_core_batching)
-    mate = core * nproc + w.thread_proc
-    same = np.bincount(mate[busy], minlength=topo.nodes * topo.cores_per_node * nproc)[mate] - busy
-    out["cls_sib"] = np.bincount(thr_cls, weights=same, minlength=K) / cls_n
+    out["cls_sib"], mates = _siblings(w, busy, thr_cls, K)
     if keep_threads:
-        out["thr_buckets"], out["thr_ref"] = tbl, tr
-        out["thr_sib"] = _core_mates(core)
+        out["thr_buckets"], out["thr_ref"], out["thr_sib"] = tbl, tr, mates
     else:
         out["thr_buckets"] = out["thr_ref"] = out["thr_sib"] = np.full((T, 1), -1, dtype=np.int64)
         if U > _MERGE_MIN:
@@ -287,8 +281,16 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
     return out
 
 
-def _core_mates(core: np.ndarray) -> np.ndarray:
-    """(T, smax): the other threads on each thread's physical core ``core`` (T,), -1 padded."""
+def _siblings(w, busy: np.ndarray, thr_cls: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """The SMT siblings whose pending RMW on the process's refcount line a thread's own can ride
+    (FutexCosts.atomic_core_batching): per class (K,) the mean number of busy threads of the
+    same process on a member's core, itself excluded (``cls_sib``, the MVA's), and per thread
+    (T, smax) the other threads on its physical core, -1 padded (``thr_sib``, the DES's)."""
+    topo = w.topology
+    core = core_of(topo, w.thread_cpu)
+    mate = core * w.processes + w.thread_proc
+    same = np.bincount(mate[busy], minlength=topo.nodes * topo.cores_per_node * w.processes)[mate] - busy
+    cls_sib = np.bincount(thr_cls, weights=same, minlength=K) / np.bincount(thr_cls, minlength=K)
     T = core.size
     order = np.argsort(core, kind="stable")
     cnt = np.bincount(core)
@@ -297,7 +299,7 @@ def _core_mates(core: np.ndarray) -> np.ndarray:
     grid = np.full((cnt.size, max(int(cnt.max()), 1)), -1, dtype=np.int64)
     grid[core, pos] = np.arange(T)
     mates = grid[core]
-    return np.where(mates == np.arange(T)[:, None], -1, mates)
+    return cls_sib, np.where(mates == np.arange(T)[:, None], -1, mates)
 
 
 def _persistent_locks(ent_st, visit, U: int, nu: int) -> np.ndarray:
