@@ -42,6 +42,13 @@ threads came to be placed by the machine's CPU numbering (``Topology.cpu_numberi
 cores and then its siblings), the two futex keys were retaken (their 8- and 16-thread points run
 on both nodes of ``2s-ivb-40`` now). Their earlier fingerprints stay stored under
 ``.../cpu_numbering=node`` and are met bit for bit on ``2s-ivb-40`` numbered node by node.
+When the threads on a core came to share its L1/L2 (0.9.1, ``FutexCosts.smt_shared_l1``: a line
+a core-mate held last is an L1/L2 hit, and an RMW on the rcuref line rides a sibling's pending
+one), the futex keys whose points run two threads on a core were retaken
+(``futex.sweep/mva``, ``futex.sweep/mva/cpu_numbering=node`` and
+``futex.sweep/simulation/cpu_numbering=node``; ``futex.sweep/simulation`` runs 16 threads on 20
+cores and did not change). The earlier fingerprints of all four stay stored under
+``.../smt_shared_l1=False`` and are met bit for bit with that switch off.
 """
 
 from __future__ import annotations
@@ -141,12 +148,13 @@ def fingerprints() -> dict[str, dict[str, str]]:
         out[f"simulate/{wname}/{topo}/tick_clock=False"] = digest(ds)
     for suffix, topo in (("", "2s-ivb-40"), ("/cpu_numbering=node", nl.Topology.preset("2s-ivb-40",
                                                                                       cpu_numbering="node"))):
-        fx = nl.futex.sweep(buckets=[2, 16, 256], mode=["classic", "numa", "private"], threads=[8, 32],
-                            seeds=2, topology=topo)
-        out["futex.sweep/mva" + suffix] = digest(fx)
-        fs = nl.futex.sweep(buckets=[2, 64], mode="private", threads=16, seeds=[3], topology=topo,
-                            method="simulation", ops=200)
-        out["futex.sweep/simulation" + suffix] = digest(fs)
+        for l1, older in ((1.0, ""), (0.0, "/smt_shared_l1=False")):
+            fx = nl.futex.sweep(buckets=[2, 16, 256], mode=["classic", "numa", "private"], threads=[8, 32],
+                                seeds=2, topology=topo, costs=dict(smt_shared_l1=l1))
+            out["futex.sweep/mva" + suffix + older] = digest(fx)
+            fs = nl.futex.sweep(buckets=[2, 64], mode="private", threads=16, seeds=[3], topology=topo,
+                                method="simulation", ops=200, costs=dict(smt_shared_l1=l1))
+            out["futex.sweep/simulation" + suffix + older] = digest(fs)
     sw = nl.sweep({"workload": ["numa02"], "topology": ["2s-ivb-40"], "profile": ["6.12"],
                    "history": [2, 8], "max_time": [20.0]}, seeds=2, cache=False, progress=False, workers=1)
     out["sweep/numa02"] = digest(sw)

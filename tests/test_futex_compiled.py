@@ -40,7 +40,7 @@ def workloads(draw):
 @given(w=workloads(), seeds=st.lists(st.integers(0, 2**31), min_size=1, max_size=3, unique=True),
        ops=st.integers(6, 120), dist=st.sampled_from(["exponential", "deterministic"]),
        costs=st.sampled_from([None, dict(critical_section_ns=40.0), dict(atomic_forward=0.6),
-                              dict(atomic_node_batching=0.8, atomic_forward=0.5), dict(atomic_core_batching=0.0)]))
+                              dict(atomic_node_batching=0.8, atomic_forward=0.5), dict(smt_shared_l1=0.0)]))
 def test_compiled_loop_is_bit_identical_to_the_numpy_loop(w, seeds, ops, dist, costs):
     costs = None if costs is None else FutexCosts(**costs)
     net = network([route(w, s) for s in seeds], costs)
@@ -66,7 +66,7 @@ def test_riders_on_the_refcount_line_are_bit_identical():
     want = simulate(net, [1, 2], ops=200, warmup=50, kernel="numpy")
     got = simulate(net, [1, 2], ops=200, warmup=50, kernel="numba")
     assert all(np.array_equal(got[k], want[k]) for k in want)
-    off = simulate(network([route(w, s) for s in (1, 2)], FutexCosts(atomic_core_batching=0.0)), [1, 2], ops=200,
+    off = simulate(network([route(w, s) for s in (1, 2)], FutexCosts(smt_shared_l1=0.0)), [1, 2], ops=200,
                    warmup=50, kernel="numba")
     assert got["rate"].sum() > 1.2 * off["rate"].sum()        # the riders were taken
 

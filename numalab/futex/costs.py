@@ -180,13 +180,14 @@ class FutexCosts:
                "RMW that finds a request of its own node ahead of it gets the line from its node",
         band=(0.0, 1.0), band_source="0: the line goes in arrival order, like a FIFO lock, to 1: a "
                                      "node's queued requests always first")
-    atomic_core_batching: float = constant(
+    smt_shared_l1: float = constant(
         1.0, kind="derived",
-        source="SMT siblings share their core's L1D: a locked RMW issued while its sibling's RMW on "
-               "the same atomic line (the rcuref counter) is pending completes from the core's L1 "
-               "right after the sibling's, when the line arrives there for it, ahead of the other "
-               "cores' requests and without a transfer of its own (an L1/L2 hit, line_self_ns). "
-               "A switch, not a weight: 1 on, 0 off (each hyperthread's RMW queues for the line)")
+        source="SMT siblings share their core's L1D and L2: a line another thread on my core held "
+               "last is an L1/L2 hit for me (line_self_ns), not a transfer; and a locked RMW issued "
+               "while a sibling's RMW on the same atomic line (the rcuref counter) is pending "
+               "completes from the L1 right after it, when the line arrives for it, ahead of the "
+               "other cores' requests. A switch, not a weight: 1 on, 0 off (every hardware thread "
+               "pulls the line as if it had a core of its own)")
     atomic_forward: float = constant(
         1.0, kind="assumed",
         source="share of a line transfer an RMW pays when it finds the atomic line busy; 1 counts "
@@ -228,8 +229,8 @@ class FutexCosts:
             if v is not None:
                 check_number(f.name, v, lo=0.0, hi=1.0 if f.name in _UNIT_WEIGHTS else None,
                              lo_open=f.name == "clock_ref_ghz")
-        if self.atomic_core_batching not in (0.0, 1.0):
-            raise NumalabValueError(f"atomic_core_batching={self.atomic_core_batching!r}; allowed: 0 (off) or 1 (on), "
+        if self.smt_shared_l1 not in (0.0, 1.0):
+            raise NumalabValueError(f"smt_shared_l1={self.smt_shared_l1!r}; allowed: 0 (off) or 1 (on), "
                                     "a switch of the queueing discipline")
 
     def resolve(self, topology: Topology) -> "FutexCosts":
@@ -247,7 +248,7 @@ class FutexCosts:
 COST_NAMES = tuple(f.name for f in fields(FutexCosts))
 #: the constants that are weights in [0, 1]
 _UNIT_WEIGHTS = ("home_lookup", "conflict_trip", "smt_gain", "queue_node_sorting", "atomic_node_batching",
-                 "atomic_core_batching", "atomic_forward")
+                 "smt_shared_l1", "atomic_forward")
 #: the constants whose band is a factor of the Topology's figure (their default is None)
 RELATIVE_BANDS = ("line_same_node_ns", "line_remote_ns")
 

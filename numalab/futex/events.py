@@ -82,6 +82,7 @@ class _EventRun:
         self.cold = net.cls_cold[net.thr_cls]   # (T, home node)
         self.selfc = net.cls_self[net.thr_cls]
         self.sib = net.thr_sib                  # (T, smax) the other threads on my core
+        self.l1 = net.cls_l1[net.thr_cls] != 0.0   # ... which share my L1/L2
         self.bucket, self.ref = self.keys(np.arange(T), np.zeros(T, dtype=np.int64))
         self.stage = np.where(self.ref >= 0, 0, 1)
         self.t_next = np.full((P, table.shape[1]), np.inf)
@@ -128,15 +129,17 @@ class _EventRun:
 
     def line_cost(self, g, st, held):
         """Cost [ns] for thread ``g`` of getting station ``st``'s line from where it is: an
-        L2 hit if ``g`` held it last, the DRAM fetch from its home node if nobody did, else
-        the handoff from the last holder's node (``held``: the lock is held, the holder takes
-        the line back while this thread asks for it, so a cross-node handoff pays the
-        conflict round trip)."""
+        L2 hit if ``g`` or another thread on its core (the shared L1/L2) held it last, the DRAM
+        fetch from its home node if nobody did, else the handoff from the last holder's node
+        (``held``: the lock is held, the holder takes the line back while this thread asks for
+        it, so a cross-node handoff pays the conflict round trip)."""
         prev = self.holder[st]
         hs = self.net.st_home[st]
         pn = self.node[np.maximum(prev, 0)]
         handoff = np.where(held, self.line_busy[g, pn, hs], self.line[g, pn, hs])
-        cost = np.where(prev == g, self.selfc[g], handoff)
+        mate = ((self.sib[g] == prev[:, None]) & (prev[:, None] >= 0)).any(axis=1)
+        mine = (prev == g) | (self.l1[g] & mate)
+        cost = np.where(mine, self.selfc[g], handoff)
         return np.where(prev < 0, self.cold[g, hs], cost)   # first touch: from the home's DRAM
 
     def serve(self, g, st, stg, a, ts):

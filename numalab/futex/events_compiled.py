@@ -32,9 +32,10 @@ def _compile():
 
     @numba.njit(cache=True, nogil=True)
     def events(table, t_next, stage, bucket, ref, start, thr_nf, thr_buckets, thr_ref, done_ops,
-               t_warm, t_last, Et, Es, think, cpu, node, line, line_busy, cold, selfc, sib,
+               t_warm, t_last, Et, Es, think, cpu, node, line, line_busy, cold, selfc, sib, l1,
                last_st, last_end, st_home, st_batch, st_core, st_sort, st_px, st_xnode, st_forward,
-               st_lines_busy, st_lines, st_base, st_point, free_at, node_until, holder, busy, visits, t_start, t_end, ops, warmup):
+               st_lines_busy, st_lines, st_base, st_point, free_at, node_until, holder, busy, visits, t_start,
+               t_end, ops, warmup):
         P, Tmax = table.shape
         U = free_at.size
         for p in range(P):
@@ -58,6 +59,9 @@ def _compile():
                 cost = line_busy[g, pn, hs] if held else line[g, pn, hs]
                 if prev == g:
                     cost = selfc[g]
+                for i in range(sib.shape[1] if l1[g] else 0):   # a thread on my core: our L1
+                    if prev >= 0 and sib[g, i] == prev:
+                        cost = selfc[g]
                 if prev < 0:
                     cost = cold[g, hs]
                 nd = node[g]
@@ -76,16 +80,14 @@ def _compile():
                 s = (st_base[st] * cpu[g] + nl * cost) * Es[g, done_ops[g], stg]
                 b = a if a > free_at[st] else free_at[st]
                 c = b + s
-                if st_core[st] != 0.0:
-                    # riding along with an SMT sibling's pending RMW (the earliest one)
-                    after = np.inf
-                    for i in range(sib.shape[1]):
-                        m = sib[g, i]
-                        if m >= 0 and last_st[m] == st and last_end[m] > a and last_end[m] < after:
-                            after = last_end[m]
-                    if after < np.inf:
-                        b = after
-                        c = b + (st_base[st] * cpu[g] + nl * selfc[g]) * Es[g, done_ops[g], stg]
+                after = np.inf      # riding along with an SMT sibling's pending RMW (the earliest one)
+                for i in range(sib.shape[1] if st_core[st] != 0.0 else 0):
+                    m = sib[g, i]
+                    if m >= 0 and last_st[m] == st and a < last_end[m] < after:
+                        after = last_end[m]
+                if after < np.inf:
+                    b = after
+                    c = b + (st_base[st] * cpu[g] + nl * selfc[g]) * Es[g, done_ops[g], stg]
                 if c >= free_at[st]:
                     holder[st] = g
                     free_at[st] = c
@@ -134,7 +136,7 @@ def run_events(run) -> None:
     net = run.net
     _KERNEL(run.table, run.t_next, run.stage, run.bucket, run.ref, run.start, net.thr_nf, net.thr_buckets,
             net.thr_ref, run.done_ops, run.t_warm, run.t_last, run.Et, run.Es, run.think, run.cpu, run.node,
-            run.line, run.line_busy, run.cold, run.selfc, run.sib, run.last_st, run.last_end, net.st_home,
+            run.line, run.line_busy, run.cold, run.selfc, run.sib, run.l1, run.last_st, run.last_end, net.st_home,
             net.st_batch, net.st_core, net.st_sort, net.st_px,
             net.st_xnode, net.st_forward, net.st_lines_busy, net.st_lines, net.st_base, net.st_point,
             run.free_at, run.node_until, run.holder, run.busy, run.visits, run.t_start, run.t_end,

@@ -70,6 +70,7 @@ def _shared_entries(net: Network, live: np.ndarray, base_all: np.ndarray, s0_all
                 line=line_k, line_busy=busy_k, line_own=line_k[np.arange(k.size), node_k], self=net.cls_self[k],
                 base=base_all[live], lines=net.st_lines[used][u], lines_busy=net.st_lines_busy[used][u],
                 batch=net.st_batch[used][u], core=net.st_core[used][u], sib=net.cls_sib[k],
+                mate=net.ent_sib[live] * net.cls_l1[k],
                 fwd=net.st_forward[used][u], sort=net.st_sort[used][u],
                 px=net.st_px[used][u], xnode=net.st_xnode[eu[live], node_k], s0=s0_all[live], n=net.cls_n[k],
                 point=net.cls_point[k])
@@ -83,7 +84,7 @@ def _working_set(q: dict, sel: np.ndarray, nmax: int) -> tuple[dict, np.ndarray]
     su, uu = np.unique(q["u"][sel], return_inverse=True)
     uu = uu.reshape(-1)
     w = {name: q[name][sel] for name in ("k", "v", "a", "vm", "n", "line", "line_busy", "self", "base", "lines",
-                                         "lines_busy", "batch", "core", "sib", "fwd", "sort", "px", "xnode",
+                                         "lines_busy", "batch", "core", "sib", "mate", "fwd", "sort", "px", "xnode",
                                          "line_own", "node", "point")}
     w.update(uu=uu, nu=su.size, un=uu * nmax + q["node"][sel])   # arrivals by holder node
     return w, su
@@ -116,6 +117,10 @@ def _schweitzer_step(w: dict, x, R, s, rho, on, think, resid: float, K: int, nma
     # it (never itself); one that finds it idle follows the last holder (maybe itself)
     busy = np.clip(rho[uu] - own * s, 0.0, 1.0)
     other_sum = np.maximum(other_sum - own * w["line_own"], 0.0)
+    # a line that a thread on my own core held last is in our shared L1: its arrivals (their
+    # throughput taken as mine) cost the L1 hit instead of the same-node transfer
+    mates = xk * w["mate"] * (1.0 - ride)
+    other_sum = np.maximum(other_sum - mates * (w["line_own"] - w["self"]), 0.0)
     # the line is still mine only if no other thread came by since my last visit.
     # Keys are visited in a fixed cyclic order, so I come back after m = 1 / a ops:
     # for m large that window is nearly fixed and so are the others' (periodic
@@ -129,7 +134,9 @@ def _schweitzer_step(w: dict, x, R, s, rho, on, think, resid: float, K: int, nma
     s_idle = w["base"] + w["lines"] * (pself * w["self"] + (1.0 - pself) * c_other)
     # a pull that finds the lock held meets the holder's own requests for the line (it takes
     # it back for the decrement and the unlock): cross-node ones pay the conflict round trip
-    busy_sum = np.maximum(np.einsum("ei,ei->e", Ai[uu], w["line_busy"]) - own * w["line_own"], 0.0)
+    busy_own = w["line_busy"][np.arange(uu.size), w["node"]]
+    busy_sum = np.maximum(np.einsum("ei,ei->e", Ai[uu], w["line_busy"]) - own * w["line_own"]
+                          - mates * (busy_own - w["self"]), 0.0)
     s_busy = w["base"] + w["lines_busy"] * _busy_line_cost(w, uu, nu_, nmax, lam, own, R, busy_sum / others)
     s = np.where(on, busy * s_busy + (1.0 - busy) * s_idle, s)
     s_ride = w["base"] + w["lines_busy"] * w["self"]      # right after the sibling's, from our L1
@@ -186,7 +193,8 @@ def mva(net: Network, *, tol: float = 1e-8, max_iter: int = 10000, damping: floa
     arrivals ``lam_e = n_k x_k v_e``; the arriving thread finds the lock held by others with
     probability ``b_e = rho_u - x_k a_e s_e`` (station utilisation minus its own share);
     then it follows another thread (mean handoff cost ``c_o`` over the other visitors' nodes,
-    weighted by their arrivals) and pulls the line ``lines_contended`` times; else it follows
+    weighted by their arrivals; the arrivals of the threads on its own core, ``ent_sib``, at the
+    L1/L2 hit ``c_self``: the core's caches are shared) and pulls the line ``lines_contended`` times; else it follows
     the last holder -- itself with probability
     ``p_self = (1 - a) max(0, 1 - r) + a / (1 + r)``, ``r`` = the others' visits per own visit
     (keys in a fixed cyclic order: a thread returns after ``1/a`` ops; see docs/futex.md) --

@@ -35,7 +35,9 @@ class Network:
     itself excluded (averaged: the SMT siblings whose pending refcount RMW its own can ride);
     entries (E, one per class x station visited): ``ent_cls``, ``ent_station``, ``ent_visit``
     (visits per op of one thread of the class, averaged), ``ent_self`` (visit-weighted mean of
-    a visiting thread's own visits per op: P(previous holder is me) = x * ent_self / arrivals);
+    a visiting thread's own visits per op: P(previous holder is me) = x * ent_self / arrivals),
+    ``ent_sib`` (the visits per op there of the other threads on the cores of the class's
+    threads, per thread of the class: a line one of them held last is in the shared L1);
     stations (U): ``st_is_bucket`` (else a refcount line), ``st_home`` node holding the
     station's line, ``st_point``, ``st_mult`` how many identical stations the row stands for
     (``network(..., keep_threads=False)`` merges the stations of a point whose visitors and
@@ -50,17 +52,18 @@ class Network:
     nodes, nodes) handoff cost from a holder on node i of a line homed on node h,
     ``cls_line_busy`` the same for a pull that meets other queued requests (cross-node pulls pay
     the conflict round trip, :func:`~numalab.futex.costs.contended_matrix`), ``cls_cold`` (K,
-    nodes) DRAM fetch of a cold line homed on h, ``cls_self``; ``st_base`` CPU work with the
-    lock held, ``st_lines`` / ``st_lines_busy`` line pulls per visit of an idle / a held
-    station, ``st_batch`` the weight of node batching on a contended atomic line (the refcount
-    lines; 0 for the hb locks, which hand over in queue order), ``st_core`` 1 where an RMW rides
-    a pending one of an SMT sibling on its core (the refcount lines with
-    ``atomic_core_batching`` on; 0 for the hb locks), ``st_forward`` the fraction of a line
+    nodes) DRAM fetch of a cold line homed on h, ``cls_self``, ``cls_l1`` 1 where the threads on
+    a core share its L1/L2 (a line a core-mate held last costs ``cls_self``; ``smt_shared_l1``);
+    ``st_base`` CPU work with the lock held, ``st_lines`` / ``st_lines_busy`` line pulls per
+    visit of an idle / a held station, ``st_batch`` the weight of node batching on a contended
+    atomic line (the refcount lines; 0 for the hb locks, which hand over in queue order),
+    ``st_core`` 1 where an RMW rides a pending one of an SMT sibling on its core (the refcount
+    lines with ``smt_shared_l1`` on; 0 for the hb locks), ``st_forward`` the fraction of a line
     transfer a visit that finds it busy pays (``atomic_forward`` for the atomic lines, 1 for the
-    locks); for an hb lock whose visitors visit nothing else (``st_persist``),
-    ``st_sort`` the weight of its node-sorted FIFO round, ``st_px`` the share of its handoffs
-    that cross nodes in a sorted round and ``st_xnode`` (U, nodes) the mean contended cross-node
-    pull to a visitor on node j from the other nodes' visitors [ns].
+    locks); for an hb lock whose visitors visit nothing else (``st_persist``), ``st_sort`` the
+    weight of its node-sorted FIFO round, ``st_px`` the share of its handoffs that cross nodes
+    in a sorted round and ``st_xnode`` (U, nodes) the mean contended cross-node pull to a
+    visitor on node j from the other nodes' visitors [ns].
     """
 
     cls_point: np.ndarray
@@ -78,6 +81,7 @@ class Network:
     ent_station: np.ndarray
     ent_visit: np.ndarray
     ent_self: np.ndarray
+    ent_sib: np.ndarray
     st_is_bucket: np.ndarray
     st_home: np.ndarray
     st_point: np.ndarray
@@ -97,6 +101,7 @@ class Network:
     cls_line_busy: np.ndarray = None
     cls_cold: np.ndarray = None
     cls_self: np.ndarray = None
+    cls_l1: np.ndarray = None
     st_base: np.ndarray = None
     st_lines: np.ndarray = None
     st_lines_busy: np.ndarray = None
@@ -118,6 +123,7 @@ class Network:
         line_busy = np.zeros((K, nmax, nmax))
         cold = np.zeros((K, nmax))
         selfc = np.empty(K)
+        l1 = np.empty(K)
         st_base = np.zeros(self.st_is_bucket.size)
         st_lines = np.empty(self.st_is_bucket.size)
         st_busy = np.empty(self.st_is_bucket.size)
@@ -148,15 +154,16 @@ class Network:
             line_busy[ks, :n, :n] = np.moveaxis(contended_matrix(topo, c)[:, node, :], 1, 0)
             cold[ks, :n] = lat[node]
             selfc[ks] = c.line_self_ns * k        # an L2 hit: core cycles
+            l1[ks] = c.smt_shared_l1
             bucket = self.st_is_bucket[us]
             st_base[us] = np.where(bucket, c.critical_section_ns, 0.0)
             st_lines[us] = np.where(bucket, c.lines_per_op, c.rcuref_lines)
             st_busy[us] = np.where(bucket, c.lines_contended, c.rcuref_lines)
             st_batch[us] = np.where(bucket, 0.0, c.atomic_node_batching)
-            st_core[us] = np.where(bucket, 0.0, c.atomic_core_batching)
+            st_core[us] = np.where(bucket, 0.0, c.smt_shared_l1)
             st_fwd[us] = np.where(bucket, 1.0, c.atomic_forward)
         return replace(self, cls_think=think, cls_cpu=cpu, cls_line=line, cls_line_busy=line_busy, cls_cold=cold,
-                       cls_self=selfc,
+                       cls_self=selfc, cls_l1=l1,
                        st_base=st_base, st_lines=st_lines, st_lines_busy=st_busy, st_batch=st_batch,
                        st_core=st_core,
                        st_forward=st_fwd, st_sort=st_sort, st_px=st_px, st_xnode=st_xnode)
@@ -272,6 +279,7 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
         pt_collisions=np.array([collisions]), thr_cls=thr_cls, thr_nf=nf,
     )
     out["cls_sib"], mates = _siblings(w, busy, thr_cls, K)
+    out["ent_sib"] = _mate_visits(full, wgt, mates, thr_cls, U, ue) / cls_n[ent_cls]
     if keep_threads:
         out["thr_buckets"], out["thr_ref"], out["thr_sib"] = tbl, tr, mates
     else:
@@ -283,7 +291,7 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
 
 def _siblings(w, busy: np.ndarray, thr_cls: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
     """The SMT siblings whose pending RMW on the process's refcount line a thread's own can ride
-    (FutexCosts.atomic_core_batching): per class (K,) the mean number of busy threads of the
+    (FutexCosts.smt_shared_l1): per class (K,) the mean number of busy threads of the
     same process on a member's core, itself excluded (``cls_sib``, the MVA's), and per thread
     (T, smax) the other threads on its physical core, -1 padded (``thr_sib``, the DES's)."""
     topo = w.topology
@@ -300,6 +308,24 @@ def _siblings(w, busy: np.ndarray, thr_cls: np.ndarray, K: int) -> tuple[np.ndar
     grid[core, pos] = np.arange(T)
     mates = grid[core]
     return cls_sib, np.where(mates == np.arange(T)[:, None], -1, mates)
+
+
+def _mate_visits(full, wgt, mates, thr_cls, U: int, ue: np.ndarray) -> np.ndarray:
+    """(E,) for each entry ``ue`` (class * U + station, sorted) the visits per op to the station
+    of the other threads on the cores of the class's threads, summed over the class: how often a
+    line there was last held in the class's own L1 (:func:`_point_structure`'s ``ent_sib``)."""
+    out = np.zeros(ue.size)
+    for j in range(mates.shape[1]):
+        t = np.flatnonzero(mates[:, j] >= 0)
+        m = mates[t, j]
+        st = full[m]                                       # (n, F) the mates' stations
+        ok = st >= 0
+        key = ((thr_cls[t].astype(np.int64) * U)[:, None] + st)[ok]
+        idx = np.minimum(np.searchsorted(ue, key), ue.size - 1)
+        hit = ue[idx] == key                               # stations the class visits itself
+        wt = np.broadcast_to(wgt[m][:, None], st.shape)[ok]
+        out += np.bincount(idx[hit], weights=wt[hit], minlength=ue.size)
+    return out
 
 
 def _persistent_locks(ent_st, visit, U: int, nu: int) -> np.ndarray:
@@ -380,16 +406,18 @@ def _mix64(x: np.ndarray) -> np.ndarray:
 
 
 def _merge_stations(part: dict, K: int, U: int) -> None:
-    """In place: stations of one point with the same home, kind and (class, W, A2) visitors
-    become one row with ``st_mult`` = how many they were. A 64-bit hash of each station's row
+    """In place: stations of one point with the same home, kind and (class, W, A2, mates'
+    visits) visitors become one row with ``st_mult`` = how many they were. A 64-bit hash of each station's row
     groups them; every group is then checked row by row, so a hash collision only costs the
     merge, never a wrong answer."""
     ec, es = part["ent_cls"], part["ent_station"]
     vis = np.zeros((U, K))
     own = np.zeros((U, K))
+    mate = np.zeros((U, K))
     vis[es, ec] = part["ent_visit"]
     own[es, ec] = part["ent_self"]
-    rows = np.concatenate([vis, own, part["st_home"][:, None].astype(float),
+    mate[es, ec] = part["ent_sib"]
+    rows = np.concatenate([vis, own, mate, part["st_home"][:, None].astype(float),
                            part["st_is_bucket"][:, None].astype(float),
                            part["st_persist"][:, None].astype(float)], axis=1)
     bits = np.ascontiguousarray(rows).view(np.uint64)
@@ -407,6 +435,7 @@ def _merge_stations(part: dict, K: int, U: int) -> None:
     on = keep[es]
     part["ent_cls"], part["ent_station"] = ec[on], inv[es[on]]
     part["ent_visit"], part["ent_self"] = part["ent_visit"][on], part["ent_self"][on]
+    part["ent_sib"] = part["ent_sib"][on]
     part["st_home"], part["st_is_bucket"] = part["st_home"][rep], part["st_is_bucket"][rep]
     part["st_persist"] = part["st_persist"][rep]
     part["st_mult"] = mult

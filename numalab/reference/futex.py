@@ -10,14 +10,15 @@ The same system as :func:`numalab.futex.solver.simulate`, written event by event
   at a random key (perf bench's ``for (i = 0; i < nfutexes; i++)`` loop);
 * in the 6.16 ``rcuref`` private mode it first takes the process's refcount line
   (``rcuref_lines`` transfers, FCFS; an atomic, so with a request of its node ahead of it the
-  line comes from its own node, weight ``atomic_node_batching``; with ``atomic_core_batching``
+  line comes from its own node, weight ``atomic_node_batching``; with ``smt_shared_l1``
   = 1 and an RMW of an SMT sibling on its core pending there, it completes right after that
   one from the core's shared L1 at ``line_self_ns``), then the bucket's hb lock
   (FCFS): service
   ``slowdown * critical_section_ns + n * c`` with ``n = lines_contended`` if the lock is held
   when it arrives, else ``lines_per_op``; for a line homed on node h
   (``layout.bucket_home``; a refcount line lives on its process's private-hash node):
-  ``c = line_self_ns`` when this thread held the line last; the home's DRAM latency
+  ``c = line_self_ns`` when this thread, or another on its physical core (the shared L1/L2),
+  held the line last; the home's DRAM latency
   ``Topology.latency_ns[my node, h]`` when nobody has held it yet (cold line); else the line
   latency from the last holder's node to this thread's node, plus
   ``home_lookup * (latency_ns[my node, h] - latency_ns[my node, my node])`` when h is neither
@@ -156,6 +157,13 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
                            private_slots=lay.private_slots, private_home=lay.private_home,
                            classic_home=lay.classic_home)
 
+    def core(cpu):
+        cpu = int(cpu)
+        return cpu // w.topology.cpus_per_node, (cpu % w.topology.cpus_per_node) % w.topology.cores_per_node
+
+    # the other threads on each thread's physical core: they share its L1/L2
+    mates = [[u for u in range(T) if u != t and core(w.thread_cpu[u]) == core(w.thread_cpu[t])] for t in range(T)]
+
     def station_cost(station, prev, t, held):
         """Cost of getting the station's line to thread t, previous holder prev (or None),
         the lock held on arrival (``held``: cross-node pulls pay the conflict trip) or not."""
@@ -164,19 +172,13 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
         home = int(priv_home[ident]) if kind == "ref" else bucket_home(
             ident, mode=lay.mode, nodes=lay.nodes, global_size=lay.global_size,
             private_slots=lay.private_slots, private_home=lay.private_home, classic_home=lay.classic_home)
-        if prev == t:
-            return costs.line_self_ns * clock[t]           # still in my L1/L2 (core cycles)
+        if prev == t or (costs.smt_shared_l1 and prev in mates[t]):
+            return costs.line_self_ns * clock[t]           # still in my (my core's) L1/L2 (core cycles)
         holder_node = None if prev is None else int(rt.thread_node[prev])
         return line_cost(L, lat, costs, holder_node, int(rt.thread_node[t]), home, held)
 
     node_until: dict = {}
     last: dict = {}                 # thread -> (station, end) of its latest service
-
-    def core(cpu):
-        cpu = int(cpu)
-        return cpu // w.topology.cpus_per_node, (cpu % w.topology.cpus_per_node) % w.topology.cores_per_node
-
-    mates = [[u for u in range(T) if u != t and core(w.thread_cpu[u]) == core(w.thread_cpu[t])] for t in range(T)]
 
     def serve(station, arrive, t, base, lines, lines_held):
         prev = holder.get(station)
@@ -198,7 +200,7 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
             c *= costs.atomic_forward          # forwarded: my request was queued already
         start = max(arrive, free_at.get(station, 0.0))
         pending = [last[m][1] for m in mates[t] if m in last and last[m][0] == station and last[m][1] > arrive]
-        if station[0] == "ref" and costs.atomic_core_batching and pending:
+        if station[0] == "ref" and costs.smt_shared_l1 and pending:
             # an SMT sibling's RMW on this line is pending: the line comes to our shared L1 for
             # it and mine completes right after it, an L1 hit, ahead of the queue behind it
             start = min(pending)
