@@ -122,6 +122,12 @@ def test_an_smt_siblings_pending_rmw_carries_its_own():
         assert per_thread(40, "percpu", method, 1.0) == pytest.approx(per_thread(40, "percpu", method, 0.0), rel=0.03)
     on, off = per_thread(40, "rcuref", "simulation", 1.0), per_thread(40, "rcuref", "simulation", 0.0)
     assert 1.5 < on / off <= 2.05
+    # 80 threads time-share 40 hardware threads: still at most one rider a queued RMW (smt - 1)
+    w = nl.futex.perf_bench_hash("2s-ivb-40", threads=80, futexes=64, refcount="rcuref", oversubscribe=True)
+    rate = {(m, s): float(nl.futex.simulate(w, seeds=2, method=m, costs=dict(smt_shared_l1=s)).ops_per_s_per_thread.mean())
+            for m in ("mva", "simulation") for s in (0.0, 1.0)}
+    assert 1.5 < rate["simulation", 1.0] / rate["simulation", 0.0] <= 2.05
+    assert rate["mva", 1.0] == pytest.approx(rate["simulation", 1.0], rel=0.05)
     # the MVA's riders (at most one of a pair's visits) against the simulation's
     for threads, futexes in ((40, 64), (30, 1024), (24, 1024)):
         mva, sim = (per_thread(threads, "rcuref", m, 1.0, futexes) for m in ("mva", "simulation"))

@@ -99,6 +99,11 @@ class _EventRun:
         # each thread's latest service: its station and end [ns] (SMT batching, :meth:`serve`)
         self.last_st = np.full(T, -1, dtype=np.int64)
         self.last_end = np.full(T, -np.inf)
+        # ... whether it rode a sibling's, and how many rode it: a queued RMW carries at most
+        # the core's other hardware threads (smt - 1; more threads time-share the core)
+        self.rider = np.zeros(T, dtype=bool)
+        self.carried = np.zeros(T, dtype=np.int64)
+        self.cap = np.array([p[0].smt - 1 for p in net.points], dtype=np.int64)[thr_point]
         self.busy = np.zeros(U)
         self.visits = np.zeros(U)
         self.t_start = np.full(P, np.inf)   # utilisation window of each point
@@ -182,6 +187,9 @@ class _EventRun:
             # requests queued behind the sibling's
             b = np.where(ride, self.ride_after, b)
             c = np.where(ride, b + (net.st_base[st] * self.cpu[g] + nl * self.selfc[g]) * self.Es[g, n_done, stg], c)
+            self.carried[g] = 0
+            np.add.at(self.carried, self.ride_on[ride], 1)
+            self.rider[g] = ride
         # (a queued visit always ends last; a rider only when nobody queued behind its sibling)
         last = c >= self.free_at[st]
         self.free_at[st] = np.maximum(self.free_at[st], c)
@@ -195,15 +203,20 @@ class _EventRun:
     def riders(self, g, st, a):
         """Which of threads ``g`` arriving at ``a`` [ns] at stations ``st`` find a request of
         an SMT sibling on their core pending there (a station with ``st_core`` = 1: an atomic
-        line), or None when no station of the step has SMT batching; sets ``ride_after``, the
-        earliest pending sibling's end [ns], where they ride."""
+        line) and can take one more rider (it did not ride itself, and fewer than ``smt - 1``
+        rode it), or None when no station of the step has SMT batching; sets ``ride_after``, the
+        earliest such sibling's end [ns], where they ride, and ``ride_on``, that sibling."""
         core = self.net.st_core[st]
         if not np.any(core):
             return None
         mates = self.sib[g]
         m = np.maximum(mates, 0)
-        pending = (mates >= 0) & (self.last_st[m] == st[:, None]) & (self.last_end[m] > a[:, None])
-        self.ride_after = np.where(pending, self.last_end[m], np.inf).min(axis=1)
+        pending = ((mates >= 0) & (self.last_st[m] == st[:, None]) & (self.last_end[m] > a[:, None])
+                   & ~self.rider[m] & (self.carried[m] < self.cap[g][:, None]))
+        end = np.where(pending, self.last_end[m], np.inf)
+        first = end.argmin(axis=1)
+        self.ride_after = end[np.arange(g.size), first]
+        self.ride_on = m[np.arange(g.size), first]
         return pending.any(axis=1) & (core != 0.0)
 
     def complete(self, pf, jf, gf, cf) -> None:

@@ -33,7 +33,7 @@ def _compile():
     @numba.njit(cache=True, nogil=True)
     def events(table, t_next, stage, bucket, ref, start, thr_nf, thr_buckets, thr_ref, done_ops,
                t_warm, t_last, Et, Es, think, cpu, node, line, line_busy, cold, selfc, sib, l1,
-               last_st, last_end, st_home, st_batch, st_core, st_sort, st_px, st_xnode, st_forward,
+               last_st, last_end, rider, carried, cap, st_home, st_batch, st_core, st_sort, st_px, st_xnode, st_forward,
                st_lines_busy, st_lines, st_base, st_point, free_at, node_until, holder, busy, visits, t_start,
                t_end, ops, warmup):
         P, Tmax = table.shape
@@ -65,27 +65,28 @@ def _compile():
                 if prev < 0:
                     cost = cold[g, hs]
                 nd = node[g]
-                batch = st_batch[st]
-                if batch != 0.0 and held and node_until[st, nd] > a:
-                    cost = batch * line[g, nd, hs] + (1.0 - batch) * cost
+                if st_batch[st] != 0.0 and held and node_until[st, nd] > a:
+                    cost = st_batch[st] * line[g, nd, hs] + (1.0 - st_batch[st]) * cost
                 sort = st_sort[st]
                 if sort != 0.0 and held:
                     px = st_px[st]
                     srt = (1.0 - px) * line[g, nd, hs] + px * st_xnode[st, nd]
                     cost = (1.0 - sort) * cost + sort * srt
-                fwd = st_forward[st]
-                if fwd != 1.0 and held:
-                    cost = fwd * cost
+                if st_forward[st] != 1.0 and held:
+                    cost = st_forward[st] * cost
                 nl = st_lines_busy[st] if held else st_lines[st]
                 s = (st_base[st] * cpu[g] + nl * cost) * Es[g, done_ops[g], stg]
                 b = a if a > free_at[st] else free_at[st]
                 c = b + s
-                after = np.inf      # riding along with an SMT sibling's pending RMW (the earliest one)
+                after, on = np.inf, -1   # riding along with an SMT sibling's pending RMW (the earliest)
                 for i in range(sib.shape[1] if st_core[st] != 0.0 else 0):
                     m = sib[g, i]
-                    if m >= 0 and last_st[m] == st and a < last_end[m] < after:
-                        after = last_end[m]
+                    if m >= 0 and last_st[m] == st and a < last_end[m] < after and not rider[m] and carried[m] < cap[g]:
+                        after, on = last_end[m], m
+                if st_core[st] != 0.0:
+                    carried[g], rider[g] = 0, after < np.inf
                 if after < np.inf:
+                    carried[on] += 1
                     b = after
                     c = b + (st_base[st] * cpu[g] + nl * selfc[g]) * Es[g, done_ops[g], stg]
                 if c >= free_at[st]:
@@ -136,7 +137,8 @@ def run_events(run) -> None:
     net = run.net
     _KERNEL(run.table, run.t_next, run.stage, run.bucket, run.ref, run.start, net.thr_nf, net.thr_buckets,
             net.thr_ref, run.done_ops, run.t_warm, run.t_last, run.Et, run.Es, run.think, run.cpu, run.node,
-            run.line, run.line_busy, run.cold, run.selfc, run.sib, run.l1, run.last_st, run.last_end, net.st_home,
+            run.line, run.line_busy, run.cold, run.selfc, run.sib, run.l1, run.last_st, run.last_end,
+            run.rider, run.carried, run.cap, net.st_home,
             net.st_batch, net.st_core, net.st_sort, net.st_px,
             net.st_xnode, net.st_forward, net.st_lines_busy, net.st_lines, net.st_base, net.st_point,
             run.free_at, run.node_until, run.holder, run.busy, run.visits, run.t_start, run.t_end,

@@ -292,12 +292,16 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
 def _siblings(w, busy: np.ndarray, thr_cls: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
     """The SMT siblings whose pending RMW on the process's refcount line a thread's own can ride
     (FutexCosts.smt_shared_l1): per class (K,) the mean number of busy threads of the
-    same process on a member's core, itself excluded (``cls_sib``, the MVA's), and per thread
+    same process on a member's core, itself excluded, at most the core's other hardware threads
+    (``cls_sib``, the MVA's), and per thread
     (T, smax) the other threads on its physical core, -1 padded (``thr_sib``, the DES's)."""
     topo = w.topology
     core = core_of(topo, w.thread_cpu)
     mate = core * w.processes + w.thread_proc
     same = np.bincount(mate[busy], minlength=topo.nodes * topo.cores_per_node * w.processes)[mate] - busy
+    # beyond the core's other hardware threads the rest time-share it: they cannot have an RMW
+    # issued at the same moment, and a queued RMW carries at most smt - 1 riders
+    same = np.minimum(same, topo.smt - 1)
     cls_sib = np.bincount(thr_cls, weights=same, minlength=K) / np.bincount(thr_cls, minlength=K)
     T = core.size
     order = np.argsort(core, kind="stable")

@@ -178,7 +178,8 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
         return line_cost(L, lat, costs, holder_node, int(rt.thread_node[t]), home, held)
 
     node_until: dict = {}
-    last: dict = {}                 # thread -> (station, end) of its latest service
+    last: dict = {}                 # thread -> (station, end, rode a core-mate's) of its latest service
+    carried: dict = {}              # thread -> riders its latest service took along
 
     def serve(station, arrive, t, base, lines, lines_held):
         prev = holder.get(station)
@@ -199,17 +200,23 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
         if station[0] == "ref" and held:
             c *= costs.atomic_forward          # forwarded: my request was queued already
         start = max(arrive, free_at.get(station, 0.0))
-        pending = [last[m][1] for m in mates[t] if m in last and last[m][0] == station and last[m][1] > arrive]
-        if station[0] == "ref" and costs.smt_shared_l1 and pending:
-            # an SMT sibling's RMW on this line is pending: the line comes to our shared L1 for
-            # it and mine completes right after it, an L1 hit, ahead of the queue behind it
-            start = min(pending)
+        # a queued RMW of a core-mate on this line that can take me along: it did not ride
+        # itself, and fewer than the core's other hardware threads (smt - 1) rode it
+        pending = [(last[m][1], m) for m in mates[t] if m in last and last[m][0] == station and last[m][1] > arrive
+                   and not last[m][2] and carried.get(m, 0) < w.topology.smt - 1]
+        ride = station[0] == "ref" and bool(costs.smt_shared_l1) and bool(pending)
+        if ride:
+            # the line comes to our shared L1 for that RMW and mine completes right after it,
+            # an L1 hit, ahead of the queue behind it
+            start, on = min(pending)
+            carried[on] = carried.get(on, 0) + 1
             c = costs.line_self_ns * clock[t]
+        carried[t] = 0
         end = start + (cpu[t] * base + (lines_held if held else lines) * c) * draw()
         if end >= free_at.get(station, 0.0):     # a rider is last only if nobody queued behind
             free_at[station] = end
             holder[station] = t
-        last[t] = (station, end)
+        last[t] = (station, end, ride)
         node_until[(station, my_node)] = max(node_until.get((station, my_node), -math.inf), end)
         return end
 
