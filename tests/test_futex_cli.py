@@ -64,6 +64,10 @@ def test_futex_hash_prints_perf_bench_lines(capsys):
     (["numa", "-c4", "-N3", "--topology", "2s-ivb-40"], "node=3"),
     (["numa", "-c4", "-n", "-5"], "nanos=-5"),
     (["numa", "-c40", "--topology", "2s-ivb-40"], "oversubscribe"),
+    (["hash", "-t", "4", "--cost", "bogus=1"], "costs key 'bogus' is not known; allowed: atomic_forward"),
+    (["hash", "-t", "4", "--cost", "smt_shared_l1"], "--cost 'smt_shared_l1'; allowed: NAME=VALUE"),
+    (["hash", "-t", "4", "--cost", "smt_shared_l1=0.5"], "smt_shared_l1=0.5; allowed: 0 (off) or 1 (on)"),
+    (["sweep", "--buckets", "2", "--cost", "syscall_ns=-3"], "syscall_ns=-3.0 is out of range"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, match):
     rc, out, err = run(capsys, *argv)
@@ -102,3 +106,20 @@ def test_plot_function_is_pure_and_labels_modes():
     assert ax.get_xscale() == "log"
     np.testing.assert_allclose(ax.containers[0].lines[0].get_ydata(),
                                ds.ops_per_s_per_thread.sel(mode="numa", threads=4).mean("seed").values)
+
+
+def test_cost_sets_a_constant_for_every_program(capsys):
+    """--cost NAME=VALUE reaches the model: the core's shared L1 switched off halves rcuref's
+    rate with every CPU of 2s-ivb-40 busy (each line visit to a core serves one RMW, not two)."""
+    def averaged(*extra):
+        rc, out, _ = run(capsys, "hash", "-t", "40", "-f", "64", "-s", "--refcount", "rcuref", "--topology",
+                         "2s-ivb-40", *extra)
+        assert rc == 0
+        return int(next(line for line in out.splitlines() if line.startswith("Averaged")).split()[1])
+
+    on, off = averaged(), averaged("--cost", "smt_shared_l1=0")
+    assert 1.5 < on / off <= 2.05
+    assert averaged("--cost", "smt_shared_l1=1", "--cost", "syscall_ns=100") == on      # the defaults, spelled out
+    rc, out, _ = run(capsys, "numa", "-c4", "--topology", "2s-ivb-40", "--cost", "timer_slack_ns=0")
+    rc0, out0, _ = run(capsys, "numa", "-c4", "--topology", "2s-ivb-40")
+    assert rc == rc0 == 0 and out != out0                  # no nanosleep slack: more lock cycles

@@ -1,6 +1,28 @@
 """One module per ``numalab`` subcommand: ``add_parser(subparsers)`` and ``run(args)``."""
 
-__all__ = ["add_output"]
+__all__ = ["add_output", "name_values"]
+
+
+def name_values(flag: str, items, names) -> dict:
+    """``NAME=VALUE`` items of a repeatable ``flag`` (``--option``, ``--cost``) -> ``{NAME: VALUE}``:
+    VALUE read as JSON (``true`` / ``false`` / ``null`` in any case), else kept as text; a
+    missing ``=`` is refused naming ``names``. The names and values are checked by the dataclass
+    they go to (EngineOptions, FutexCosts), not here."""
+    import json
+
+    from ..errors import NumalabValueError
+
+    out = {}
+    for item in items or []:
+        name, sep, text = item.partition("=")
+        if not sep:
+            raise NumalabValueError(f"{flag} {item!r}; allowed: NAME=VALUE with NAME one of {', '.join(names)}")
+        word = text.strip().lower()
+        try:
+            out[name.strip()] = json.loads(word if word in ("true", "false", "null") else text)
+        except json.JSONDecodeError:
+            out[name.strip()] = text.strip()
+    return out
 
 
 def add_output(parser, *flags, kind: str = "file", create: bool = False, figure: bool = False, **kwargs):

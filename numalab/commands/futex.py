@@ -19,7 +19,7 @@ import math
 import os
 import sys
 
-from . import add_output
+from . import add_output, name_values
 
 
 def _int_list(text):
@@ -51,6 +51,12 @@ def add_parser(subparsers) -> None:
         q.add_argument("--method", default="mva", help="mva (default) or simulation")
         q.add_argument("--seed", type=int, default=0, help="run seed (the mm/ASLR randomness)")
         q.add_argument("--oversubscribe", action="store_true", help="allow more threads than CPUs")
+        cost_argument(q)
+
+    def cost_argument(q):
+        q.add_argument("--cost", action="append", default=None, metavar="NAME=VALUE",
+                       help="set a cost constant, repeatable (e.g. smt_shared_l1=0; see docs/futex.md, "
+                            "'Defaults and their sources')")
 
     n = sub.add_parser("numa", help="the futex_numa selftest (tools/testing/selftests/futex/functional)")
     n.add_argument("-c", dest="contenders", type=int, default=0, help="contender threads (default 0)")
@@ -83,6 +89,7 @@ def add_parser(subparsers) -> None:
     s.add_argument("--futexes", type=int, default=1024, help="futexes per thread (default 1024)")
     s.add_argument("--seeds", type=int, default=8, help="runs per point (default 8)")
     s.add_argument("--method", default="mva", help="mva (default) or simulation")
+    cost_argument(s)
     add_output(s, "--plot", figure=True, default=None, metavar="FILE.png",
                help="write the throughput-vs-buckets figure (.png, .pdf, .svg, ...)")
     add_output(s, "--out", default=None, metavar="FILE.nc", help="write the Dataset (h5netcdf)")
@@ -96,12 +103,21 @@ def run(args) -> int:
     return {"numa": _run_numa, "hash": _run_hash, "sweep": _run_sweep}[cmd](args)
 
 
+def _costs(args):
+    """The FutexCosts the ``--cost NAME=VALUE`` items give (every name and value checked here,
+    before any run)."""
+    from ..futex.costs import COST_NAMES, coerce_costs
+
+    return coerce_costs(name_values("--cost", args.cost, COST_NAMES))
+
+
 def _run_numa(args) -> int:
     from .. import futex
     from ..errors import check_choice, check_seed
 
     check_choice("--method", args.method, futex.METHODS)
     check_seed("--seed", args.seed)
+    costs = _costs(args)
     if args.method == "simulation" and args.contenders:
         # the event simulation measures every thread from its 50th operation on; futex_numa's
         # lock threads (each holding the lock across a nanosleep) finish fewer than that while
@@ -129,7 +145,7 @@ def _run_numa(args) -> int:
             raise NumalabValueError(f"--peer {spec!r}: allowed: CPU_NODE or CPU_NODE:N with integers") from None
         procs.append(futex.futex_numa(topo, numa=numa or bool(nd), node=node, cpu_node=cpu_node, **kw))
     wl = futex.together(*procs) if len(procs) > 1 else procs[0]
-    ds = futex.simulate(wl, seeds=[args.seed], method=args.method).isel(seed=0)
+    ds = futex.simulate(wl, seeds=[args.seed], method=args.method, costs=costs).isel(seed=0)
     for p, w in enumerate(procs):
         if len(procs) > 1:
             pr = w.params
@@ -155,12 +171,13 @@ def _run_hash(args) -> int:
 
     check_choice("--method", args.method, futex.METHODS)
     check_seed("--seed", args.seed)
+    costs = _costs(args)
 
     wl = futex.perf_bench_hash(args.topology or "2s-128", threads=args.threads, futexes=args.futexes,
                                buckets=args.buckets, shared=args.shared, immutable=args.immutable,
                                runtime=args.runtime, mode=args.mode, refcount=args.refcount,
                                squash=args.squash, hash=args.hash, oversubscribe=args.oversubscribe)
-    out = futex.solve_points([wl], [args.seed], futex.FutexCosts(), args.method, 400, "exponential")
+    out = futex.solve_points([wl], [args.seed], costs, args.method, 400, "exponential")
     rates = np.floor(out["thread_rate"][0])  # per-thread ops/sec, as perf divides ops by seconds
     p = wl.params
     print("# Running 'futex/hash' benchmark:")
@@ -200,6 +217,7 @@ def _run_sweep(args) -> int:
 
     check_choice("--method", args.method, futex.METHODS)
     check_int("--seeds", args.seeds, lo=1, hi=10000)
+    costs = _costs(args)
     modes = check_list("--mode", args.mode, distinct=False)
     if not args.buckets:
         raise NumalabValueError("--buckets is an empty list; give at least one bucket count")
@@ -211,7 +229,7 @@ def _run_sweep(args) -> int:
         check_distinct("--threads", args.threads)
     threads = args.threads if args.threads and len(args.threads) > 1 else (args.threads[0] if args.threads else None)
     ds = futex.sweep(buckets=list(args.buckets), mode=modes, threads=threads, seeds=args.seeds,
-                     topology=args.topology or "2s-128", method=args.method, futexes=args.futexes)
+                     topology=args.topology or "2s-128", method=args.method, futexes=args.futexes, costs=costs)
     mean = ds["ops_per_s_per_thread"].mean("seed")
     from ..plots import futex_threads
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_output
+from . import add_output, name_values
 
 HELP = "simulate automatic NUMA balancing for a workload under one or more kernel profiles"
 DEFAULT_PROFILES = ["6.4", "6.12", "rfc2024-hot-shared"]
@@ -99,10 +99,7 @@ def add_option_arguments(p) -> None:
 
 def options_from_args(args) -> dict:
     """The engine options the arguments set (validated by EngineOptions)."""
-    import json
-
     from ..engine.options import EngineOptions, option_fields
-    from ..errors import NumalabValueError
 
     opts = {}
     if getattr(args, "dt", None) is not None:
@@ -116,16 +113,7 @@ def options_from_args(args) -> dict:
     for name in option_fields():
         if getattr(args, f"off_{name}", False):
             opts[name] = False
-    for item in getattr(args, "option", None) or []:
-        name, sep, text = item.partition("=")
-        if not sep:
-            raise NumalabValueError(f"--option {item!r}; allowed: NAME=VALUE with NAME one of "
-                                    f"{', '.join(option_fields())}")
-        try:
-            opts[name.strip()] = json.loads(text.strip().lower() if text.strip().lower() in ("true", "false", "null")
-                                            else text)
-        except json.JSONDecodeError:
-            opts[name.strip()] = text.strip()
+    opts.update(name_values("--option", getattr(args, "option", None), option_fields()))
     EngineOptions.coerce(opts)          # every name and bound checked here, before any run
     return opts
 
