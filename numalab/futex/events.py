@@ -180,15 +180,16 @@ class _EventRun:
         s = (net.st_base[st] * self.cpu[g] + nl * cost) * self.Es[g, n_done, stg]
         b = np.maximum(a, self.free_at[st])
         c = b + s
-        ride = self.riders(g, st, a)
-        if ride is not None:
+        riding = self.riders(g, st, a)
+        if riding is not None:
             # my RMW rides along with a pending one of an SMT sibling: the line comes to our
             # shared L1 for it and mine completes right after, an L1/L2 hit, ahead of the
             # requests queued behind the sibling's
-            b = np.where(ride, self.ride_after, b)
+            ride, after, on = riding
+            b = np.where(ride, after, b)
             c = np.where(ride, b + (net.st_base[st] * self.cpu[g] + nl * self.selfc[g]) * self.Es[g, n_done, stg], c)
             self.carried[g] = 0
-            np.add.at(self.carried, self.ride_on[ride], 1)
+            np.add.at(self.carried, on[ride], 1)
             self.rider[g] = ride
         # (a queued visit always ends last; a rider only when nobody queued behind its sibling)
         last = c >= self.free_at[st]
@@ -201,11 +202,11 @@ class _EventRun:
         return c
 
     def riders(self, g, st, a):
-        """Which of threads ``g`` arriving at ``a`` [ns] at stations ``st`` find a request of
-        an SMT sibling on their core pending there (a station with ``st_core`` = 1: an atomic
-        line) and can take one more rider (it did not ride itself, and fewer than ``smt - 1``
-        rode it), or None when no station of the step has SMT batching; sets ``ride_after``, the
-        earliest such sibling's end [ns], where they ride, and ``ride_on``, that sibling."""
+        """``(ride, after, on)``: which of threads ``g`` arriving at ``a`` [ns] at stations
+        ``st`` find a request of an SMT sibling on their core pending there (a station with
+        ``st_core`` = 1: an atomic line) that can take one more rider (it did not ride itself,
+        and fewer than ``smt - 1`` rode it), the earliest such sibling's end [ns], where they
+        ride, and that sibling; None when no station of the step has SMT batching."""
         core = self.net.st_core[st]
         if not np.any(core):
             return None
@@ -215,9 +216,8 @@ class _EventRun:
                    & ~self.rider[m] & (self.carried[m] < self.cap[g][:, None]))
         end = np.where(pending, self.last_end[m], np.inf)
         first = end.argmin(axis=1)
-        self.ride_after = end[np.arange(g.size), first]
-        self.ride_on = m[np.arange(g.size), first]
-        return pending.any(axis=1) & (core != 0.0)
+        rows = np.arange(g.size)
+        return pending.any(axis=1) & (core != 0.0), end[rows, first], m[rows, first]
 
     def complete(self, pf, jf, gf, cf) -> None:
         """Threads ``gf`` (slots ``jf`` of points ``pf``) complete an op at ``cf`` [ns]: count

@@ -11,7 +11,7 @@ oracle and the fallback: :func:`available` is False without numba, or with
 ``NUMALAB_JIT=0`` in the environment.
 
 Spots where the numpy loop computes a blend for every event of a step when *some* event
-of the step needs it (``batch``, ``core``, ``sort``, ``forward``): a blend with weight 0 or factor 1
+of the step needs it (``batch``, ``sort``, ``forward``): a blend with weight 0 or factor 1
 returns its input exactly for finite prices, so the scalar loop applies the blend only where
 its weight says so.
 """

@@ -54,7 +54,8 @@ def _shared_entries(net: Network, live: np.ndarray, base_all: np.ndarray, s0_all
     class ``k``, visits per op ``v``, self-share ``a``, visits per op of all the merged copies
     ``vm``, station ``u`` (an index into ``used``, the stations they visit), the class's
     ``node``, the handoff cost [ns] of the station's line from a holder on each node ``line``
-    (E, nodes) and from one on the class's own node ``line_own``, the L2 hit ``self`` [ns],
+    (E, nodes) and from one on the class's own node ``line_own`` (``line_busy_own`` for a pull
+    that meets queued requests), the L2 hit ``self`` [ns],
     the CPU work held ``base`` [ns], line pulls per idle / held visit ``lines`` /
     ``lines_busy``, the uncontended service ``s0`` [ns], the class's threads ``n`` and
     ``point``."""
@@ -67,7 +68,8 @@ def _shared_entries(net: Network, live: np.ndarray, base_all: np.ndarray, s0_all
     line_k = net.cls_line[k, :, net.st_home[eu[live]]]   # (E, nmax): holder node i, this home
     busy_k = net.cls_line_busy[k, :, net.st_home[eu[live]]]
     return dict(k=k, v=v, a=net.ent_self[live], vm=v * mult_all[live], used=used, u=u, node=node_k,
-                line=line_k, line_busy=busy_k, line_own=line_k[np.arange(k.size), node_k], self=net.cls_self[k],
+                line=line_k, line_busy=busy_k, line_own=line_k[np.arange(k.size), node_k],
+                line_busy_own=busy_k[np.arange(k.size), node_k], self=net.cls_self[k],
                 base=base_all[live], lines=net.st_lines[used][u], lines_busy=net.st_lines_busy[used][u],
                 batch=net.st_batch[used][u], core=net.st_core[used][u], sib=net.cls_sib[k],
                 mate=net.ent_sib[live] * net.cls_l1[k],
@@ -85,7 +87,7 @@ def _working_set(q: dict, sel: np.ndarray, nmax: int) -> tuple[dict, np.ndarray]
     uu = uu.reshape(-1)
     w = {name: q[name][sel] for name in ("k", "v", "a", "vm", "n", "line", "line_busy", "self", "base", "lines",
                                          "lines_busy", "batch", "core", "sib", "mate", "fwd", "sort", "px", "xnode",
-                                         "line_own", "node", "point")}
+                                         "line_own", "line_busy_own", "node", "point")}
     w.update(uu=uu, nu=su.size, un=uu * nmax + q["node"][sel])   # arrivals by holder node
     return w, su
 
@@ -134,9 +136,8 @@ def _schweitzer_step(w: dict, x, R, s, rho, on, think, resid: float, K: int, nma
     s_idle = w["base"] + w["lines"] * (pself * w["self"] + (1.0 - pself) * c_other)
     # a pull that finds the lock held meets the holder's own requests for the line (it takes
     # it back for the decrement and the unlock): cross-node ones pay the conflict round trip
-    busy_own = w["line_busy"][np.arange(uu.size), w["node"]]
     busy_sum = np.maximum(np.einsum("ei,ei->e", Ai[uu], w["line_busy"]) - own * w["line_own"]
-                          - mates * (busy_own - w["self"]), 0.0)
+                          - mates * (w["line_busy_own"] - w["self"]), 0.0)
     s_busy = w["base"] + w["lines_busy"] * _busy_line_cost(w, uu, nu_, nmax, lam, own, R, busy_sum / others)
     s = np.where(on, busy * s_busy + (1.0 - busy) * s_idle, s)
     s_ride = w["base"] + w["lines_busy"] * w["self"]      # right after the sibling's, from our L1

@@ -278,7 +278,7 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
         st_persist=_persistent_locks(ent_st, W / cls_n[ent_cls], U, nu),
         pt_collisions=np.array([collisions]), thr_cls=thr_cls, thr_nf=nf,
     )
-    out["cls_sib"], mates = _siblings(w, busy, thr_cls, K)
+    out["cls_sib"], mates = _siblings(w, busy, thr_cls, cls_n)
     out["ent_sib"] = _mate_visits(full, wgt, mates, thr_cls, U, ue) / cls_n[ent_cls]
     if keep_threads:
         out["thr_buckets"], out["thr_ref"], out["thr_sib"] = tbl, tr, mates
@@ -289,7 +289,7 @@ def _point_structure(rt: Routing, keep_threads: bool) -> dict:
     return out
 
 
-def _siblings(w, busy: np.ndarray, thr_cls: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
+def _siblings(w, busy: np.ndarray, thr_cls: np.ndarray, cls_n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The SMT siblings whose pending RMW on the process's refcount line a thread's own can ride
     (FutexCosts.smt_shared_l1): per class (K,) the mean number of busy threads of the
     same process on a member's core, itself excluded, at most the core's other hardware threads
@@ -302,7 +302,7 @@ def _siblings(w, busy: np.ndarray, thr_cls: np.ndarray, K: int) -> tuple[np.ndar
     # beyond the core's other hardware threads the rest time-share it: they cannot have an RMW
     # issued at the same moment, and a queued RMW carries at most smt - 1 riders
     same = np.minimum(same, topo.smt - 1)
-    cls_sib = np.bincount(thr_cls, weights=same, minlength=K) / np.bincount(thr_cls, minlength=K)
+    cls_sib = np.bincount(thr_cls, weights=same, minlength=cls_n.size) / cls_n
     T = core.size
     order = np.argsort(core, kind="stable")
     cnt = np.bincount(core)

@@ -57,6 +57,13 @@ def line_cost(L, lat, costs: FutexCosts, holder_node, my_node: int, home: int, c
     return c
 
 
+def core(topo, cpu) -> tuple[int, int]:
+    """(node, core) of model CPU ``cpu``: CPU k of a node is on core ``k % cores_per_node``
+    (the node's cores first, then their SMT siblings)."""
+    cpu = int(cpu)
+    return cpu // topo.cpus_per_node, (cpu % topo.cpus_per_node) % topo.cores_per_node
+
+
 def clock_slowdown(rt: Routing, t: int, costs: FutexCosts) -> float:
     """How much slower thread t's CPU work runs at its package's clock than at the clock the
     costs are stated at (``clock_ref_ghz``): 1 when the Topology gives no clock; else the busy
@@ -65,8 +72,7 @@ def clock_slowdown(rt: Routing, t: int, costs: FutexCosts) -> float:
     w = rt.workload
     topo = w.topology
     package = topo.node_package[int(w.thread_cpu[t]) // topo.cpus_per_node]
-    cores = {(int(c) // topo.cpus_per_node, int(c) % topo.cpus_per_node % topo.cores_per_node)
-             for u, c in enumerate(w.thread_cpu)
+    cores = {core(topo, c) for u, c in enumerate(w.thread_cpu)
              if w.thread_role[u] != ROLE_LOCK and topo.node_package[int(c) // topo.cpus_per_node] == package}
     ghz = core_clock_ghz(topo, np.array([len(cores)]))
     return 1.0 if ghz is None else costs.clock_ref_ghz / float(ghz[0])
@@ -76,20 +82,16 @@ def cpu_slowdown(rt: Routing, t: int, costs: FutexCosts) -> float:
     """How much slower thread t's CPU work runs for the other busy threads on its core, and
     at its package's clock (:func:`clock_slowdown`).
 
-    Model CPU k of a node is on core ``k % cores_per_node`` (cores first, then their SMT siblings);
+    Model CPU k of a node is on core ``k % cores_per_node`` (:func:`core`);
     a futex_numa lock thread that nanosleeps does not load its core. With n busy threads on a
     core of ``smt`` hardware threads: ``n / (1 + smt_gain * (min(n, smt) - 1))``."""
     w = rt.workload
     topo = w.topology
 
-    def core(cpu):
-        cpu = int(cpu)
-        return cpu // topo.cpus_per_node, (cpu % topo.cpus_per_node) % topo.cores_per_node
-
     def busy(u):
         return w.thread_role[u] != ROLE_LOCK
 
-    n = 1 + sum(1 for u in range(w.threads) if u != t and busy(u) and core(w.thread_cpu[u]) == core(w.thread_cpu[t]))
+    n = 1 + sum(1 for u in range(w.threads) if u != t and busy(u) and core(topo, w.thread_cpu[u]) == core(topo, w.thread_cpu[t]))
     return n / (1.0 + costs.smt_gain * (min(n, topo.smt) - 1)) * clock_slowdown(rt, t, costs)
 
 
@@ -157,12 +159,9 @@ def simulate(rt: Routing, seed: int, *, costs: FutexCosts | None = None, ops: in
                            private_slots=lay.private_slots, private_home=lay.private_home,
                            classic_home=lay.classic_home)
 
-    def core(cpu):
-        cpu = int(cpu)
-        return cpu // w.topology.cpus_per_node, (cpu % w.topology.cpus_per_node) % w.topology.cores_per_node
-
     # the other threads on each thread's physical core: they share its L1/L2
-    mates = [[u for u in range(T) if u != t and core(w.thread_cpu[u]) == core(w.thread_cpu[t])] for t in range(T)]
+    mates = [[u for u in range(T) if u != t and core(w.topology, w.thread_cpu[u]) == core(w.topology, w.thread_cpu[t])]
+             for t in range(T)]
 
     def station_cost(station, prev, t, held):
         """Cost of getting the station's line to thread t, previous holder prev (or None),
