@@ -128,3 +128,23 @@ def test_aliases_are_not_listed_as_presets_but_named_in_errors():
     assert "lkp-spr-r02" not in Topology.presets()
     with pytest.raises(NumalabValueError, match="lkp-spr-r02"):
         Topology.preset("lkp-spr-r03")
+
+
+def test_the_benchmarks_machine_files_are_described_not_fitted():
+    """The machines of benchmarks/machines/ are out-of-sample checks (docs/fidelity.md, "An AMD
+    machine the model was never given"): every figure the NUMA-balancing model reads carries its
+    source, none of them was set from published results, and each file loads as a user's would."""
+    from pathlib import Path
+
+    files = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "machines").glob("*.json"))
+    assert files
+    numa_figures = ("nodes", "cpus_per_node", "smt", "local_latency_ns", "remote_latency_ns", "node_bw_GBps",
+                    "write_efficiency", "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps")
+    for path in files:
+        topo = Topology.coerce(path)
+        prov = topo.provenance()
+        for name in numa_figures:
+            assert name in prov, f"{path.name}: {name} has no provenance"
+            assert prov[name].kind != "fitted" and not prov[name].fitted_to, f"{path.name}: {name} is fitted"
+        lo, hi = prov["write_efficiency"].band
+        assert lo <= topo.write_efficiency <= hi
