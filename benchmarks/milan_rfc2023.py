@@ -109,6 +109,9 @@ def main(argv=None):
     ap.add_argument("--band-seeds", type=int, default=8, help="seeds per band end (default: %(default)s)")
     ap.add_argument("--thp", action="store_true", help="huge pages (the machine ran base pages)")
     args = ap.parse_args(argv)
+    if args.seeds < 2 or args.band_seeds < 1:
+        ap.error(f"--seeds={args.seeds} must be at least 2 (a change's spread needs two runs) and "
+                 f"--band-seeds={args.band_seeds} at least 1")
     topo = Topology.coerce(MACHINE)
     elsp, ds = run(topo, args.seeds, args.thp)
     pub_pct = 100.0 * (PUBLISHED["patched"]["elsp"] - PUBLISHED["base"]["elsp"]) / PUBLISHED["base"]["elsp"]
