@@ -123,3 +123,14 @@ def test_cost_sets_a_constant_for_every_program(capsys):
     rc, out, _ = run(capsys, "numa", "-c4", "--topology", "2s-ivb-40", "--cost", "timer_slack_ns=0")
     rc0, out0, _ = run(capsys, "numa", "-c4", "--topology", "2s-ivb-40")
     assert rc == rc0 == 0 and out != out0                  # no nanosleep slack: more lock cycles
+
+
+def test_hash_notes_the_mvas_departure_on_stderr_only(capsys):
+    rc, out, err = run(capsys, "hash", "-t", "16", "-f", "4", "-s", "--topology", "2s-ivb-40")
+    assert rc == 0
+    assert "note: 4 futexes a thread" in err and "--method simulation" in err
+    assert out.startswith("# Running 'futex/hash' benchmark:") and "note" not in out
+    rc, out, err = run(capsys, "hash", "-t", "16", "-f", "4", "-s", "--topology", "2s-ivb-40", "--method", "simulation")
+    assert rc == 0 and "note" not in err
+    rc, out, err = run(capsys, "hash", "-t", "16", "-s", "--topology", "2s-ivb-40")
+    assert rc == 0 and "note" not in err

@@ -163,6 +163,13 @@ def _run_numa(args) -> int:
     return 0
 
 
+def _note(note) -> None:
+    """The solver's caveat (:func:`numalab.futex.method_note`) on stderr, so that stdout keeps
+    the program's own format."""
+    if note:
+        print(f"numalab futex: note: {note}", file=sys.stderr)
+
+
 def _run_hash(args) -> int:
     import numpy as np
 
@@ -178,6 +185,7 @@ def _run_hash(args) -> int:
                                runtime=args.runtime, mode=args.mode, refcount=args.refcount,
                                squash=args.squash, hash=args.hash, oversubscribe=args.oversubscribe)
     out = futex.solve_points([wl], [args.seed], costs, args.method, 400, "exponential")
+    _note(futex.method_note([wl], args.method))
     rates = np.floor(out["thread_rate"][0])  # per-thread ops/sec, as perf divides ops by seconds
     p = wl.params
     print("# Running 'futex/hash' benchmark:")
@@ -230,6 +238,7 @@ def _run_sweep(args) -> int:
     threads = args.threads if args.threads and len(args.threads) > 1 else (args.threads[0] if args.threads else None)
     ds = futex.sweep(buckets=list(args.buckets), mode=modes, threads=threads, seeds=args.seeds,
                      topology=args.topology or "2s-128", method=args.method, futexes=args.futexes, costs=costs)
+    _note(ds.attrs.get("method_note"))
     mean = ds["ops_per_s_per_thread"].mean("seed")
     from ..plots import futex_threads
 

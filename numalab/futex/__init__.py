@@ -39,7 +39,7 @@ The cost model (which term dominates where, every default and its source) is in
 ``docs/futex.md``.
 """
 
-from .api import DISTS, METHODS, simulate, solve_points, sweep
+from .api import DISTS, METHODS, method_note, simulate, solve_points, sweep
 from .calibration import (
     DEFAULT_FIT, CalibrationResult, CrossValidation, banded_constants, calibrate, cross_validate, predict, predict_band,
 )
@@ -66,6 +66,6 @@ __all__ = [
     # costs and solvers
     "FutexCosts", "coerce_costs", "network", "mva",
     # results
-    "simulate", "sweep", "solve_points", "calibrate", "predict", "CalibrationResult", "cross_validate",
+    "simulate", "sweep", "solve_points", "method_note", "calibrate", "predict", "CalibrationResult", "cross_validate",
     "CrossValidation", "predict_band", "banded_constants",
 ]
