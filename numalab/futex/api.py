@@ -139,7 +139,7 @@ def method_note(workloads, method: str) -> str | None:
         return None
     return (f"{keys} futexes a thread: here the MVA departs from the event simulation by up to 16-20 % "
             f"(docs/futex.md, 'Where the MVA departs from the simulation'); method='simulation' "
-            f"(numalab futex --method simulation) measures it")
+            f"(numalab futex hash|sweep --method simulation) measures it")
 
 
 def _jsonable(d):
