@@ -22,8 +22,9 @@ paired):
   prediction error is ``std * sqrt(1 + 1/seeds)`` (the tables' numbers are means of 4 runs);
 * the patched kernels' counters beside the published ones, and their shape (hint faults per
   protected PTE, the local share, migrations per fault), which no rule judges;
-* with ``--bands``, each banded figure of the machine file at the low and the high end of
-  its range, one at a time (``--band-seeds`` seeds each), and the range of the results.
+* with ``--bands``, each banded figure of the machine file and each banded cost constant and
+  engine option of ``numalab reproduce``'s box at the low and the high end of its range, one
+  at a time (``--band-seeds`` seeds each), and the range of the results.
 
 The machine ran with base pages: 1,022,623 hinting faults in 69 s cannot come from 2 MiB
 PMDs (numa01_THREAD_ALLOC's 6 GiB is 3,072 of them, so that many faults would mean every PMD
@@ -43,6 +44,7 @@ import numpy as np
 
 import numalab as nl
 from numalab.fidelity import rules
+from numalab.fidelity.constants import banded
 from numalab.topology import Topology
 
 MACHINE = Path(__file__).with_name("machines") / "2s-256-milan.json"
@@ -63,9 +65,10 @@ BANDED = ("node_bw_GBps", "write_efficiency", "link_bw_GBps", "local_latency_ns"
           "thread_bw_GBps")
 
 
-def run(topo: Topology, seeds: int, thp: bool):
-    """``(elsp, ds)``: elapsed seconds per kernel and seed, and the Dataset."""
-    ds = nl.simulate(WORKLOAD, list(KERNELS.values()), seeds=seeds, topology=topo, thp=thp)
+def run(topo: Topology, seeds: int, thp: bool, **options):
+    """``(elsp, ds)``: elapsed seconds per kernel and seed, and the Dataset (``options``: engine
+    options and ``costs=``)."""
+    ds = nl.simulate(WORKLOAD, list(KERNELS.values()), seeds=seeds, topology=topo, thp=thp, **options)
     elsp = {k: ds["elsp"].sel(policy=p).values.ravel() for k, p in KERNELS.items()}
     return elsp, ds
 
@@ -86,16 +89,24 @@ def one_run_interval(pct: np.ndarray, lo: float | None = None, hi: float | None 
 
 
 def band_ends(topo: Topology, seeds: int, thp: bool):
-    """``name -> ((value, base s, {kernel: %change}) at the low end, (...) at the high end)``."""
+    """``name -> ((value, base s, {kernel: %change}) at the low end, (...) at the high end)``:
+    each banded figure of the machine file, then each banded cost constant and engine option of
+    ``numalab reproduce``'s box (:func:`numalab.fidelity.banded`), one at a time."""
     out, prov = {}, topo.provenance()
-    for name in BANDED:
-        lo, hi = prov[name].band
+    axes = [(name, prov[name].band, "topology") for name in BANDED]
+    axes += [(name, p.band, owner) for (owner, name), p in banded().items()]
+    for name, (lo, hi), owner in axes:
         ends = []
         for value in (lo, hi):
-            kw = {name: value}
-            if name == "local_latency_ns":
-                kw["remote_latency_ns"] = max(topo.remote_latency_ns, value)
-            elsp, _ = run(dataclasses.replace(topo, **kw), seeds, thp)
+            if owner == "topology":
+                kw = {name: value}
+                if name == "local_latency_ns":
+                    kw["remote_latency_ns"] = max(topo.remote_latency_ns, value)
+                elsp, _ = run(dataclasses.replace(topo, **kw), seeds, thp)
+            elif owner == "costs":
+                elsp, _ = run(topo, seeds, thp, costs={name: value})
+            else:
+                elsp, _ = run(topo, seeds, thp, **{name: value})
             ends.append((value, float(elsp["base"].mean()),
                          {k: float(change(elsp, k).mean()) for k in ("patched", "patch 2")}))
         out[name] = tuple(ends)
@@ -163,7 +174,7 @@ def main(argv=None):
         print(f"| {src} | {a:.2f} | {b:.2f} | {c:.2f} |")
 
     if ends:
-        print("\n| figure (machine file) | low end: value, base s, series %, patch 2 % | "
+        print("\n| figure (machine file, then costs and options) | low end: value, base s, series %, patch 2 % | "
               "high end: value, base s, series %, patch 2 % |")
         print("|---|---|---|")
         for name, ((v0, b0, c0), (v1, b1, c1)) in ends.items():
