@@ -118,13 +118,19 @@ def _solve_chunk(workloads, seeds, costs, method, ops, dist):
     return out
 
 
-def _attrs(w: FutexWorkload, costs: FutexCosts, method: str, extra: dict) -> dict:
+def _attrs(workloads: list[FutexWorkload], costs: FutexCosts, method: str, extra: dict) -> dict:
+    """The Dataset's attrs: the first workload's description, the resolved costs, every
+    parameter, and the solver's caveat for all of them (:func:`method_note`) where it has one."""
+    w = workloads[0]
     attrs = {"numalab_version": __version__, "workload": w.program, "method": method,
              "costs": json.dumps(costs.resolve(w.topology).to_dict()),
              "parameters": json.dumps({**_jsonable(w.params), **_jsonable(extra), "refcount": w.refcount,
                                        "squash": w.squash, "hash": w.hash, "base_small": w.base_small,
                                        "classic_home": w.classic_home})}
     attrs.update(w.topology.to_attrs())
+    note = method_note(workloads, method)
+    if note:
+        attrs["method_note"] = note
     return attrs
 
 
@@ -201,11 +207,8 @@ def simulate(config: FutexWorkload, seeds=8, *, costs=None, method="mva", ops=40
     seeds = check_seeds(seeds)
     costs = coerce_costs(costs)
     out = solve_points([config], seeds, costs, method, check_int("ops", ops, lo=10), dist)
-    ds = _dataset(out, (), {"seed": seeds}, (len(seeds),), _attrs(config, costs, method, {"mode": config.mode.name}),
+    ds = _dataset(out, (), {"seed": seeds}, (len(seeds),), _attrs([config], costs, method, {"mode": config.mode.name}),
                   config.program)
-    note = method_note([config], method)
-    if note:
-        ds.attrs["method_note"] = note
     return ds
 
 
@@ -257,9 +260,6 @@ def sweep(buckets=None, mode=MODES, threads=None, *, seeds=8, program=PERF_BENCH
     shape = tuple(len(coords[d]) for d in dims) + (len(seeds),)
     coords["seed"] = seeds
     extra = {k: values[k][0] for k in ("mode", "buckets", "threads") if k not in dims}
-    ds = _dataset(out, tuple(dims), coords, shape, _attrs(workloads[0], costs, method, extra), program)
+    ds = _dataset(out, tuple(dims), coords, shape, _attrs(workloads, costs, method, extra), program)
     ds.attrs["swept"] = ",".join(dims)
-    note = method_note(workloads, method)
-    if note:
-        ds.attrs["method_note"] = note
     return ds
