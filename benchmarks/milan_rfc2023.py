@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 from pathlib import Path
 
 import numpy as np
@@ -65,11 +64,11 @@ BANDED = ("node_bw_GBps", "write_efficiency", "link_bw_GBps", "local_latency_ns"
           "thread_bw_GBps")
 
 
-def run(topo: Topology, seeds: int, thp: bool, **options):
-    """``(elsp, ds)``: elapsed seconds per kernel and seed, and the Dataset (``options``: engine
-    options and ``costs=``)."""
-    ds = nl.simulate(WORKLOAD, list(KERNELS.values()), seeds=seeds, topology=topo, thp=thp, **options)
-    elsp = {k: ds["elsp"].sel(policy=p).values.ravel() for k, p in KERNELS.items()}
+def run(topo: Topology, seeds: int, thp: bool, kernels=tuple(KERNELS), **options):
+    """``(elsp, ds)``: elapsed seconds per kernel (names of :data:`KERNELS`) and seed, and the
+    Dataset (``options``: engine options and ``costs=``)."""
+    ds = nl.simulate(WORKLOAD, [KERNELS[k] for k in kernels], seeds=seeds, topology=topo, thp=thp, **options)
+    elsp = {k: ds["elsp"].sel(policy=KERNELS[k]).values.ravel() for k in kernels}
     return elsp, ds
 
 
@@ -79,13 +78,14 @@ def change(elsp: dict, kernel: str = "patched") -> np.ndarray:
 
 
 def one_run_interval(pct: np.ndarray, lo: float | None = None, hi: float | None = None) -> tuple[float, float]:
-    """The strict interval for a published value that is a single run (module docstring)."""
+    """The strict interval (:func:`numalab.fidelity.rules.interval`) for a published value that
+    is a single run; ``lo`` / ``hi`` the range of the band ends' means, if any."""
     mean = float(pct.mean())
-    std = float(pct.std(ddof=1)) if pct.size > 1 else 0.0
-    se = std * math.sqrt(1.0 + 1.0 / pct.size)
-    lo = mean if lo is None else min(lo, mean)
-    hi = mean if hi is None else max(hi, mean)
-    return lo - rules.INTERVAL_Z * se, hi + rules.INTERVAL_Z * se
+    row = {"simulated_mean": mean, "simulated_std": float(pct.std(ddof=1)) if pct.size > 1 else 0.0,
+           "seeds": pct.size, "published_runs": 1}
+    if lo is not None:
+        row.update(band_lo=lo, band_hi=hi)
+    return rules.interval(row)
 
 
 def band_ends(topo: Topology, seeds: int, thp: bool):
@@ -93,6 +93,7 @@ def band_ends(topo: Topology, seeds: int, thp: bool):
     each banded figure of the machine file, then each banded cost constant and engine option of
     ``numalab reproduce``'s box (:func:`numalab.fidelity.banded`), one at a time."""
     out, prov = {}, topo.provenance()
+    kernels = ("base", "patch 2", "patched")     # patch 1 runs as the base does
     axes = [(name, prov[name].band, "topology") for name in BANDED]
     axes += [(name, p.band, owner) for (owner, name), p in banded().items()]
     for name, (lo, hi), owner in axes:
@@ -102,11 +103,11 @@ def band_ends(topo: Topology, seeds: int, thp: bool):
                 kw = {name: value}
                 if name == "local_latency_ns":
                     kw["remote_latency_ns"] = max(topo.remote_latency_ns, value)
-                elsp, _ = run(dataclasses.replace(topo, **kw), seeds, thp)
+                elsp, _ = run(dataclasses.replace(topo, **kw), seeds, thp, kernels)
             elif owner == "costs":
-                elsp, _ = run(topo, seeds, thp, costs={name: value})
+                elsp, _ = run(topo, seeds, thp, kernels, costs={name: value})
             else:
-                elsp, _ = run(topo, seeds, thp, **{name: value})
+                elsp, _ = run(topo, seeds, thp, kernels, **{name: value})
             ends.append((value, float(elsp["base"].mean()),
                          {k: float(change(elsp, k).mean()) for k in ("patched", "patch 2")}))
         out[name] = tuple(ends)

@@ -6,6 +6,7 @@ import xarray as xr
 
 import numalab as nl
 from numalab.fidelity import REPRODUCED, compare, verdict_base, verdict_change
+from numalab.fidelity import rules as fidelity_rules
 
 
 @pytest.mark.parametrize(
@@ -281,3 +282,13 @@ def test_the_progress_bar_ticks_once_per_engine_call(monkeypatch):
     assert order[0] == "numa02" and order[1:4] == ["numa01"] * 3      # a cheap probe, then the longest
     assert set(sims) == {(0, "2s-128"), (0, "2s-224-spr")}
     assert sims[(0, "2s-224-spr")].sizes == {"workload": 3, "policy": 2, "seed": 2}
+
+
+def test_interval_of_a_single_published_run_is_wider():
+    """A published value from one run (``published_runs=1``) has its own spread std, not std/2:
+    se = std * sqrt(1 + 1/seeds); the tables' 4-run means keep sqrt(1/4 + 1/seeds)."""
+    row = {"simulated_mean": -10.0, "simulated_std": 4.0, "seeds": 16}
+    lo4, hi4 = fidelity_rules.interval(row)
+    lo1, hi1 = fidelity_rules.interval({**row, "published_runs": 1})
+    assert (lo4, hi4) == pytest.approx((-10.0 - 2 * 4.0 * (0.25 + 1 / 16) ** 0.5, -10.0 + 2 * 4.0 * (0.25 + 1 / 16) ** 0.5))
+    assert (lo1, hi1) == pytest.approx((-10.0 - 2 * 4.0 * (1 + 1 / 16) ** 0.5, -10.0 + 2 * 4.0 * (1 + 1 / 16) ** 0.5))

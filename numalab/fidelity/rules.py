@@ -86,11 +86,14 @@ def verdict_base(published_s: float, simulated_s: float, tol: float | None = Non
 
 
 def interval(row: dict) -> tuple[float, float]:
-    """The strict rule's simulated interval of a %change row (module docstring)."""
+    """The strict rule's simulated interval of a %change row (module docstring). A row whose
+    published value is the mean of other than :data:`JOB_ITERATIONS` runs says how many in
+    ``published_runs`` (one manual run: 1)."""
     mean, std = row["simulated_mean"], row["simulated_std"]
     std = 0.0 if not np.isfinite(std) else std
     seeds = max(int(row.get("seeds", 1)), 1)
-    se = std * math.sqrt(1.0 / JOB_ITERATIONS + 1.0 / seeds)
+    runs = max(int(row.get("published_runs", JOB_ITERATIONS)), 1)
+    se = std * math.sqrt(1.0 / runs + 1.0 / seeds)
     lo = min(mean, row.get("band_lo", mean))
     hi = max(mean, row.get("band_hi", mean))
     return lo - INTERVAL_Z * se, hi + INTERVAL_Z * se
