@@ -1,10 +1,15 @@
 """Topology presets and validation."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from numalab.errors import NumalabValueError
 from numalab.topology import PRESET_SOURCES, Topology
+
+#: the checkout's benchmark scripts and their machine files
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 @pytest.mark.parametrize(
@@ -134,9 +139,7 @@ def test_the_benchmarks_machine_files_are_described_not_fitted():
     """The machines of benchmarks/machines/ are out-of-sample checks (docs/fidelity.md, "An AMD
     machine the model was never given"): every figure the NUMA-balancing model reads carries its
     source, none of them was set from published results, and each file loads as a user's would."""
-    from pathlib import Path
-
-    files = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "machines").glob("*.json"))
+    files = sorted((BENCHMARKS / "machines").glob("*.json"))
     assert files
     numa_figures = ("nodes", "cpus_per_node", "smt", "local_latency_ns", "remote_latency_ns", "node_bw_GBps",
                     "write_efficiency", "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps")
@@ -155,10 +158,8 @@ def test_the_milan_check_runs_and_reads_the_series(capsys):
     stays runnable: two seeds, every verdict line, the base on the bound node's write capacity
     (6.4's two unconditional passes end while every thread is bound, so nothing is scanned)."""
     import importlib.util
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "milan_rfc2023.py"
-    spec = importlib.util.spec_from_file_location("milan_rfc2023", path)
+    spec = importlib.util.spec_from_file_location("milan_rfc2023", BENCHMARKS / "milan_rfc2023.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     script.main(["--seeds", "2"])
