@@ -30,7 +30,10 @@ The machine ran with base pages: 1,022,623 hinting faults in 69 s cannot come fr
 PMDs (numa01_THREAD_ALLOC's 6 GiB is 3,072 of them, so that many faults would mean every PMD
 protected and faulted 330 times), so the model runs ``thp=False``; ``--thp`` runs huge pages.
 
-Run: ``python benchmarks/milan_rfc2023.py [--seeds 32] [--bands] [--thp]``
+``--option NAME=VALUE`` (repeatable) runs every kernel with an engine option away from its
+default, a what-if whose header says so (e.g. ``--option scan_size_mb=96``, docs/fidelity.md).
+
+Run: ``python benchmarks/milan_rfc2023.py [--seeds 32] [--bands] [--thp] [--option NAME=VALUE]``
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from pathlib import Path
 import numpy as np
 
 import numalab as nl
+from numalab.commands import name_values
+from numalab.engine.options import EngineOptions, option_fields
 from numalab.fidelity import rules
 from numalab.fidelity.constants import banded
 from numalab.topology import Topology
@@ -120,17 +125,29 @@ def main(argv=None):
     ap.add_argument("--bands", action="store_true", help="each banded figure at both ends of its range")
     ap.add_argument("--band-seeds", type=int, default=8, help="seeds per band end (default: %(default)s)")
     ap.add_argument("--thp", action="store_true", help="huge pages (the machine ran base pages)")
+    ap.add_argument("--option", action="append", default=None, metavar="NAME=VALUE",
+                    help="a what-if: set an engine option for every kernel (numalab.engine.EngineOptions), "
+                         "e.g. scan_size_mb=96; not with --bands")
     args = ap.parse_args(argv)
     if args.seeds < 2 or args.band_seeds < 1:
         ap.error(f"--seeds={args.seeds} must be at least 2 (a change's spread needs two runs) and "
                  f"--band-seeds={args.band_seeds} at least 1")
+    if args.option and args.bands:
+        ap.error("--option is a what-if away from the defaults; --bands spans the defaults' box, so not both")
+    try:
+        whatif = name_values("--option", args.option, option_fields())
+        EngineOptions.coerce(whatif)
+    except ValueError as exc:
+        ap.error(str(exc))
     topo = Topology.coerce(MACHINE)
-    elsp, ds = run(topo, args.seeds, args.thp)
+    elsp, ds = run(topo, args.seeds, args.thp, **whatif)
     pub_pct = 100.0 * (PUBLISHED["patched"]["elsp"] - PUBLISHED["base"]["elsp"]) / PUBLISHED["base"]["elsp"]
     ends = band_ends(topo, args.band_seeds, args.thp) if args.bands else {}
 
     print(f"# {WORKLOAD} on {topo.name} ({MACHINE.name}), thp={args.thp}, {args.seeds} seeds a kernel; "
-          f"published: the RFC's cover letter (one run each; 'patched' = the series)\n")
+          f"published: the RFC's cover letter (one run each; 'patched' = the series)"
+          + (f"\n# WHAT-IF, not the model's defaults: {', '.join(f'{k}={v}' for k, v in whatif.items())}"
+             if whatif else "") + "\n")
     print("| kernel | profile | simulated s (mean ± std) | published s |")
     print("|---|---|---|---|")
     for k, p in KERNELS.items():

@@ -170,3 +170,17 @@ def test_the_milan_check_runs_and_reads_the_series(capsys):
     assert "| numa_pte_updates | 0 / 6,985 |" in out
     with pytest.raises(SystemExit):
         script.main(["--seeds", "1"])
+    # a what-if says so and reaches the engine: smaller scan windows protect other PTE counts
+    script.main(["--seeds", "2", "--option", "scan_size_mb=96"])
+    whatif = capsys.readouterr().out
+    assert "# WHAT-IF, not the model's defaults: scan_size_mb=96" in whatif
+    assert "WHAT-IF" not in out
+
+    def ptes(text):
+        return next(line for line in text.splitlines() if line.startswith("| numa_pte_updates |"))
+    assert ptes(whatif) != ptes(out)
+    for argv, named in ((["--option", "scan_size=96"], "'scan_size'"), (["--option", "scan_size_mb"], "NAME=VALUE"),
+                        (["--option", "scan_size_mb=96", "--bands"], "--bands")):
+        with pytest.raises(SystemExit):
+            script.main(argv)
+        assert named in capsys.readouterr().err
