@@ -13,6 +13,15 @@ settings.register_profile("numalab", deadline=None, suppress_health_check=[Healt
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "numalab"))
 
 
+# Files that never run the NUMA-balancing engine, cheap ones: they go right after the browser
+# file (see COSTLY_FIRST and pytest_configure)
+ENGINE_FREE_FIRST = (
+    "test_futex_published", "test_futex_fidelity", "test_futex_compiled", "test_futex_reference",
+    "test_futex_solver", "test_futex_api", "test_futex_hash", "test_futex_cli", "test_futex_clock",
+    "test_futex_modes", "test_futex_layout", "test_core_reference", "test_history", "test_hashing",
+    "test_nodes_reference", "test_libm", "test_probe_clock",
+)
+
 # Files that cost the most (CPU seconds of a whole-suite run, --durations=0, summed per file),
 # most expensive first. pytest-xdist (--dist loadfile --no-loadscope-reorder, pyproject.toml)
 # hands files to workers in collection order, so these start first and the short files fill
@@ -20,32 +29,48 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "numalab"))
 # last and ran alone on one worker for minutes. The notebooks (nbval, 10-70 s each) follow
 # these, then every other file in collection order; the order never changes what a test asserts.
 COSTLY_FIRST = (
-    "tests/test_browser.py", "tests/test_plots.py", "tests/test_reproduce.py", "tests/test_futex_solver.py",
-    "tests/test_golden.py", "tests/test_widgets.py", "tests/test_report.py", "tests/test_robust.py",
-    "tests/test_sweep.py", "tests/test_futex_published.py", "tests/test_fuzz_cli.py",
+    "tests/test_browser.py",
+    # while the engine compiles (pytest_configure), the files that never run it keep the other
+    # core busy: futex and the scalar references (~34 s of CPU)
+    *(f"tests/{name}.py" for name in ENGINE_FREE_FIRST),
+    "tests/test_plots.py", "tests/test_reproduce.py", "tests/test_golden.py", "tests/test_widgets.py",
+    "tests/test_report.py", "tests/test_robust.py", "tests/test_sweep.py", "tests/test_fuzz_cli.py",
 )
 
 
 def pytest_configure(config):
     # The compiled engine (numalab.engine.compiled, numba) compiles once per install (~45 s of
-    # CPU) and numba caches it beside the package. Compile it here, in the controller, before
-    # pytest-xdist starts its workers: the workers, the notebook kernels and the sweep workers
-    # then load it (~0.5 s each) instead of compiling it side by side on the same two cores.
+    # CPU on one core) and numba caches it beside the package. tests/_warm_engine.py compiles
+    # it in the background while the session starts; it holds the engine's compile lock
+    # (numalab.engine.compiled._nb.compile_lock) from before the workers start, so a worker or
+    # notebook kernel that reaches the engine meanwhile waits and then loads the cache instead
+    # of compiling the same code beside it, and the files that never run the engine
+    # (ENGINE_FREE_FIRST) use the other core. A warm cache: the script returns in a second.
     if hasattr(config, "workerinput"):
         return
     from numalab.engine.compiled import available
     if not available():
         return
-    import numalab as nl
-    from numalab.engine import make_batch
-    from numalab.engine.compiled.decide import pack_policy
-    from numalab.engine.compiled.loop import call_phase
-    from numalab.engine.compiled.state import make_scratch, pack_layout, pack_state
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    wl = nl.workload("numa01", nl.Topology.preset("2s-128"), threads=2, size_bytes=4 << 20, loops=1)
-    make_batch(wl, "6.12", [0], kernel="numba", max_time=0.2).run()           # loop.advance
-    b = make_batch(wl, "6.12", [0], kernel="numba", max_time=0.2)
-    call_phase(0, pack_layout(b), pack_policy(b), pack_state(b), make_scratch(b, [0.0, b.dt]), 0, 0)
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("_warm_engine.py"))],
+                            stdout=subprocess.PIPE, text=True)
+    proc.stdout.readline()          # "locked", or "" if it ended (its error is on stderr)
+    config._numalab_warm = proc
+
+
+def pytest_unconfigure(config):
+    proc = getattr(config, "_numalab_warm", None)
+    if proc is None:
+        return
+    try:
+        proc.wait(timeout=120)
+    except Exception:               # noqa: BLE001 - interrupted or stuck: never leave it behind
+        proc.kill()
+        proc.wait()
+    proc.stdout.close()
 
 
 def pytest_collection_modifyitems(config, items):

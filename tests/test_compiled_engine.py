@@ -185,7 +185,6 @@ def test_long_sample_intervals_are_taken_in_bounded_calls(monkeypatch):
         return advance(Lt, Qt, St, Xt)
 
     a = _run(wl, "6.12", [0, 2], "numpy", **opts)
-    monkeypatch.setattr(loop, "_announce_compile", lambda: None)
     monkeypatch.setattr(loop, "advance", counted)
     b = _run(wl, "6.12", [0, 2], "numba", **opts)
     assert max(calls) == loop.CALL_STEPS and sum(calls) >= b.steps

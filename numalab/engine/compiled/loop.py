@@ -10,13 +10,12 @@ Python: the samples, the invariants and the draws stay numpy's own code.
 
 from __future__ import annotations
 
-import os
-import sys
+import contextlib
 
 import numpy as np
 
 from ..observe import check_invariants, sample
-from ._nb import inner, jit
+from ._nb import compile_lock, inner, jit
 from .decide import pack_policy
 from .detect import detect_faults
 from .handle import handle_faults, lb_moves, numa_migrate_preferred
@@ -125,15 +124,10 @@ def _sync(b):
     b.rates.step_local = None
 
 
-def _announce_compile():
-    """Say so on stderr when this call compiles the engine (numba's cache holds no engine yet:
-    the first compiled run of an install, about a minute), not when it loads it."""
-    cache = getattr(advance, "_cache", None)
-    index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
-    if advance.signatures or (index is not None and os.path.exists(index)):
-        return
-    print("numalab: compiling the NUMA-balancing engine with numba, once per install (about half a minute; "
-          "NUMALAB_JIT=0 runs the numpy engine instead) ...", file=sys.stderr, flush=True)
+#: written to stderr when a run compiles the engine (numba's cache holds no engine yet: the
+#: first compiled run of an install), not when it loads it
+COMPILING = ("numalab: compiling the NUMA-balancing engine with numba, once per install (about half a minute; "
+             "NUMALAB_JIT=0 runs the numpy engine instead) ...")
 
 
 def run(b):
@@ -142,7 +136,6 @@ def run(b):
     same end."""
     if b.draw.block is not None or b.steps:
         raise ValueError("the compiled engine runs a batch from its start")
-    _announce_compile()
     L, Q = pack_layout(b), pack_policy(b)
     S = pack_state(b)
     res = b.o.time_resolution
@@ -158,7 +151,9 @@ def run(b):
         for i, g in enumerate(b.rng):
             g.random(out=X.draws[i])
         before = b.steps
-        taken = int(advance(L, Q, S, X))
+        # the first call may compile the engine: once across the processes that start together
+        with compile_lock(advance, COMPILING) if before == 0 else contextlib.nullcontext():
+            taken = int(advance(L, Q, S, X))
         b.now = times[taken]
         b.steps += taken
         _sync(b)
