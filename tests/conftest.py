@@ -62,14 +62,14 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    # a whole run ends long after the compile; a run of a few files may end before it: stop it
+    # then (numba writes no cache for an unfinished compile, so the next run compiles again)
     proc = getattr(config, "_numalab_warm", None)
     if proc is None:
         return
-    try:
-        proc.wait(timeout=120)
-    except Exception:               # noqa: BLE001 - interrupted or stuck: never leave it behind
+    if proc.poll() is None:
         proc.kill()
-        proc.wait()
+    proc.wait()
     proc.stdout.close()
 
 
