@@ -13,13 +13,17 @@ settings.register_profile("numalab", deadline=None, suppress_health_check=[Healt
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "numalab"))
 
 
-# Files that never run the NUMA-balancing engine, cheap ones: they go right after the browser
-# file (see COSTLY_FIRST and pytest_configure)
+# Files that never run the NUMA-balancing engine compiled (found by logging each compiled
+# run's PYTEST_CURRENT_TEST over a whole session), costliest first: they go right after the
+# browser file, so they keep the other core busy while the engine compiles (pytest_configure;
+# ~70 s of CPU against a ~50 s compile). The phase tests (test_compiled_*) are not here: they
+# compile the engine's phases through call_phase.
 ENGINE_FREE_FIRST = (
-    "test_futex_published", "test_futex_fidelity", "test_futex_compiled", "test_futex_reference",
-    "test_futex_solver", "test_futex_api", "test_futex_hash", "test_futex_cli", "test_futex_clock",
-    "test_futex_modes", "test_futex_layout", "test_core_reference", "test_history", "test_hashing",
-    "test_nodes_reference", "test_libm", "test_probe_clock",
+    "test_report", "test_futex_published", "test_plots", "test_stats", "test_core_reference",
+    "test_adaptive", "test_futex_fidelity", "test_futex_compiled", "test_futex_reference", "test_history",
+    "test_report_robust", "test_futex_solver", "test_hashing", "test_layout", "test_explore",
+    "test_futex_api", "test_cli", "test_futex_hash", "test_probe_clock", "test_engine_fastpaths",
+    "test_libm", "test_futex_cli", "test_futex_modes", "test_futex_clock", "test_futex_layout",
 )
 
 # Files that cost the most (CPU seconds of a whole-suite run, --durations=0, summed per file),
@@ -30,11 +34,9 @@ ENGINE_FREE_FIRST = (
 # these, then every other file in collection order; the order never changes what a test asserts.
 COSTLY_FIRST = (
     "tests/test_browser.py",
-    # while the engine compiles (pytest_configure), the files that never run it keep the other
-    # core busy: futex and the scalar references (~34 s of CPU)
-    *(f"tests/{name}.py" for name in ENGINE_FREE_FIRST),
-    "tests/test_plots.py", "tests/test_reproduce.py", "tests/test_golden.py", "tests/test_widgets.py",
-    "tests/test_report.py", "tests/test_robust.py", "tests/test_sweep.py", "tests/test_fuzz_cli.py",
+    *(f"tests/{name}.py" for name in ENGINE_FREE_FIRST),   # while the engine compiles
+    "tests/test_reproduce.py", "tests/test_golden.py", "tests/test_widgets.py", "tests/test_robust.py",
+    "tests/test_sweep.py", "tests/test_fuzz_cli.py",
 )
 
 
@@ -45,7 +47,7 @@ def pytest_configure(config):
     # (numalab.engine.compiled._nb.compile_lock) from before the workers start, so a worker or
     # notebook kernel that reaches the engine meanwhile waits and then loads the cache instead
     # of compiling the same code beside it, and the files that never run the engine
-    # (ENGINE_FREE_FIRST) use the other core. A warm cache: the script returns in a second.
+    # (ENGINE_FREE_FIRST) use the other core. With a warm cache the script ends in a second.
     if hasattr(config, "workerinput"):
         return
     from numalab.engine.compiled import available
