@@ -648,6 +648,29 @@ def test_explore_taken_port_is_refused_not_moved(capsys):
     assert "--Voila.port_retries=0" in command(Path("x.ipynb"), 8866)
 
 
+def _listeners(port: int) -> set[int]:
+    """The pids that hold a listening TCP socket on ``port`` of any address (from /proc: the
+    socket's inode in /proc/net/tcp{,6}, then the processes whose fds point at it)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            if int(f[1].rsplit(":", 1)[1], 16) == port and f[3] == "0A":      # 0A = LISTEN
+                inodes.add(f"socket:[{f[9]}]")
+    pids = set()
+    for fd in glob.glob("/proc/[0-9]*/fd/*") if inodes else ():
+        try:
+            if os.readlink(fd) in inodes:
+                pids.add(int(fd.split("/")[2]))
+        except OSError:
+            continue
+    return pids
+
+
 def _explore_dirs():
     import tempfile
 
@@ -671,13 +694,15 @@ def test_explore_server_never_outlives_numalab_explore(signame, tmp_path):
             pass  # listening when the URL is printed
         server = _children(parent.pid)
         assert server
+        assert _listeners(port) & set(server), "the check below sees this run's server listen"
         parent.send_signal(getattr(signal, signame))
         t0 = time.monotonic()
         while any(_running(p) for p in server) and time.monotonic() - t0 < 30:
             time.sleep(0.2)
         assert [p for p in server if _running(p)] == [], "the server outlived numalab explore"
-        with socket.socket() as s:
-            assert s.connect_ex(("127.0.0.1", port)) != 0  # nobody serves there any more
+        # nobody of this run serves there any more (another test's server or kernel, on the
+        # other pytest-xdist worker, may have been given the freed port meanwhile)
+        assert _listeners(port) & {parent.pid, *server} == set()
         # this run's folders only (named after the pid that made them): a `numalab explore` of
         # a test on the other pytest-xdist worker may make its own meanwhile
         ours = tuple(f"numalab-explore-{p}-" for p in (parent.pid, *server))
