@@ -45,8 +45,7 @@ from pathlib import Path
 import numpy as np
 
 import numalab as nl
-from numalab.commands import name_values
-from numalab.engine.options import EngineOptions, option_fields
+from numalab.commands.simulate import options_from_args
 from numalab.fidelity import rules
 from numalab.fidelity.constants import banded
 from numalab.topology import Topology
@@ -135,8 +134,7 @@ def main(argv=None):
     if args.option and args.bands:
         ap.error("--option is a what-if away from the defaults; --bands spans the defaults' box, so not both")
     try:
-        whatif = name_values("--option", args.option, option_fields())
-        EngineOptions.coerce(whatif)
+        whatif = options_from_args(args)       # the CLI's reader of --option, checked by EngineOptions
     except ValueError as exc:
         ap.error(str(exc))
     topo = Topology.coerce(MACHINE)

@@ -9,8 +9,6 @@ lock and then loads the cache, and the tests that never run the engine go on mea
     python tests/_warm_engine.py
 """
 
-import sys
-
 import numalab as nl
 from numalab.engine import make_batch
 from numalab.engine.compiled._nb import compile_lock
@@ -31,4 +29,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    sys.exit(0)
