@@ -51,8 +51,12 @@ def _index_path(dispatcher) -> str | None:
     return getattr(getattr(cache, "_cache_file", None), "_index_path", None)
 
 
-def _compiled(dispatcher, index: str) -> bool:
-    return bool(getattr(dispatcher, "signatures", None)) or os.path.exists(index)
+def _compiled(dispatcher, index: str | None) -> bool:
+    """Whether a call of ``dispatcher`` needs no compile here: it has run in this process, its
+    cache holds an index, or it is no numba dispatcher at all (a plain function)."""
+    if not hasattr(dispatcher, "signatures"):
+        return True
+    return bool(dispatcher.signatures) or (index is not None and os.path.exists(index))
 
 
 @contextlib.contextmanager
@@ -62,26 +66,19 @@ def compile_lock(dispatcher, message: str = ""):
     that index, so that processes which reach the same first compile together (notebook
     kernels, sweep workers, test workers on a fresh install) compile it once: the others wait
     here, then numba loads what the first one wrote. Yields whether this process will compile
-    (``message`` is then written to stderr). No lock without a cache, a writable cache
-    directory or ``fcntl`` (Windows), nor within a process that already holds it."""
+    (``message`` is then written to stderr). No lock without a cache (``NUMALAB_JIT_CACHE=0``:
+    each process compiles), a writable cache directory or ``fcntl`` (Windows), nor within a
+    process that already holds it (whose outer compile_lock has said so)."""
     index = _index_path(dispatcher)
-    if index is None:        # no on-disk cache (NUMALAB_JIT_CACHE=0): each process compiles
-        compiling = hasattr(dispatcher, "signatures") and not dispatcher.signatures
-        if compiling and message:
-            print(message, file=sys.stderr, flush=True)
-        yield compiling
-        return
     if _compiled(dispatcher, index):
         yield False
         return
-    path = index + ".lock"
-    if path in _HELD:        # an outer compile_lock of this process holds it and has said so
-        yield not _compiled(dispatcher, index)
-        return
-    fd = _locked(path, getattr(dispatcher, "__name__", "the engine"))
+    path = None if index is None else index + ".lock"
+    held = path in _HELD
+    fd = None if path is None or held else _locked(path, getattr(dispatcher, "__name__", "the engine"))
     try:
-        compiling = not _compiled(dispatcher, index)
-        if compiling and message:
+        compiling = not _compiled(dispatcher, index)      # again: another process may have compiled it
+        if compiling and message and not held:
             print(message, file=sys.stderr, flush=True)
         if fd is not None:
             _HELD.add(path)
