@@ -41,6 +41,12 @@ COSTLY_FIRST = (
 
 
 def pytest_configure(config):
+    # Every child Python a test starts imports the numalab under test, as the console script
+    # `numalab` does, never the checkout's files because its working directory (or `-c`/`-m`)
+    # puts them first on sys.path: in a checkout installed without -e (.ci/run) those are a
+    # second, untested copy, and numba compiled the engine again for it (~45 s of CPU). A child
+    # that needs a directory names it on PYTHONPATH. Set before pytest-xdist starts its workers.
+    os.environ["PYTHONSAFEPATH"] = "1"
     # The compiled engine (numalab.engine.compiled, numba) compiles once per install (~45 s of
     # CPU on one core) and numba caches it beside the package. tests/_warm_engine.py compiles
     # it in the background while the session starts; it holds the engine's compile lock

@@ -2,7 +2,9 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
+import numalab
 from numalab import __version__
 import pytest
 
@@ -14,6 +16,17 @@ def test_version_and_help(capsys):
     assert "usage: numalab" in capsys.readouterr().out
     proc = subprocess.run([sys.executable, "-m", "numalab", "--version"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip() == f"numalab {__version__}"
+
+
+def test_child_pythons_import_the_numalab_under_test():
+    # tests/conftest.py: a child started from the checkout's root (pytest's working directory)
+    # must import the package this session tests, not the checkout's files beside it (they
+    # differ in a non-editable install, as in .ci/run)
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", "import numalab; print(numalab.__file__)"],
+                          capture_output=True, text=True, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert Path(proc.stdout.strip()).resolve() == Path(numalab.__file__).resolve()
 
 
 def test_console_script_help_lists_subcommands():

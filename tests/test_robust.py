@@ -159,7 +159,7 @@ def test_corrupt_netcdf_given_to_report_is_one_line(tmp_path, capsys):
         rc, _, err = run_cli(["report", str(path)], capsys)
         assert_user_error(rc, err, "FILE=")
     proc = subprocess.run([sys.executable, "-m", "numalab", "report", str(bad)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(HERE.parent)}, timeout=60)
+                          timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
 
 
@@ -240,8 +240,7 @@ def _write_fails(argv, tmp_path, limit_blocks=4):
     """Run the CLI in a subprocess under `ulimit -f` (SIGXFSZ on the first large write)."""
     code = f"import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, ({limit_blocks * 1024}, " \
            f"{limit_blocks * 1024})); from numalab.cli import main; sys.exit(main({argv!r}))"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
 
 
 @pytest.mark.parametrize("flag", ["--out", "--plot"])
@@ -304,7 +303,7 @@ def test_killed_sweep_leaves_no_worker_and_resumes(signame, tmp_path):
     from numalab import sweeps as S
 
     cache = tmp_path / "cache"
-    env = {**os.environ, "NUMALAB_TOY_SLEEP_S": "0.1", "PYTHONPATH": str(HERE.parent)}
+    env = {**os.environ, "NUMALAB_TOY_SLEEP_S": "0.1"}
     child = subprocess.Popen([sys.executable, str(HERE / "_robust_child.py"), str(cache), str(tmp_path / "o.nc")],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -442,7 +441,7 @@ def test_dask_scheduler_that_dies_mid_sweep_is_one_line_naming_it_and_the_sweep_
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     bindir = Path(sys.executable).parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), str(HERE)]), "NUMALAB_TOY_SLEEP_S": "0.2"}
+    env = {**os.environ, "PYTHONPATH": str(HERE), "NUMALAB_TOY_SLEEP_S": "0.2"}
     sched = subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
                               "--no-dashboard"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     worker = subprocess.Popen([str(bindir / "dask"), "worker", address, "--nthreads", "1", "--no-dashboard"], env=env,
@@ -683,8 +682,7 @@ def test_explore_server_never_outlives_numalab_explore(signame, tmp_path):
     # issue: after SIGTERM/SIGKILL the Voila child kept serving; every run left temporary folders
     pytest.importorskip("voila")
     before = _explore_dirs()
-    env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
-    parent = subprocess.Popen([sys.executable, "-m", "numalab", "explore", "--port", "0"], cwd=tmp_path, env=env,
+    parent = subprocess.Popen([sys.executable, "-m", "numalab", "explore", "--port", "0"], cwd=tmp_path,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         line = parent.stdout.readline()
@@ -847,8 +845,7 @@ w = nl.workloads
 assert w is numalab.workloads and callable(w) and "numa01" in w() and hasattr(w, "from_access_matrix"), w
 print("ok")
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
