@@ -46,7 +46,7 @@ import numpy as np
 
 import numalab as nl
 from numalab.commands.simulate import options_from_args
-from numalab.fidelity import rules
+from numalab.fidelity import rules, unpaired_std
 from numalab.fidelity.constants import banded
 from numalab.topology import Topology
 
@@ -81,12 +81,15 @@ def change(elsp: dict, kernel: str = "patched") -> np.ndarray:
     return 100.0 * (elsp[kernel] - elsp["base"]) / elsp["base"]
 
 
-def one_run_interval(pct: np.ndarray, lo: float | None = None, hi: float | None = None) -> tuple[float, float]:
+def one_run_interval(pct: np.ndarray, run_std: float, lo: float | None = None,
+                     hi: float | None = None) -> tuple[float, float]:
     """The strict interval (:func:`numalab.fidelity.rules.interval`) for a published value that
-    is a single run; ``lo`` / ``hi`` the range of the band ends' means, if any."""
+    is a single run: ``pct`` the per-seed paired changes, ``run_std`` one run's unpaired spread
+    (:func:`numalab.fidelity.unpaired_std`; the published mail gives no spread); ``lo`` / ``hi``
+    the range of the band ends' means, if any."""
     mean = float(pct.mean())
     row = {"simulated_mean": mean, "simulated_std": float(pct.std(ddof=1)) if pct.size > 1 else 0.0,
-           "seeds": pct.size, "published_runs": 1}
+           "run_std": run_std, "seeds": pct.size, "published_runs": 1}
     if lo is not None:
         row.update(band_lo=lo, band_hi=hi)
     return rules.interval(row)
@@ -161,7 +164,8 @@ def main(argv=None):
     for k, what in (("patched", "the series' change"), ("patch 2", "patch 2's change, if 'patched' were patch 2")):
         pct = change(elsp, k)
         rng = [e[2][k] for v in ends.values() for e in v]
-        lo, hi = one_run_interval(pct, min(rng) if rng else None, max(rng) if rng else None)
+        lo, hi = one_run_interval(pct, unpaired_std(elsp["base"], elsp[k]), min(rng) if rng else None,
+                                  max(rng) if rng else None)
         strict = rules.REPRODUCED if lo <= pub_pct <= hi else ("simulated above" if pub_pct < lo else "simulated below")
         print(f"{what}: {pct.mean():+.1f} ± {pct.std(ddof=1):.1f} % (per-seed std) against {pub_pct:+.1f} %: "
               f"published rule {rules.verdict_change(pub_pct, float(pct.mean()))}; strict interval "

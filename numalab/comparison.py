@@ -146,6 +146,9 @@ def _job_vars(ds, kind, base, new):
             else 100.0 * (n / b - 1.0)
         out[name] = ("policy", [b, n])
         out[f"{name}_change_pct"] = ((), change)
+        spread = ds.get(f"{var}_stddev_pct") if kind == "lkp" else None
+        if spread is not None:   # LKP's printed ± r% (NaN: hidden, at most 2 %): the strict rule's published error
+            out[f"{name}_stddev_pct"] = ("policy", [float(spread.sel(kernel=k)) for k in (base, new)])
     return out
 
 
@@ -190,6 +193,10 @@ def _one_table(ds, kind, base, new, mapping, table, machine, preset):
          "change_pct": (("workload",), change, {"units": "%"})},
         coords={"workload": wls, "policy": _distinct(pols), "commit": ("policy", [base, new])},
     )
+    if kind == "lkp" and "elsp_stddev_pct" in ds:
+        spread = ds["elsp_stddev_pct"].sel(workload=wls)
+        out["elsp_stddev_pct"] = (("workload", "policy"), np.stack([spread.sel(kernel=k).values.astype(float)
+                                                                     for k in (base, new)], axis=1), {"units": "%"})
     for var, value in _job_vars(ds, kind, base, new).items():
         out[var] = value
     out.attrs.update(table=table, machine=machine, source=ds.attrs.get("source", kind),

@@ -6,7 +6,7 @@ correspond to (``commit`` is a coordinate along ``policy``), ``elsp`` the publis
 seconds of the benchmark binary, ``elsp_stddev_pct`` the printed relative stddev (NaN where the
 robot hid it as <= 2 %), ``change_pct`` the published %change of the new commit against the
 base, and job-level metrics (``time.elapsed_time``) as ``job_<name>`` variables along
-``policy``.
+``policy`` (with ``job_<name>_stddev_pct`` and ``job_<name>_change_pct``).
 """
 
 from __future__ import annotations
@@ -95,8 +95,9 @@ def load(name: str) -> xr.Dataset:
     for r in job:
         var = job_variable(r["metric"])
         ds[var] = ("policy", [_num(r["base_value"]), _num(r["new_value"])], {
-            "units": "1" if r["metric"].startswith(_VMSTAT) else "s", "long_name": r["metric"],
-            "stddev_pct": "base {} new {}".format(r["base_stddev_pct"] or "<=2", r["new_stddev_pct"] or "<=2")})
+            "units": "1" if r["metric"].startswith(_VMSTAT) else "s", "long_name": r["metric"]})
+        ds[f"{var}_stddev_pct"] = ("policy", [_num(r["base_stddev_pct"]), _num(r["new_stddev_pct"])],
+                                   ds["elsp_stddev_pct"].attrs)
         ds[f"{var}_change_pct"] = ((), _num(r["change_pct"]), {"units": "%"})
     first = rows[0]
     job_path = first["job"].replace(f"/{workloads[0]}/", "/<test>/") if workloads else first["job"]

@@ -22,9 +22,13 @@ __all__ = ["write_reproduction", "published_block", "simulated_block", "fidelity
 #: fidelity.csv's columns (numalab.fidelity.compare's row fields): ``verdict`` is the published
 #: rule, ``strict_verdict`` the strict one, ``robust`` robustness over the uncertainty box
 #: (``band_lo``..``band_hi`` over ``band_points`` points), ``fitted`` the fitted constants set
-#: from the row (its verdicts then count for nothing)
-FIDELITY_COLUMNS = ["table", "metric", "quantity", "published", "simulated_mean", "simulated_std", "seeds", "verdict",
-                    "strict_verdict", "band_lo", "band_hi", "band_points", "robust", "fitted"]
+#: from the row (its verdicts then count for nothing); a %change row's ``simulated_std`` is the
+#: per-seed paired spread, ``run_std`` one run's unpaired spread and ``published_se`` the
+#: published value's error from its table's printed spreads (nan: the table prints none), the strict
+#: rule's terms (numalab.fidelity.rules.interval)
+FIDELITY_COLUMNS = ["table", "metric", "quantity", "published", "simulated_mean", "simulated_std", "seeds",
+                    "run_std", "published_se", "verdict", "strict_verdict", "band_lo", "band_hi", "band_points",
+                    "robust", "fitted"]
 
 
 def published_block(name: str) -> str:

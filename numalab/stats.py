@@ -49,6 +49,7 @@ __all__ = [
     "lkp_mean",
     "lkp_stddev",
     "lkp_stddev_pct",
+    "lkp_printed_var",
     "lkp_change",
     "lkp_is_absolute",
     "mmtests_stats",
@@ -383,6 +384,22 @@ def lkp_stddev_pct(mean, sd) -> np.ndarray:
     sd = np.asarray(sd, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(mean == 0, sd, 100.0 * sd / np.where(mean == 0, 1.0, mean))
+
+
+def lkp_printed_var(printed_pct) -> np.ndarray:
+    """The mean square (in %²) of LKP's relative stddev r given how the robot printed it: a
+    printed ``± k%`` means k <= r < k + 1 (r is truncated to an integer), a hidden one (NaN)
+    0 <= r <= 2 (the ``±`` shows only when r > 2, :func:`lkp_stddev_pct`). r is taken uniform
+    over that range, so a hidden spread counts as neither its bound nor zero: E[r²] = 4/3.
+
+    >>> float(lkp_printed_var(float("nan"))), float(lkp_printed_var(6.0))
+    (1.3333333333333333, 42.333333333333336)
+    """
+    p = np.asarray(printed_pct, dtype=float)
+    shown = np.isfinite(p)
+    lo = np.where(shown, p, 0.0)
+    hi = np.where(shown, p + 1.0, 2.0)
+    return (lo * lo + lo * hi + hi * hi) / 3.0
 
 
 def lkp_is_absolute(name: str) -> bool:

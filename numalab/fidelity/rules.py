@@ -9,12 +9,22 @@ uncertainty box.
 * **Strict rule** (``strict_verdict``): a change is reproduced when the published value lies in
   the simulated interval ``[band_lo − Z·se, band_hi + Z·se]`` (:func:`interval`): the range of
   the simulated means over the uncertainty box (:mod:`.bands`; just the mean without bands)
-  widened by ``Z`` = :data:`INTERVAL_Z` prediction errors of a published number. ``se`` is the
-  error of the published value against the model's mean: the published value is a mean over
-  :data:`JOB_ITERATIONS` runs (its own spread ``std / √4``) and the model's
-  mean is over ``seeds`` runs (``std / √seeds``), so ``se = std · √(1/4 + 1/seeds)``, ``std``
-  being the per-seed spread. Base seconds must be within :data:`STRICT_BASE_TOL` (25 %) of the
-  simulated mean.
+  widened by ``Z`` = :data:`INTERVAL_Z` prediction errors of a published number. ``se``
+  combines two independent errors, ``se² = published_se² + simulated_std² / seeds``:
+
+  - the published value's own: it is a change between two means of :data:`JOB_ITERATIONS`
+    runs each, and the two kernels' runs are separate boots, not paired. Where its table prints
+    the runs' spreads (LKP's ``± r%``; a blank one is at most 2 %), ``published_se`` is computed
+    from them (:func:`published_se`, :func:`numalab.stats.lkp_printed_var`); otherwise from
+    the model's prediction of them, the spread of one run's change when the two kernels' runs
+    are independent (``run_std``), over √runs;
+  - the model's mean's: the seeds pair the two kernels (the same node B and TIDs), so its
+    error is the per-seed paired spread ``simulated_std`` over √seeds.
+
+  Before 2026-12-07 the paired spread stood for both, ``se = simulated_std · √(1/4 + 1/seeds)``:
+  two kernels whose runs the seeds pair exactly (the mechanism never engages) then had a zero
+  interval, and any published change, however small against the robot's own ``±``, failed.
+  Base seconds must be within :data:`STRICT_BASE_TOL` (25 %) of the simulated mean.
 * **Robust** (``robust``): the published value lies inside the simulated range over the box
   (``band_lo .. band_hi``, no seed widening) *and* the published rule holds at the centre (the
   default constants). Only meaningful when bands were simulated; otherwise ``not computed``.
@@ -30,8 +40,8 @@ import math
 import numpy as np
 
 __all__ = ["REPRODUCED", "NOT_JUDGED", "NOT_COMPUTED", "ROBUST", "NOT_ROBUST", "INTERVAL_Z", "STRICT_BASE_TOL",
-           "JOB_ITERATIONS", "JOB_OVERHEAD_S", "verdict_change", "verdict_base", "interval", "strict_verdict", "robust_verdict", "judge", "counts",
-           "counts_text", "is_change"]
+           "JOB_ITERATIONS", "JOB_OVERHEAD_S", "verdict_change", "verdict_base", "published_se", "interval",
+           "strict_verdict", "robust_verdict", "judge", "counts", "counts_text", "is_change"]
 
 REPRODUCED = "reproduced"
 NOT_JUDGED = "not judged"   # a whole-job counter's base value: printed for scale, no rule applies
@@ -85,15 +95,35 @@ def verdict_base(published_s: float, simulated_s: float, tol: float | None = Non
     return REPRODUCED
 
 
+def published_se(change_pct: float, base_var: float, new_var: float, runs: int = JOB_ITERATIONS) -> float:
+    """Standard error, in %change points, of a published %change between two means of ``runs``
+    independent runs each (module docstring). ``base_var`` and ``new_var``: the mean squares, in
+    %², of the two kernels' relative stddevs as LKP computes them (population, over the runs;
+    :func:`numalab.stats.lkp_printed_var` from a printed table). The variance of a mean is then
+    r² / (runs − 1), and a ratio's relative variance the sum of its two terms' (first order):
+    ``(1 + change/100) · √((base_var + new_var) / (runs − 1))``. NaN for a single run, whose
+    spread the table cannot give."""
+    runs = int(runs)
+    if runs < 2:
+        return math.nan
+    return abs(1.0 + change_pct / 100.0) * math.sqrt((base_var + new_var) / (runs - 1))
+
+
 def interval(row: dict) -> tuple[float, float]:
     """The strict rule's simulated interval of a %change row (module docstring). A row whose
     published value is the mean of other than :data:`JOB_ITERATIONS` runs says how many in
-    ``published_runs`` (one manual run: 1)."""
+    ``published_runs`` (one manual run: 1). The published value's error is ``published_se``
+    where the row has it (finite), else ``run_std`` / √runs, else (a row made before
+    ``run_std`` existed) ``simulated_std`` / √runs."""
     mean, std = row["simulated_mean"], row["simulated_std"]
     std = 0.0 if not np.isfinite(std) else std
     seeds = max(int(row.get("seeds", 1)), 1)
     runs = max(int(row.get("published_runs", JOB_ITERATIONS)), 1)
-    se = std * math.sqrt(1.0 / runs + 1.0 / seeds)
+    pub = row.get("published_se", math.nan)
+    if pub is None or not np.isfinite(pub):
+        spread = row.get("run_std", std)
+        pub = (0.0 if spread is None or not np.isfinite(spread) else spread) / math.sqrt(runs)
+    se = math.sqrt(pub * pub + std * std / seeds)
     lo = min(mean, row.get("band_lo", mean))
     hi = max(mean, row.get("band_hi", mean))
     return lo - INTERVAL_Z * se, hi + INTERVAL_Z * se

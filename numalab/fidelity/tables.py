@@ -19,12 +19,17 @@ workloads and it has no job time.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import xarray as xr
 
-from .rules import JOB_ITERATIONS, JOB_OVERHEAD_S, NOT_JUDGED, judge, verdict_base, verdict_change
+from ..stats import lkp_printed_var
+from .rules import JOB_ITERATIONS, JOB_OVERHEAD_S, NOT_JUDGED, judge, published_se, verdict_base, verdict_change
 
-__all__ = ["simulated_change", "compare", "JOB_OVERHEAD_S", "VMSTAT_COUNTERS", "job_tests", "job_elapsed",
-           "job_counter", "table_preset", "calibration_tables", "table_sim", "table_rows", "paired_changes"]
+__all__ = ["simulated_change", "unpaired_std", "compare", "JOB_OVERHEAD_S", "VMSTAT_COUNTERS", "job_tests",
+           "job_elapsed", "job_counter", "table_preset", "calibration_tables", "table_sim", "table_rows",
+           "paired_changes"]
 
 #: the proc-vmstat counters a published table may list, as simulated per run
 VMSTAT_COUNTERS = ("numa_hint_faults", "numa_hint_faults_local", "numa_huge_pte_updates", "numa_pte_updates",
@@ -44,6 +49,22 @@ def simulated_change(sim: xr.Dataset, base: str, new: str, var: str = "elsp") ->
     change = 100.0 * (n.mean("seed") - b.mean("seed")) / b.mean("seed")
     paired = 100.0 * (n - b) / b
     return change, paired.std("seed", ddof=1) if sim.sizes["seed"] > 1 else paired.std("seed")
+
+
+def unpaired_std(b, n) -> float:
+    """The spread, in %change points, of one run's %change of ``n`` against ``b`` when the two
+    kernels' runs are independent, as a real machine's are (separate boots): to first order
+    ``100 / b̄ · √(s_n² + (n̄ / b̄)² s_b²)``, ``s`` the per-seed stddevs. The seeds pair the two
+    kernels (the same node B and TIDs), so the per-seed paired spread of
+    :func:`simulated_change` is the error of the model's mean change; this one is what a
+    published number, a change between separate runs, scatters by (the strict rule,
+    :func:`numalab.fidelity.rules.interval`). 0 with one seed."""
+    b = np.asarray(b, dtype=float).ravel()
+    n = np.asarray(n, dtype=float).ravel()
+    if b.size < 2:
+        return 0.0
+    mb, mn = b.mean(), n.mean()
+    return float(100.0 / mb * np.sqrt(n.var(ddof=1) + (mn / mb) ** 2 * b.var(ddof=1)))
 
 
 def job_elapsed(sim: xr.Dataset) -> xr.DataArray:
@@ -96,12 +117,29 @@ def _row(name, metric, quantity, published, sim_values, verdict, fitted) -> dict
                 fitted=";".join(fitted.get(row_id(name, metric, quantity), ())))
 
 
-def _change_row(name, metric, base, new, b, n, pub_change, fitted):
+def _change_row(name, metric, base, new, b, n, pub_change, fitted, printed=None):
+    """A %change row; ``printed``: the table's ``± r%`` of the two kernels (NaN = hidden, at most
+    2 %), or None where the table gives no spread (the published value's error then comes from
+    the model's ``run_std``)."""
     paired = 100 * (n - b) / b
     row = _row(name, metric, f"%change {new} vs {base}", pub_change, paired, "", fitted)
     row["simulated_mean"] = float(100 * (n.mean() - b.mean()) / b.mean())   # change of the means
     row["verdict"] = verdict_change(pub_change, row["simulated_mean"])
+    row["run_std"] = unpaired_std(b, n)
+    row["published_se"] = math.nan if printed is None else \
+        published_se(pub_change, *(float(v) for v in lkp_printed_var(np.asarray(printed, dtype=float))))
     return row
+
+
+def _printed(published: xr.Dataset, var: str, base: str, new: str, workload: str | None = None):
+    """The table's printed relative stddevs (base, new) of ``var`` (``elsp``: per workload), or
+    None when the table has none (``<var>_stddev_pct`` holds LKP's ``± r%``, NaN where hidden)."""
+    da = published.get(f"{var}_stddev_pct")
+    if da is None:
+        return None
+    if workload is not None:
+        da = da.sel(workload=workload)
+    return float(da.sel(policy=base)), float(da.sel(policy=new))
 
 
 def compare(published: xr.Dataset, sim: xr.Dataset) -> list[dict]:
@@ -129,14 +167,15 @@ def compare(published: xr.Dataset, sim: xr.Dataset) -> list[dict]:
         rows.append(_row(name, metric, f"{base} seconds", pub_base, b, verdict_base(pub_base, float(b.mean())),
                          fitted))
         rows.append(_change_row(name, metric, base, new, b, n, float(published.change_pct.sel(workload=wl)),
-                                fitted))
+                                fitted, _printed(published, "elsp", base, new, wl)))
     job = None
     if any(str(v).startswith("job_") for v in published.data_vars):
         job = sim.sel(workload=job_tests(published), policy=[base, new])
     if "job_time_elapsed_time" in published:
         t = job_elapsed(job)
         rows.append(_change_row(name, "autonuma-benchmark.time.elapsed_time", base, new, t.sel(policy=base),
-                                t.sel(policy=new), float(published["job_time_elapsed_time_change_pct"]), fitted))
+                                t.sel(policy=new), float(published["job_time_elapsed_time_change_pct"]), fitted,
+                                _printed(published, "job_time_elapsed_time", base, new)))
     for counter in VMSTAT_COUNTERS:
         var = f"job_vmstat_{counter}"
         if var not in published:
@@ -146,7 +185,8 @@ def compare(published: xr.Dataset, sim: xr.Dataset) -> list[dict]:
         metric = f"proc-vmstat.{counter}"
         rows.append(_row(name, metric, f"{base} whole job", float(published[var].sel(policy=base)), b, NOT_JUDGED,
                          fitted))
-        rows.append(_change_row(name, metric, base, new, b, n, float(published[f"{var}_change_pct"]), fitted))
+        rows.append(_change_row(name, metric, base, new, b, n, float(published[f"{var}_change_pct"]), fitted,
+                                _printed(published, var, base, new)))
     return [judge(r) for r in rows]
 
 
