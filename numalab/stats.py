@@ -50,6 +50,8 @@ __all__ = [
     "lkp_stddev",
     "lkp_stddev_pct",
     "lkp_printed_var",
+    "chi2_cdf",
+    "lkp_spread_logp",
     "lkp_change",
     "lkp_is_absolute",
     "mmtests_stats",
@@ -402,6 +404,72 @@ def lkp_printed_var(printed_pct) -> np.ndarray:
     return (lo * lo + lo * hi + hi * hi) / 3.0
 
 
+def _gammainc_lower(a: float, x: float, maxiter: int = 1000, eps: float = 1e-15) -> float:
+    """Regularised lower incomplete gamma P(a, x): its series below x = a + 1, one minus the
+    Lentz continued fraction of Q(a, x) above (Numerical Recipes' split)."""
+    if x <= 0.0:
+        return 0.0
+    log_front = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1.0:
+        term = total = 1.0 / a
+        for n in range(1, maxiter):
+            term *= x / (a + n)
+            total += term
+            if abs(term) < abs(total) * eps:
+                break
+        return min(1.0, total * math.exp(log_front))
+    tiny = 1e-300
+    b = x + 1.0 - a
+    c, d = 1.0 / tiny, 1.0 / b
+    h = d
+    for i in range(1, maxiter):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < eps:
+            break
+    return max(0.0, 1.0 - math.exp(log_front) * h)
+
+
+def chi2_cdf(x, df) -> np.ndarray:
+    """P(X <= x) for a chi-square variable with ``df`` degrees of freedom, the regularised lower
+    incomplete gamma P(df/2, x/2) (no scipy). Broadcasts; 0 for x <= 0.
+
+    >>> round(float(chi2_cdf(2.0, 2)), 12) == round(1 - math.exp(-1.0), 12)
+    True
+    """
+    x, df = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(df, dtype=float))
+    out = np.array([_gammainc_lower(d / 2.0, v / 2.0) for v, d in zip(x.ravel(), df.ravel())], dtype=float)
+    return out.reshape(x.shape) if x.ndim else out[0]
+
+
+def lkp_spread_logp(printed_pct, sigma_pct, runs: int = 4) -> np.ndarray:
+    """Natural log of the probability that the robot prints ``printed_pct`` (its ``± r%``; NaN:
+    hidden) for ``runs`` normal runs whose true relative spread is ``sigma_pct`` %: LKP's r is the
+    population stddev, so ``runs · r² / σ²`` is chi-square with ``runs − 1`` degrees of freedom;
+    a printed k means k <= r < k + 1 and a hidden one r <= 2 (:func:`lkp_printed_var`). ``-inf``
+    when the printout is impossible (σ = 0 against a printed spread). Tests a model's run-to-run
+    spread, not just its mean, against a table (``benchmarks/run_spread.py``)."""
+    runs = check_int("runs", runs, lo=2, hi=10**6)
+    p, s = np.broadcast_arrays(np.asarray(printed_pct, dtype=float), np.asarray(sigma_pct, dtype=float))
+    shown = np.isfinite(p)
+    lo = np.where(shown, p, 0.0) / 100.0
+    hi = np.where(shown, p + 1.0, 2.0) / 100.0
+    var = (s / 100.0) ** 2
+    safe = np.where(var > 0, var, 1.0)
+    inside = chi2_cdf(runs * hi ** 2 / safe, runs - 1) - chi2_cdf(runs * lo ** 2 / safe, runs - 1)
+    inside = np.where(var > 0, inside, (lo == 0).astype(float))      # σ = 0: every run alike, r = 0
+    inside = np.where(np.isnan(var), np.nan, inside)
+    with np.errstate(divide="ignore"):
+        return np.log(np.maximum(inside, 0.0))
+
+
 def lkp_is_absolute(name: str) -> bool:
     """Stats whose change is printed as a plain difference: names ending in ``%`` or
     starting with ``perf-profile``."""
@@ -720,7 +788,7 @@ def runs_needed(spread_pct, change_pct, *, confidence: float = 0.95, power: floa
     return n if n.ndim else n[()]
 
 
-def spread_vs_published(published, sim, dim: str = "seed") -> list[dict]:
+def spread_vs_published(published, sim, dim: str = "seed", runs: int = 4) -> list[dict]:
     """The model's seed-to-seed spread beside the robot's published ``%stddev`` for every row of
     a published LKP table (``numalab.data.load(...)``), to know when the model's spread -- and the
     run counts :func:`runs_needed` derives from it -- can be trusted.
@@ -733,7 +801,9 @@ def spread_vs_published(published, sim, dim: str = "seed") -> list[dict]:
     Returns one dict per (workload, kernel): ``table``, ``workload``, ``kernel``, ``published``
     (% or NaN = at most 2), ``model`` (%), ``verdict``: "similar" (within a factor of 2, or
     both at most 2 %), "model tighter" (the model's runs are more alike than the machine's:
-    run counts from it are too few) or "model wider"."""
+    run counts from it are too few) or "model wider"; ``log_p``: the log-probability that the
+    robot prints what it printed over ``runs`` runs if the machine's runs scattered as the
+    model's do (:func:`lkp_spread_logp`, the model's spread taken with Bessel's correction)."""
     rows = []
     base = published.attrs.get("table", "")
     for wl in [str(w) for w in published.workload.values]:
@@ -749,6 +819,8 @@ def spread_vs_published(published, sim, dim: str = "seed") -> list[dict]:
                 verdict = "model wider"
             else:
                 verdict = "similar"
+            n = int(np.isfinite(x).sum())
+            sigma = model * math.sqrt(n / (n - 1)) if n > 1 else math.nan
             rows.append({"table": base, "workload": wl, "kernel": kernel, "published": pub, "model": model,
-                         "verdict": verdict})
+                         "verdict": verdict, "log_p": float(lkp_spread_logp(pub, sigma, runs))})
     return rows

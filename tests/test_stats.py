@@ -424,3 +424,33 @@ def test_spread_vs_published_reads_the_robots_blank_as_at_most_2_percent():
     assert rows["w1", "q"]["verdict"] == "similar"        # blank (<= 2 %) and 1.5 %
     assert rows["w2", "p"]["verdict"] == "model wider"    # blank and 5 %
     assert rows["w2", "q"]["verdict"] == "similar" and rows["w2", "q"]["table"] == "t"
+    # log_p: the printout's probability at the model's spread (16 seeds, Bessel-corrected)
+    assert rows["w2", "p"]["log_p"] == pytest.approx(float(stats.lkp_spread_logp(np.nan, 5.0 * np.sqrt(16 / 15))))
+    assert rows["w2", "p"]["log_p"] < rows["w1", "q"]["log_p"] < 0      # hidden (<= 2 %): likelier at 1.5 % than 5 %
+
+
+def test_chi2_cdf_matches_closed_forms_and_a_sample():
+    x = np.array([0.01, 0.5, 2.0, 4.0, 10.0, 50.0])
+    np.testing.assert_allclose(stats.chi2_cdf(x, 2), 1 - np.exp(-x / 2), rtol=1e-12, atol=1e-15)
+    three = np.array([math.erf(math.sqrt(v / 2)) - math.sqrt(2 * v / math.pi) * math.exp(-v / 2) for v in x])
+    np.testing.assert_allclose(stats.chi2_cdf(x, 3), three, rtol=1e-10, atol=1e-15)
+    draws = (np.random.default_rng(1).standard_normal((200_000, 5)) ** 2).sum(1)
+    for v in (1.0, 4.35, 11.07):
+        assert stats.chi2_cdf(v, 5) == pytest.approx(np.mean(draws <= v), abs=0.006)   # 5 sampling sd
+    assert stats.chi2_cdf(0.0, 3) == 0.0
+
+
+def test_lkp_spread_logp_is_how_often_the_robot_prints_that():
+    """Four normal runs at a true spread sigma, printed by LKP's rule (r > 2: floor(r), else
+    hidden): the frequency of each printout is exp(lkp_spread_logp)."""
+    rng = np.random.default_rng(5)
+    for sigma in (1.5, 4.0, 9.0):
+        runs = 100 * (1 + sigma / 100 * rng.standard_normal((100_000, 4)))
+        r = stats.lkp_stddev_pct(stats.lkp_mean(runs), stats.lkp_stddev(runs))
+        printed = np.where(r > 2, np.floor(r), np.nan)
+        for k in (np.nan, 2.0, 5.0):
+            freq = np.mean(np.isnan(printed)) if np.isnan(k) else np.mean(printed == k)
+            assert np.exp(stats.lkp_spread_logp(k, sigma)) == pytest.approx(freq, abs=0.004), (sigma, k)
+    # a model whose runs never differ: a hidden spread is certain, a printed one impossible
+    assert stats.lkp_spread_logp(np.nan, 0.0) == 0.0 and stats.lkp_spread_logp(2.0, 0.0) == -np.inf
+    assert np.isnan(stats.lkp_spread_logp(2.0, np.nan))
