@@ -263,33 +263,26 @@ class Comparison:
 
     def __str__(self) -> str:
         from .fidelity import counts_text
+        from .outputs import verdict_table
 
         lines = [f"# published vs numalab on {self.topology}: kernels mapped to profiles"]
         lines += [f"  {k} -> {p}" for k, p in self.kernels.items()] + self.notes + [""]
-        w = max([len(r["table"]) for r in self.rows] + [5])
-        lines.append(f"{'table':<{w}} {'metric':<48} {'quantity':<36} {'published':>11} {'simulated':>11} "
-                     f"{'± std':>9} {'range over the box':>22}  {'verdict':<14} {'strict':<16} {'robust':<12} fitted")
-        for r in self.rows:
-            band = f"[{r['band_lo']:.4g}, {r['band_hi']:.4g}]" if r.get("band_points") else ""
-            lines.append(f"{r['table']:<{w}} {r['metric']:<48} {r['quantity']:<36} {r['published']:>11.4g} "
-                         f"{r['simulated_mean']:>11.4g} {r['simulated_std']:>9.3g} {band:>22}  {r['verdict']:<14} "
-                         f"{r['strict_verdict']:<16} {r['robust']:<12} {r.get('fitted', '')}")
+        lines.append(verdict_table(self.rows))
         return "\n".join(lines + ["", counts_text(self.counts())])
 
     def __repr__(self) -> str:
         return str(self)
 
     def _repr_html_(self) -> str:
-        cols = ["table", "metric", "quantity", "published", "simulated", "± std", "range over the box", "verdict",
-                "strict", "robust", "fitted"]
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+        from .outputs import VERDICT_COLUMNS, verdict_cells
+
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in VERDICT_COLUMNS)
+        at = VERDICT_COLUMNS.index("verdict")
 
         def cells(r):
-            band = f"[{r['band_lo']:.4g}, {r['band_hi']:.4g}]" if r.get("band_points") else ""
-            vals = [r["table"], r["metric"], r["quantity"], f"{r['published']:.4g}", f"{r['simulated_mean']:.4g}",
-                    f"{r['simulated_std']:.3g}", band, r["verdict"], r["strict_verdict"], r["robust"], r.get("fitted", "")]
             ok = ' class="numalab-ok"' if r["verdict"] == "reproduced" else ""
-            return "".join(f"<td{ok if i == 7 else ''}>{html.escape(str(v))}</td>" for i, v in enumerate(vals))
+            return "".join(f"<td{ok if i == at else ''}>{html.escape(str(v))}</td>"
+                           for i, v in enumerate(verdict_cells(r)))
 
         body = "".join(f"<tr>{cells(r)}</tr>" for r in self.rows)
         mapped = ", ".join(f"{html.escape(k)} → {html.escape(p)}" for k, p in self.kernels.items())

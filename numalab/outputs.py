@@ -17,7 +17,7 @@ from . import data, fidelity, report
 from .storage import write_netcdf, write_text
 
 __all__ = ["write_reproduction", "published_block", "simulated_block", "fidelity_rows_figure", "rows_csv",
-           "FIDELITY_COLUMNS"]
+           "FIDELITY_COLUMNS", "VERDICT_COLUMNS", "verdict_cells", "verdict_table"]
 
 #: fidelity.csv's columns (numalab.fidelity.compare's row fields): ``verdict`` is the published
 #: rule, ``strict_verdict`` the strict one, ``robust`` robustness over the uncertainty box
@@ -76,19 +76,31 @@ def rows_csv(rows) -> str:
     return buf.getvalue()
 
 
-def _verdict_lines(rows) -> str:
-    def band(r):
-        return f"[{r['band_lo']:.4g}, {r['band_hi']:.4g}]" if r.get("band_points") else ""
+def _range(lo_hi) -> str:
+    return "" if lo_hi is None else f"[{lo_hi[0]:.4g}, {lo_hi[1]:.4g}]"
 
-    head = (f"{'table':<40} {'metric':<48} {'quantity':<36} {'published':>11} {'simulated':>11} {'':<11} "
-            f"{'range over the box':<22} {'verdict':<14} {'strict':<16} {'robust':<12} fitted")
-    lines = [head]
-    for r in rows:
-        lines.append(
-            f"{r['table']:<40} {r['metric']:<48} {r['quantity']:<36} {r['published']:>11.4g} "
-            f"{r['simulated_mean']:>11.4g} ± {r['simulated_std']:<9.3g} {band(r):<22} {r['verdict']:<14} "
-            f"{r['strict_verdict']:<16} {r['robust']:<12} {r.get('fitted', '')}")
-    return "\n".join(lines)
+
+#: the columns of :func:`verdict_table` (and of ``nl.compare``'s HTML table)
+VERDICT_COLUMNS = ("table", "metric", "quantity", "published", "simulated", "± std", "strict interval",
+                   "range over the box", "verdict", "strict", "robust", "fitted")
+
+
+def verdict_cells(r: dict) -> list[str]:
+    """One row of :data:`VERDICT_COLUMNS` as text: the strict interval is where the published
+    value must lie for the strict rule (:func:`numalab.fidelity.rules.strict_range`)."""
+    band = (r["band_lo"], r["band_hi"]) if r.get("band_points") else None
+    return [r["table"], r["metric"], r["quantity"], f"{r['published']:.4g}", f"{r['simulated_mean']:.4g}",
+            f"{r['simulated_std']:.3g}", _range(fidelity.rules.strict_range(r)), _range(band), r["verdict"],
+            r["strict_verdict"], r["robust"], r.get("fitted", "")]
+
+
+def verdict_table(rows: list[dict]) -> str:
+    """The per-row verdicts as ``numalab reproduce`` and ``numalab compare`` print them."""
+    cells = [list(VERDICT_COLUMNS)] + [verdict_cells(r) for r in rows]
+    width = [max(len(c[i]) for c in cells) for i in range(len(VERDICT_COLUMNS))]
+    right = {3, 4, 5}           # numbers
+    return "\n".join(" ".join((c[i].rjust(width[i]) if i in right else c[i].ljust(width[i]))
+                              for i in range(len(c))).rstrip() for c in cells)
 
 
 def _short(row) -> str:
@@ -160,6 +172,6 @@ def write_reproduction(out, published: dict, sims, rows=None, *, shown=None) -> 
         f"{sum(r['verdict'] == fidelity.REPRODUCED for r in rows if r['table'] == name)} of "
         f"{sum(r['verdict'] != fidelity.NOT_JUDGED for r in rows if r['table'] == name)}" for name in published)
     summary = "\n".join(parts) + (
-        f"\n{_verdict_lines(rows)}\n\nper table (published rule):\n{per_table}\n\n"
+        f"\n{verdict_table(rows)}\n\nper table (published rule):\n{per_table}\n\n"
         f"{fidelity.counts_text(fidelity.counts(rows))}\nfiles in {shown if shown is not None else out}/")
     return {"paths": paths, "rows": rows, "summary": summary}

@@ -363,3 +363,28 @@ def test_compare_rows_carry_the_published_and_the_unpaired_spread():
     # the fake's kernels are scaled copies (paired spread ~0); the unpaired one is sqrt(2) * 0.7 * 3 %
     assert rows["numa02"]["simulated_std"] < 1e-9
     assert rows["numa02"]["run_std"] == pytest.approx(np.hypot(0.7, 0.7) * 3.0, rel=0.5)
+
+
+def test_the_printed_strict_interval_is_what_the_strict_verdict_applies():
+    """outputs.verdict_table shows rules.strict_range: a row passes the strict rule exactly when
+    its published value lies in it, %change rows and base seconds alike."""
+    from numalab.fidelity.rules import strict_range
+    from numalab.outputs import VERDICT_COLUMNS, verdict_cells, verdict_table
+
+    rng = np.random.default_rng(11)
+    rows = []
+    for _ in range(400):
+        change = rng.random() < 0.6
+        mean = rng.normal(0, 20) if change else rng.uniform(10, 400)
+        kw = dict(run_std=rng.uniform(0, 5), published_se=rng.choice([np.nan, rng.uniform(0, 5)])) if change else {}
+        if rng.random() < 0.5:
+            kw.update(band_lo=mean - rng.uniform(0, 10), band_hi=mean + rng.uniform(0, 10), band_points=4)
+        published = mean + rng.normal(0, 8) if change else mean * rng.uniform(0.6, 1.5)
+        rows.append(_row(published, mean, rng.uniform(0, 6), quantity="%change b vs a" if change else "a seconds", **kw))
+    for r in rows:
+        lo, hi = strict_range(r)
+        assert (r["strict_verdict"] == REPRODUCED) == (lo <= r["published"] <= hi)
+    assert sum(r["strict_verdict"] == REPRODUCED for r in rows) not in (0, len(rows))   # both outcomes occur
+    text = verdict_table(rows[:3]).splitlines()
+    assert text[0].split()[:3] == list(VERDICT_COLUMNS[:3]) and len(text) == 4
+    assert verdict_cells(rows[0])[VERDICT_COLUMNS.index("strict interval")].startswith("[")

@@ -41,7 +41,7 @@ import numpy as np
 
 __all__ = ["REPRODUCED", "NOT_JUDGED", "NOT_COMPUTED", "ROBUST", "NOT_ROBUST", "INTERVAL_Z", "STRICT_BASE_TOL",
            "JOB_ITERATIONS", "JOB_OVERHEAD_S", "verdict_change", "verdict_base", "published_se", "interval",
-           "strict_verdict", "robust_verdict", "judge", "counts", "counts_text", "is_change"]
+           "strict_range", "strict_verdict", "robust_verdict", "judge", "counts", "counts_text", "is_change"]
 
 REPRODUCED = "reproduced"
 NOT_JUDGED = "not judged"   # a whole-job counter's base value: printed for scale, no rule applies
@@ -127,6 +127,17 @@ def interval(row: dict) -> tuple[float, float]:
     lo = min(mean, row.get("band_lo", mean))
     hi = max(mean, row.get("band_hi", mean))
     return lo - INTERVAL_Z * se, hi + INTERVAL_Z * se
+
+
+def strict_range(row: dict) -> tuple[float, float] | None:
+    """Where the published value must lie for the strict rule, in the row's own units: a %change
+    row's :func:`interval`; base seconds ``[simulated / 1.25, simulated / 0.75]`` (within
+    :data:`STRICT_BASE_TOL` of the published value); None for a row no rule judges."""
+    if row["verdict"] == NOT_JUDGED or not np.isfinite(row["simulated_mean"]):
+        return None
+    if is_change(row):
+        return interval(row)
+    return row["simulated_mean"] / (1.0 + STRICT_BASE_TOL), row["simulated_mean"] / (1.0 - STRICT_BASE_TOL)
 
 
 def strict_verdict(row: dict) -> str:
