@@ -34,6 +34,7 @@ import time
 
 import numpy as np
 
+import numalab as nl
 import numalab.fidelity as F
 from numalab.commands.simulate import options_from_args
 from numalab.fidelity.tables import table_sim
@@ -60,8 +61,6 @@ SOURCES = {"default": {}, "pid_base fixed": {"pid_base": 12345}, "init_node fixe
 
 def sources(topology: str, workload: str, profiles: list[str], seeds: int) -> str:
     """The ``--sources`` table (module docstring), markdown."""
-    import numalab as nl
-
     lines = ["| | " + " | ".join(profiles) + " |", "|" + "---|" * (len(profiles) + 1)]
     for name, opts in SOURCES.items():
         e = nl.simulate(workload, profiles, seeds=seeds, topology=topology, **opts)["elsp"]
