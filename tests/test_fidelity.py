@@ -286,7 +286,8 @@ def test_the_progress_bar_ticks_once_per_engine_call(monkeypatch):
 
 def test_interval_of_a_single_published_run_is_wider():
     """A published value from one run (``published_runs=1``) has its own spread std, not std/2:
-    se = std * sqrt(1 + 1/seeds); the tables' 4-run means keep sqrt(1/4 + 1/seeds)."""
+    se = std * sqrt(1 + 1/seeds); the tables' 4-run means keep sqrt(1/4 + 1/seeds). (A row with
+    neither ``published_se`` nor ``run_std``: its spread stands for both terms.)"""
     row = {"simulated_mean": -10.0, "simulated_std": 4.0, "seeds": 16}
     lo4, hi4 = fidelity_rules.interval(row)
     lo1, hi1 = fidelity_rules.interval({**row, "published_runs": 1})
