@@ -32,26 +32,17 @@ import argparse
 import math
 import time
 
-import numpy as np
-
 import numalab as nl
 import numalab.fidelity as F
 from numalab.commands.simulate import options_from_args
-from numalab.fidelity.tables import table_sim
-from numalab.stats import spread_vs_published
 
 
 def spreads(seeds: int, workloads=None, **options) -> dict:
-    """``{(machine, workload, kernel): row}`` of :func:`numalab.stats.spread_vs_published` over
-    every published table, each (machine, workload, kernel) once."""
+    """``{(machine, workload, kernel): row}`` of :func:`numalab.fidelity.spread_rows` over every
+    published table (only ``workloads`` when given)."""
     published, sims = F.simulate_fidelity(seeds=seeds, **options)
-    out = {}
-    for pub in published.values():
-        for r in spread_vs_published(pub, table_sim(pub, sims)):
-            if workloads and r["workload"] not in workloads:
-                continue
-            out.setdefault((pub.attrs["machine"], r["workload"], r["kernel"]), r)
-    return out
+    return {(r["machine"], r["workload"], r["kernel"]): r for r in F.spread_rows(published, sims)
+            if not workloads or r["workload"] in workloads}
 
 
 #: the draws of a seed, each fixed in turn (``--sources``); the values are arbitrary but fixed
@@ -68,12 +59,6 @@ def sources(topology: str, workload: str, profiles: list[str], seeds: int) -> st
         cells = [f"{float(v.mean()):.1f} s, {100 * float(v.std(ddof=1) / v.mean()):.1f} %" for v in x.values()]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def _total(rows) -> tuple[float, int]:
-    """Sum of the finite log-probabilities, and how many rows are impossible (-inf)."""
-    logp = np.array([r["log_p"] for r in rows], dtype=float)
-    return float(logp[np.isfinite(logp)].sum()), int(np.isneginf(logp).sum())
 
 
 def main(argv=None):
@@ -120,8 +105,8 @@ def main(argv=None):
         print("| " + " | ".join(cells) + " |")
     for name, rows in (("default", base), (label, other)):
         if rows:
-            total, impossible = _total(rows.values())
-            print(f"\n{name}: log-likelihood of the printed spreads {total:.2f} over {len(rows) - impossible} rows"
+            total, n, impossible = F.spread_total(list(rows.values()))
+            print(f"\n{name}: log-likelihood of the printed spreads {total:.2f} over {n} rows"
                   f" ({impossible} impossible to double precision: the machine's runs vary far more than the "
                   f"model's)")
     print(f"\n{args.seeds} seeds; {time.time() - t0:.0f} s wall")

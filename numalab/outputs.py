@@ -17,7 +17,7 @@ from . import data, fidelity, report
 from .storage import write_netcdf, write_text
 
 __all__ = ["write_reproduction", "published_block", "simulated_block", "fidelity_rows_figure", "rows_csv",
-           "FIDELITY_COLUMNS", "VERDICT_COLUMNS", "verdict_cells", "verdict_table"]
+           "FIDELITY_COLUMNS", "VERDICT_COLUMNS", "SPREAD_COLUMNS", "verdict_cells", "verdict_table"]
 
 #: fidelity.csv's columns (numalab.fidelity.compare's row fields): ``verdict`` is the published
 #: rule, ``strict_verdict`` the strict one, ``robust`` robustness over the uncertainty box
@@ -73,6 +73,19 @@ def rows_csv(rows) -> str:
     w.writeheader()
     for r in rows:
         w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items() if k in FIDELITY_COLUMNS})
+    return buf.getvalue()
+
+
+#: spread.csv's columns (:func:`numalab.fidelity.spread_rows`)
+SPREAD_COLUMNS = ["machine", "workload", "kernel", "published", "model", "verdict", "log_p"]
+
+
+def _spread_csv(rows) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=SPREAD_COLUMNS, lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
     return buf.getvalue()
 
 
@@ -132,8 +145,9 @@ def write_reproduction(out, published: dict, sims, rows=None, *, shown=None) -> 
     simulation of every table); ``rows``: the judged rows when already computed (with their
     uncertainty bands, :func:`numalab.fidelity.simulate_bands`), else
     :func:`numalab.fidelity.table_rows` of ``sims``. Also writes ``provenance.md``, the table
-    of every default constant (:func:`numalab.fidelity.provenance_markdown`), and with bands
-    ``fidelity-bands.png`` (:func:`numalab.plots.fidelity_bands`). ``shown``: the folder the
+    of every default constant (:func:`numalab.fidelity.provenance_markdown`), ``spread.csv``, the
+    model's run-to-run spread against every printed ``±`` (:func:`numalab.fidelity.spread_rows`),
+    and with bands ``fidelity-bands.png`` (:func:`numalab.plots.fidelity_bands`). ``shown``: the folder the
     summary names (default ``out``; ``numalab reproduce`` writes into a staging folder first,
     see numalab.storage.staged_dir)."""
     from . import plots
@@ -164,6 +178,9 @@ def write_reproduction(out, published: dict, sims, rows=None, *, shown=None) -> 
                                                  dpi=120)
     paths["provenance.md"] = write_text(out / "provenance.md", "# Where every default constant comes from\n\n"
                                         + fidelity.provenance_markdown())
+    spread = fidelity.spread_rows(published, sims)
+    paths["spread.csv"] = write_text(out / "spread.csv", _spread_csv(spread))
+    loglik, n_finite, n_impossible = fidelity.spread_total(spread)
     for preset, sim in sims.items():
         key = "simulated.nc" if len(sims) == 1 else f"simulated-{preset}.nc"
         paths[key] = write_netcdf(sim, out / key)
@@ -173,5 +190,8 @@ def write_reproduction(out, published: dict, sims, rows=None, *, shown=None) -> 
         f"{sum(r['verdict'] != fidelity.NOT_JUDGED for r in rows if r['table'] == name)}" for name in published)
     summary = "\n".join(parts) + (
         f"\n{verdict_table(rows)}\n\nper table (published rule):\n{per_table}\n\n"
-        f"{fidelity.counts_text(fidelity.counts(rows))}\nfiles in {shown if shown is not None else out}/")
+        f"{fidelity.counts_text(fidelity.counts(rows))}\n"
+        f"run-to-run spread: log-likelihood {loglik:.1f} of the printed ± under the model's spread over "
+        f"{n_finite} (machine, test, kernel) rows, {n_impossible} printouts impossible (spread.csv)\n"
+        f"files in {shown if shown is not None else out}/")
     return {"paths": paths, "rows": rows, "summary": summary}

@@ -12,7 +12,7 @@ import pytest
 import numalab as nl
 from numalab import fidelity
 from numalab.cli import main
-from numalab.outputs import FIDELITY_COLUMNS, published_block
+from numalab.outputs import FIDELITY_COLUMNS, SPREAD_COLUMNS, published_block
 
 
 ICE_LAKE = ["lkp-rfc2023-p5-vs-p4", "lkp-rfc2023-p6-vs-p5"]
@@ -156,6 +156,14 @@ def test_reproduce_command_writes_every_output(tmp_path, capsys, monkeypatch, ca
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert {p.name for p in tmp_path.glob("simulated-*.nc")} == {f"simulated-{k}.nc" for k in sims}
     assert "| `Topology 2s-128.write_efficiency` | 0.21 | fitted |" in (tmp_path / "provenance.md").read_text()
+    # every (machine, test, kernel) of the tables once, its printed spread beside the model's
+    with open(tmp_path / "spread.csv", newline="") as fh:
+        spread = list(csv.DictReader(fh))
+    assert list(spread[0]) == SPREAD_COLUMNS and len({(r["machine"], r["workload"], r["kernel"]) for r in spread}) \
+        == len(spread) == 35
+    loglik, n, impossible = fidelity.spread_total([{"log_p": float(r["log_p"])} for r in spread])
+    printed = float(out.split("run-to-run spread: log-likelihood ")[1].split()[0])
+    assert n + impossible == 35 and printed == pytest.approx(loglik, abs=0.06)   # the csv's 4 figures
     with open(tmp_path / "fidelity.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0]) == FIDELITY_COLUMNS and len(rows) == 14 + 43 + 5  # + 5 vmstat base values, not judged

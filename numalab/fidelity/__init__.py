@@ -22,15 +22,15 @@ from .rules import (INTERVAL_Z, JOB_ITERATIONS, JOB_OVERHEAD_S, NOT_JUDGED, REPR
                     counts_text, judge, strict_verdict, verdict_base, verdict_change)
 from .runs import Call, Point, execute, plan, simulate_calibration, simulate_fidelity
 from .tables import (VMSTAT_COUNTERS, calibration_tables, compare, job_counter, job_elapsed,
-                     job_tests, paired_changes, simulated_change, table_preset, table_rows, table_sim,
-                     unpaired_std)
+                     job_tests, paired_changes, simulated_change, spread_rows, spread_total, table_preset,
+                     table_rows, table_sim, unpaired_std)
 
 __all__ = [
     "verdict_change", "verdict_base", "strict_verdict", "judge", "counts", "counts_text", "REPRODUCED",
     "NOT_JUDGED", "ROBUST", "INTERVAL_Z", "STRICT_BASE_TOL", "JOB_ITERATIONS", "JOB_OVERHEAD_S",
     "VMSTAT_COUNTERS", "simulated_change", "unpaired_std", "compare", "job_tests", "job_elapsed", "job_counter",
     "table_preset",
-    "calibration_tables", "table_sim", "table_rows", "paired_changes", "simulate_fidelity", "simulate_calibration",
+    "calibration_tables", "table_sim", "table_rows", "paired_changes", "spread_rows", "spread_total", "simulate_fidelity", "simulate_calibration",
     "plan", "execute", "Call", "Point", "constants", "fitted_rows", "banded", "provenance_markdown",
     "topology_provenance", "box", "box_points", "apply_bands", "simulate_bands",
 ]

@@ -29,7 +29,7 @@ from .rules import JOB_ITERATIONS, JOB_OVERHEAD_S, NOT_JUDGED, judge, published_
 
 __all__ = ["simulated_change", "unpaired_std", "compare", "JOB_OVERHEAD_S", "VMSTAT_COUNTERS", "job_tests",
            "job_elapsed", "job_counter", "table_preset", "calibration_tables", "table_sim", "table_rows",
-           "paired_changes"]
+           "paired_changes", "spread_rows", "spread_total"]
 
 #: the proc-vmstat counters a published table may list, as simulated per run
 VMSTAT_COUNTERS = ("numa_hint_faults", "numa_hint_faults_local", "numa_huge_pte_updates", "numa_pte_updates",
@@ -246,6 +246,32 @@ def table_rows(published: dict, sims: dict) -> list[dict]:
                 seen.add(key)
                 rows.append(r)
     return rows
+
+
+def spread_rows(published: dict, sims: dict) -> list[dict]:
+    """:func:`numalab.stats.spread_vs_published` over every table on its machine's simulation,
+    each (machine, workload, kernel) once (tables share base columns), with ``machine`` added:
+    the model's run-to-run spread beside the robot's printed one and ``log_p``, the printout's
+    log-probability under the model's spread (``numalab reproduce``'s ``spread.csv``)."""
+    from ..stats import spread_vs_published
+
+    rows, seen = [], set()
+    for pub in published.values():
+        for r in spread_vs_published(pub, table_sim(pub, sims)):
+            key = (pub.attrs["machine"], r["workload"], r["kernel"])
+            if key not in seen:
+                seen.add(key)
+                rows.append({"machine": key[0], **r})
+    return rows
+
+
+def spread_total(rows: list[dict]) -> tuple[float, int, int]:
+    """Over :func:`spread_rows`: the log-likelihood of the printed spreads under the model's
+    (the sum of the finite ``log_p``), the rows it sums, and the rows whose printout has
+    probability 0 to double precision (the machine's runs vary far more than the model's)."""
+    logp = np.array([r["log_p"] for r in rows], dtype=float)
+    finite = np.isfinite(logp)
+    return float(logp[finite].sum()), int(finite.sum()), int(np.isneginf(logp).sum())
 
 
 def paired_changes(published: xr.Dataset, sim: xr.Dataset) -> tuple[xr.DataArray, xr.DataArray]:
