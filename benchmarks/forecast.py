@@ -40,8 +40,8 @@ import numalab as nl
 from numalab.fidelity import job_elapsed, simulated_change
 from numalab.fidelity.bands import DEFAULT_POINTS, DEFAULT_SEEDS, box_points
 from numalab.fidelity.rules import interval, published_se
-from numalab.stats import lkp_printed_var
 from numalab.fidelity.runs import Call, execute
+from numalab.stats import lkp_printed_var
 
 MACHINES = {"2s-128": "lkp-icl-2sp6", "2s-88-csl": "lkp-csl-2sp9", "2s-224-spr": "lkp-spr-r02"}
 PROFILES = ("6.4", "rfc2023-p1", "rfc2023-p2", "rfc2023-p3", "rfc2023-p4", "rfc2023-p5", "rfc2023-p6")

@@ -29,6 +29,8 @@ __all__ = ["write_reproduction", "published_block", "simulated_block", "fidelity
 FIDELITY_COLUMNS = ["table", "metric", "quantity", "published", "simulated_mean", "simulated_std", "seeds",
                     "run_std", "published_se", "verdict", "strict_verdict", "band_lo", "band_hi", "band_points",
                     "robust", "fitted"]
+#: spread.csv's columns (:func:`numalab.fidelity.spread_rows`)
+SPREAD_COLUMNS = ["machine", "workload", "kernel", "published", "model", "verdict", "log_p"]
 
 
 def published_block(name: str) -> str:
@@ -66,26 +68,14 @@ def simulated_block(published: xr.Dataset, sim: xr.Dataset) -> str:
     return report.lkp(sim.sel(workload=wls, policy=pols), along="policy", baseline=pols[0])
 
 
-def rows_csv(rows) -> str:
-    """The rows as ``fidelity.csv`` holds them (:data:`FIDELITY_COLUMNS`, floats to 4 figures)."""
+def rows_csv(rows, columns=FIDELITY_COLUMNS) -> str:
+    """The rows as ``fidelity.csv`` holds them (``columns``, default :data:`FIDELITY_COLUMNS`;
+    ``spread.csv``: :data:`SPREAD_COLUMNS`), floats to 4 figures."""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=FIDELITY_COLUMNS, lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items() if k in FIDELITY_COLUMNS})
-    return buf.getvalue()
-
-
-#: spread.csv's columns (:func:`numalab.fidelity.spread_rows`)
-SPREAD_COLUMNS = ["machine", "workload", "kernel", "published", "model", "verdict", "log_p"]
-
-
-def _spread_csv(rows) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=SPREAD_COLUMNS, lineterminator="\n", extrasaction="ignore")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
+        w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items() if k in columns})
     return buf.getvalue()
 
 
@@ -179,7 +169,7 @@ def write_reproduction(out, published: dict, sims, rows=None, *, shown=None) -> 
     paths["provenance.md"] = write_text(out / "provenance.md", "# Where every default constant comes from\n\n"
                                         + fidelity.provenance_markdown())
     spread = fidelity.spread_rows(published, sims)
-    paths["spread.csv"] = write_text(out / "spread.csv", _spread_csv(spread))
+    paths["spread.csv"] = write_text(out / "spread.csv", rows_csv(spread, SPREAD_COLUMNS))
     loglik, n_finite, n_impossible = fidelity.spread_total(spread)
     for preset, sim in sims.items():
         key = "simulated.nc" if len(sims) == 1 else f"simulated-{preset}.nc"

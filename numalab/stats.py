@@ -49,6 +49,8 @@ __all__ = [
     "lkp_mean",
     "lkp_stddev",
     "lkp_stddev_pct",
+    "LKP_SHOWN_ABOVE_PCT",
+    "lkp_printed_range",
     "lkp_printed_var",
     "chi2_cdf",
     "lkp_spread_logp",
@@ -380,6 +382,10 @@ def lkp_stddev(x, axis: int = -1) -> np.ndarray:
     return np.where(n > 1, np.sqrt(var), -1.0)
 
 
+#: LKP prints a stat's ``± r%`` only when r > this (its "hide small stddev" rule); a blank one is at most this
+LKP_SHOWN_ABOVE_PCT = 2.0
+
+
 def lkp_stddev_pct(mean, sd) -> np.ndarray:
     """r = 100*stddev/avg (the raw stddev when avg == 0); the ``±`` shows when r > 2."""
     mean = np.asarray(mean, dtype=float)
@@ -388,19 +394,24 @@ def lkp_stddev_pct(mean, sd) -> np.ndarray:
         return np.where(mean == 0, sd, 100.0 * sd / np.where(mean == 0, 1.0, mean))
 
 
-def lkp_printed_var(printed_pct) -> np.ndarray:
-    """The mean square (in %²) of LKP's relative stddev r given how the robot printed it: a
+def lkp_printed_range(printed_pct) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)`` in %: where LKP's relative stddev r lies given how the robot printed it. A
     printed ``± k%`` means k <= r < k + 1 (r is truncated to an integer), a hidden one (NaN)
-    0 <= r <= 2 (the ``±`` shows only when r > 2, :func:`lkp_stddev_pct`). r is taken uniform
-    over that range, so a hidden spread counts as neither its bound nor zero: E[r²] = 4/3.
+    0 <= r <= :data:`LKP_SHOWN_ABOVE_PCT` (:func:`lkp_stddev_pct`)."""
+    p = np.asarray(printed_pct, dtype=float)
+    shown = np.isfinite(p)
+    return np.where(shown, p, 0.0), np.where(shown, p + 1.0, LKP_SHOWN_ABOVE_PCT)
+
+
+def lkp_printed_var(printed_pct) -> np.ndarray:
+    """The mean square (in %²) of LKP's relative stddev r given how the robot printed it
+    (:func:`lkp_printed_range`), r taken uniform over that range, so a hidden spread counts as
+    neither its bound nor zero: E[r²] = 4/3.
 
     >>> float(lkp_printed_var(float("nan"))), float(lkp_printed_var(6.0))
     (1.3333333333333333, 42.333333333333336)
     """
-    p = np.asarray(printed_pct, dtype=float)
-    shown = np.isfinite(p)
-    lo = np.where(shown, p, 0.0)
-    hi = np.where(shown, p + 1.0, 2.0)
+    lo, hi = lkp_printed_range(printed_pct)
     return (lo * lo + lo * hi + hi * hi) / 3.0
 
 
@@ -453,14 +464,12 @@ def lkp_spread_logp(printed_pct, sigma_pct, runs: int = 4) -> np.ndarray:
     """Natural log of the probability that the robot prints ``printed_pct`` (its ``± r%``; NaN:
     hidden) for ``runs`` normal runs whose true relative spread is ``sigma_pct`` %: LKP's r is the
     population stddev, so ``runs · r² / σ²`` is chi-square with ``runs − 1`` degrees of freedom;
-    a printed k means k <= r < k + 1 and a hidden one r <= 2 (:func:`lkp_printed_var`). ``-inf``
+    a printed k means k <= r < k + 1 and a hidden one r <= 2 (:func:`lkp_printed_range`). ``-inf``
     when the printout is impossible (σ = 0 against a printed spread). Tests a model's run-to-run
     spread, not just its mean, against a table (``benchmarks/run_spread.py``)."""
     runs = check_int("runs", runs, lo=2, hi=10**6)
     p, s = np.broadcast_arrays(np.asarray(printed_pct, dtype=float), np.asarray(sigma_pct, dtype=float))
-    shown = np.isfinite(p)
-    lo = np.where(shown, p, 0.0) / 100.0
-    hi = np.where(shown, p + 1.0, 2.0) / 100.0
+    lo, hi = (v / 100.0 for v in lkp_printed_range(p))
     var = (s / 100.0) ** 2
     safe = np.where(var > 0, var, 1.0)
     inside = chi2_cdf(runs * hi ** 2 / safe, runs - 1) - chi2_cdf(runs * lo ** 2 / safe, runs - 1)
@@ -812,7 +821,7 @@ def spread_vs_published(published, sim, dim: str = "seed", runs: int = 4) -> lis
             x = sim["elsp"].sel(workload=wl, policy=kernel).transpose(..., dim).values.astype(float)
             model = float(lkp_stddev_pct(lkp_mean(x), lkp_stddev(x)))
             if not np.isfinite(pub):
-                verdict = "similar" if model <= 2.0 else "model wider"
+                verdict = "similar" if model <= LKP_SHOWN_ABOVE_PCT else "model wider"
             elif model < pub / 2:
                 verdict = "model tighter"
             elif model > 2 * pub:

@@ -29,8 +29,8 @@ __all__ = [
     "verdict_change", "verdict_base", "strict_verdict", "judge", "counts", "counts_text", "REPRODUCED",
     "NOT_JUDGED", "ROBUST", "INTERVAL_Z", "STRICT_BASE_TOL", "JOB_ITERATIONS", "JOB_OVERHEAD_S",
     "VMSTAT_COUNTERS", "simulated_change", "unpaired_std", "compare", "job_tests", "job_elapsed", "job_counter",
-    "table_preset",
-    "calibration_tables", "table_sim", "table_rows", "paired_changes", "spread_rows", "spread_total", "simulate_fidelity", "simulate_calibration",
+    "table_preset", "calibration_tables", "table_sim", "table_rows", "paired_changes", "spread_rows", "spread_total",
+    "simulate_fidelity", "simulate_calibration",
     "plan", "execute", "Call", "Point", "constants", "fitted_rows", "banded", "provenance_markdown",
     "topology_provenance", "box", "box_points", "apply_bands", "simulate_bands",
 ]

@@ -80,7 +80,7 @@ def _lkp_value(v: float) -> str:
 
 def _lkp_pm(r: float, as_read: bool = False) -> str:
     # an ingested ± holds the printed (truncated) integer, so "> 2" no longer applies: it was shown
-    if not math.isnan(r) and (as_read or r > 2):
+    if not math.isnan(r) and (as_read or r > stats.LKP_SHOWN_ABOVE_PCT):
         return f" ±{int(r):3d}%"
     return " " * 6
 
