@@ -132,6 +132,16 @@ def test_full_size_workloads_give_the_same_dataset(name, preset, policy):
     assert digest(a) == digest(b)
 
 
+def test_a_convoy_gives_the_same_dataset():
+    """Option sweep_convoy (a random member of numa01's writers takes each fault), numa01 at
+    full size on 2s-128 under the PID filter of RFC 2023 patch 3, the first 30 s."""
+    wl = nl.workload("numa01", nl.Topology.preset("2s-128"))
+    a = nl.simulate(wl, "rfc2023-p3", seeds=[0, 1], max_time=30.0, kernel="numpy", sweep_convoy=True)
+    b = nl.simulate(wl, "rfc2023-p3", seeds=[0, 1], max_time=30.0, kernel="numba", sweep_convoy=True)
+    assert digest(a) == digest(b)
+    assert float(a.numa_hint_faults.min()) > 0
+
+
 def test_the_numpy_engine_runs_what_the_compiled_one_cannot():
     from _rule_helpers import user_rules
 

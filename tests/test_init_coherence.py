@@ -137,18 +137,46 @@ def test_the_coherent_init_is_shorter_and_follows_the_link():
 @settings(max_examples=25, deadline=None)
 @given(coherence=st.booleans(), seed=st.integers(0, 2**31),
        profile=st.sampled_from(["6.4", "6.8", "6.4-rc-scan-delay", "rfc2023-p2"]), threads=st.integers(1, 4),
-       name=st.sampled_from(["numa01", "numa01_THREAD_ALLOC"]))
-def test_engine_matches_reference_with_a_shared_init(coherence, seed, profile, threads, name):
+       name=st.sampled_from(["numa01", "numa01_THREAD_ALLOC"]), convoy=st.booleans())
+def test_engine_matches_reference_with_a_shared_init(coherence, seed, profile, threads, name, convoy):
     topo = Topology(nodes=2, cpus_per_node=4, smt=2, node_bw_GBps=20.0, link_bw_GBps=8.0, name="tiny")
     wl = workload(name, topo, threads=threads, size_bytes=16 << 20, loops=3)
     pol = Policy.profile(profile)
-    o = EngineOptions.coerce(dict(max_time=6.0, init_coherence=coherence))
+    o = EngineOptions.coerce(dict(max_time=6.0, init_coherence=coherence, sweep_convoy=convoy))
     batch = make_batch(wl, pol, [seed], **o.to_dict()).run()
     ref = ref_engine.Replica(wl, pol, seed, o.to_dict(), Costs()).run()
     for k, v in ref.cnt.items():
         assert int(batch.cnt[k][0]) == v, k
     assert batch.elsp[0] == ref.elsp
     assert batch.syst[0] == ref.syst
+    assert batch.regions.node[0].tolist() == ref.r_node
+
+
+@pytest.mark.parametrize("seed,profile", [(0, "6.8"), (1, "rfc2023-p2"), (2, "6.4")])
+def test_engine_matches_reference_in_a_convoy(seed, profile, monkeypatch):
+    """Option sweep_convoy on a numa01 long enough for hundreds of sweep faults, most of them
+    moved by the convoy's draw from the writer that crossed first (counted)."""
+    from numalab.engine import faults
+
+    moved = []
+    pick = faults.convoy_faulters
+
+    def counting(b, q, thread):
+        out = pick(b, q, thread)
+        moved.append(int(np.count_nonzero(out != thread)))
+        return out
+
+    monkeypatch.setattr(faults, "convoy_faulters", counting)
+    topo = Topology(nodes=2, cpus_per_node=4, smt=2, node_bw_GBps=20.0, link_bw_GBps=8.0, name="tiny")
+    wl = workload("numa01", topo, threads=4, size_bytes=64 << 20, loops=40)
+    pol = Policy.profile(profile)
+    o = EngineOptions.coerce(dict(max_time=8.0, scan_delay_ms=200, sweep_convoy=True))
+    batch = make_batch(wl, pol, [seed], kernel="numpy", **o.to_dict()).run()
+    ref = ref_engine.Replica(wl, pol, seed, o.to_dict(), Costs()).run()
+    assert sum(moved) > 20
+    for k, v in ref.cnt.items():
+        assert int(batch.cnt[k][0]) == v, k
+    assert batch.elsp[0] == ref.elsp
     assert batch.regions.node[0].tolist() == ref.r_node
 
 

@@ -87,10 +87,10 @@ def add_option_arguments(p) -> None:
     """``--no-<mechanism>`` for every off-switch of EngineOptions (but thp, which has --no-thp)
     and ``--option NAME=VALUE`` for any engine option: the names come from
     ``EngineOptions.describe()``."""
-    from ..engine.options import SWITCHES, option_fields
+    from ..engine.options import DEFAULTS, SWITCHES, option_fields
 
     for name, f in option_fields().items():
-        if name in SWITCHES and f["kind"] == "bool" and name != "thp":
+        if name in SWITCHES and DEFAULTS[name] is True and name != "thp":
             p.add_argument(f"--no-{name.replace('_', '-')}", dest=f"off_{name}", action="store_true",
                            help=f"switch off: {f['doc']}")
     p.add_argument("--option", action="append", default=None, metavar="NAME=VALUE",

@@ -144,7 +144,12 @@ class Batch:
         range (numa01's buffer) sweep it as independent streams: the cost model charges each its
         own DRAM traffic, which holds only when the writers are far apart in the buffer, not
         bunched on the same cache lines; so each starts at an independent uniform phase
-        (``phi``) of its range. A thread alone on its range starts at its beginning."""
+        (``phi``) of its range. With option ``sweep_convoy`` they start together, at 0, as they
+        leave the init sweep together (docs/fidelity.md, "numa01's writers on real hardware"),
+        ``phi`` drawn all the same so that the seed's other draws do not move. A thread alone on
+        its range starts at its beginning."""
+        if self.o.sweep_convoy:
+            return np.zeros_like(phi)
         return np.where(self.lay.loop_shared[None, :], phi * self.lay.loop_range[None, :], 0.0)
 
     def _init_memory(self, init_node):

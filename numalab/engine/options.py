@@ -140,6 +140,17 @@ class EngineOptions:
                                                  "accounted; only a hinting fault sets a PID bit); the writers' "
                                                  "independent phases on a shared range are assumed "
                                                  "(docs/fidelity.md, '0.4.0')"))
+    sweep_convoy: bool = _opt(False, "the writers of a shared swept range (numa01's buffer) sweep it as a "
+                              "convoy: their loops start together, and each region's hinting fault is "
+                              "taken, at the convoy's first crossing, by a member drawn in proportion to "
+                              "the touch rates (the race among writers a few lines apart; "
+                              "engine.faults.convoy_faulters); False = independent uniform phases, the "
+                              "first writer to reach a region faults", kind="bool",
+                              source=_assumed("benchmarks/convoy.py measured 2 unsynchronised whole-buffer "
+                                              "bzero writers that start together staying within an eighth "
+                                              "of a sweep over 50 sweeps (docs/fidelity.md, 'numa01's "
+                                              "writers on real hardware'); that numa01's 64-224 writers "
+                                              "do the same, and race for each huge page, is assumed"))
     link_both_directions: bool = _opt(True, "a remote write loads both directions of the socket link, one line "
                                       "each (the RFO's data in, the write-back out; costs.progress_rates); "
                                       "False = the 0.5.0 accounting: each remote write charged twice on its "
@@ -235,7 +246,8 @@ def _check_field(f, value):
 
 #: option name -> default (the dict form of EngineOptions()), in field order
 DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}
-#: the mechanism off-switches (bool options whose False removes one mechanism), and
-#: lb_migrate_hz, whose 0 removes the load balancer's pulls
+#: the mechanism switches (bool options whose flip removes one mechanism, or adds one that is off
+#: by default: sweep_convoy), and lb_migrate_hz, whose 0 removes the load balancer's pulls
 SWITCHES = ("lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter", "thp",
-            "init_coherence", "first_arrival", "link_both_directions", "tick_clock", "harness_overhead")
+            "init_coherence", "first_arrival", "sweep_convoy", "link_both_directions", "tick_clock",
+            "harness_overhead")

@@ -9,14 +9,14 @@ The candidates (:func:`candidates`) are built from
   has nothing to choose it on and keeps the default) on a small grid over its plausible band (``grid``
   values evenly spread, the one nearest the default replaced by the default), and
 * the mechanism switches (the bool :data:`numalab.engine.SWITCHES`): all at their defaults, or
-  one of them flipped. Left out: a switch whose mechanism costs nothing at the default
+  one of them flipped (off, or on for a mechanism that is off by default: ``sweep_convoy``). Left out: a switch whose mechanism costs nothing at the default
   constants (``harness_overhead`` with ``harness_overhead_s = 0``: flipping it changes no bit)
   and a switch whose setting is measured (``thp``: the robot's counters show THP was on).
 
 ``design="separate"`` (the default) takes every combination of the fitted constants' grids with
 the switches at their defaults, and each switch flipped with the fitted constants at their
-defaults (3 x 3 + 6 = 15 candidates at ``grid=3``); ``design="product"`` crosses the two (3 x 3 x 7
-= 63), about four times the engine time, for a choice of a switch and a refit together.
+defaults (3 x 3 + 9 = 18 candidates at ``grid=3``); ``design="product"`` crosses the two (3 x 3 x 10
+= 90), about five times the engine time, for a choice of a switch and a refit together.
 
 Each candidate is simulated once over every table (one :func:`numalab.fidelity.execute` for
 all of them). The rest is bookkeeping over the per-row verdicts (:func:`leave_one_out`): for
