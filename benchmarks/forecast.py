@@ -25,7 +25,12 @@ change's own error is taken as that of a robot table that prints no ``±`` for e
 robot table gives; a printed ``±`` widens it, and ``numalab compare TABLE`` applies a table's
 own. A published change inside it passes the strict rule.
 
-Run: ``python benchmarks/forecast.py [--seeds 8] [--bands 4] [--out DIR]`` (one
+``--option NAME=VALUE`` (repeatable) forecasts with that engine option, as ``numalab simulate
+--option``: ``--option sweep_convoy=True`` gives the answer if numa01's writers sweep as a convoy
+(docs/fidelity.md, "numa01's writers as a convoy"), the one assumption the history-length answer
+for numa01 hinges on.
+
+Run: ``python benchmarks/forecast.py [--seeds 8] [--bands 4] [--option NAME=VALUE] [--out DIR]`` (one
 ``numalab.sweep`` and the points' runs; about two minutes on a 2-core machine with the
 compiled engine).
 """
@@ -33,10 +38,12 @@ compiled engine).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 
 import numalab as nl
+from numalab.commands.simulate import options_from_args
 from numalab.fidelity import job_elapsed, simulated_change
 from numalab.fidelity.bands import DEFAULT_POINTS, DEFAULT_SEEDS, box_points
 from numalab.fidelity.rules import interval, published_se
@@ -57,21 +64,24 @@ GIVEN_SPR_CUMULATIVE = ("rfc2023-p2", "6.4")   # the SPR summary's p2 column is 
 HIDDEN = float(lkp_printed_var(float("nan")))
 
 
-def run(seeds=8, presets=tuple(MACHINES)):
-    grid = {"workload": list(WORKLOADS), "topology": list(presets), "profile": list(PROFILES)}
+def run(seeds=8, presets=tuple(MACHINES), **options):
+    grid = {"workload": list(WORKLOADS), "topology": list(presets), "profile": list(PROFILES),
+            **{k: [v] for k, v in options.items()}}
     ds = nl.sweep(grid, seeds=seeds, progress=True)
+    ds = ds.squeeze([k for k in options if k in ds.dims], drop=True)
     # a grid axis of length one comes back as a scalar coordinate
     return ds if "topology" in ds.dims else ds.expand_dims("topology")
 
 
-def run_points(presets, points=DEFAULT_POINTS, seeds=DEFAULT_SEEDS) -> dict:
+def run_points(presets, points=DEFAULT_POINTS, seeds=DEFAULT_SEEDS, **options) -> dict:
     """``{(point, preset): Dataset}`` (dims workload, policy, seed) of every workload and
     profile at the box's points ``1 .. points``, seeds ``0 .. seeds-1`` (as ``numalab
-    reproduce``'s bands)."""
+    reproduce``'s bands), with the engine ``options`` at every point."""
     if points < 1:
         return {}
+    box = [dataclasses.replace(pt, options={**pt.options, **options}) for pt in box_points(list(presets), points)]
     calls = [Call(preset, wl, pol, tuple(range(seeds)), k, pt)
-             for k, pt in enumerate(box_points(list(presets), points), start=1)
+             for k, pt in enumerate(box, start=1)
              for preset in presets for wl in WORKLOADS for pol in PROFILES]
     return execute(calls, progress=True, desc="box points")
 
@@ -139,11 +149,16 @@ def main(argv=None):
                     help=f"points of the uncertainty box (default {DEFAULT_POINTS}; 0: no band tables)")
     ap.add_argument("--band-seeds", type=int, default=DEFAULT_SEEDS,
                     help=f"seeds per box point (default {DEFAULT_SEEDS})")
+    ap.add_argument("--option", action="append", default=None, metavar="NAME=VALUE",
+                    help="an engine option for every run (repeatable), e.g. sweep_convoy=True")
     args = ap.parse_args(argv)
     t = time.time()
     presets = args.presets.split(",")
-    ds = run(args.seeds, presets)
-    points = run_points(presets, args.bands, args.band_seeds)
+    options = options_from_args(args)
+    if options:
+        print("engine options: " + ", ".join(f"{k}={v}" for k, v in options.items()))
+    ds = run(args.seeds, presets, **options)
+    points = run_points(presets, args.bands, args.band_seeds, **options)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     from numalab.storage import write_netcdf
