@@ -26,9 +26,9 @@ robot table gives; a printed ``±`` widens it, and ``numalab compare TABLE`` app
 own. A published change inside it passes the strict rule.
 
 ``--option NAME=VALUE`` (repeatable) forecasts with that engine option, as ``numalab simulate
---option``: ``--option sweep_convoy=True`` gives the answer if numa01's writers sweep as a convoy
-(docs/fidelity.md, "numa01's writers as a convoy"), the one assumption the history-length answer
-for numa01 hinges on.
+--option``: ``--option sweep_convoy=True`` gives the answer if numa01's writers start their loops
+together (docs/fidelity.md, "numa01's writers as a convoy"), the assumption whose choice moves the
+size of numa01's history-length answer most.
 
 Run: ``python benchmarks/forecast.py [--seeds 8] [--bands 4] [--option NAME=VALUE] [--out DIR]`` (one
 ``numalab.sweep`` and the points' runs; about two minutes on a 2-core machine with the

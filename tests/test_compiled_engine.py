@@ -133,8 +133,8 @@ def test_full_size_workloads_give_the_same_dataset(name, preset, policy):
 
 
 def test_a_convoy_gives_the_same_dataset():
-    """Option sweep_convoy (a random member of numa01's writers takes each fault), numa01 at
-    full size on 2s-128 under the PID filter of RFC 2023 patch 3, the first 30 s."""
+    """Option sweep_convoy (numa01's loops start together: ties of the first crossing), numa01
+    at full size on 2s-128 under the PID filter of RFC 2023 patch 3, the first 30 s."""
     wl = nl.workload("numa01", nl.Topology.preset("2s-128"))
     a = nl.simulate(wl, "rfc2023-p3", seeds=[0, 1], max_time=30.0, kernel="numpy", sweep_convoy=True)
     b = nl.simulate(wl, "rfc2023-p3", seeds=[0, 1], max_time=30.0, kernel="numba", sweep_convoy=True)

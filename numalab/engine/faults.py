@@ -24,10 +24,6 @@ When a region faults, and who takes the fault:
   advances by the bytes it wrote (after the kernel time it owed), and a protected region of
   a class written only by sweeps faults in the step some writer crosses it, taken by the
   writer that crosses it first (ties: the lower thread index).
-* **A convoy: a random member** (option ``sweep_convoy``, off by default;
-  :func:`convoy_faulters`). Writers of one shared range whose loops start together reach a
-  page within a few cache lines of each other, so which of them faults is a race: the page
-  faults at the first crossing, taken by a member drawn by touch rate.
 * **Fixed-rate touches: a Poisson clock** (stacks, globals: written on every call, in no
   order): each protected region of such a class adds ``lambda_c dt`` to its hazard and faults
   in the step the hazard reaches its Exp(1) threshold; the faulting thread is the class entry
@@ -46,8 +42,8 @@ from .groups import active_nodes, group_node_sums, group_stats, join_groups
 from .placement import task_numa_placement
 from .state import NO_NODE, PID_UNSET, flat
 
-__all__ = ["hinting_faults", "poisson_faults", "sweep_faults", "convoy_faulters", "touching_thread", "sweep_pieces",
-           "sweep_horizon", "swept_protected", "handle_faults", "record_hint_faults", "should_migrate", "migrate_balanced", "migrate_folios", "task_numa_fault",
+__all__ = ["hinting_faults", "poisson_faults", "sweep_faults", "sweep_pieces", "sweep_horizon", "swept_protected",
+           "handle_faults", "record_hint_faults", "should_migrate", "migrate_balanced", "migrate_folios", "task_numa_fault",
            "step_hazard", "pid_window", "FaultBatch"]
 
 
@@ -130,18 +126,10 @@ def poisson_faults(b):
     if hi.size == 0:
         return none, none
     fr, freg = np.divmod(pi[hi], NR)
-    return pi[hi], touching_thread(b, fr, freg, lam[hi])
-
-
-def touching_thread(b, fr, freg, lam):
-    """The thread whose touch a fault of region ``freg`` (replica ``fr``; its class's rate
-    ``lam`` > 0) is: the class entry where ``selector * lambda_c`` falls in the cumulative
-    touch rates at the step's start (the region's ``selector``, drawn when it was protected)."""
-    wl, cum = b.wl, b.rates.cum
     fc = b.lay.region_class[freg]
     a, z = b.lay.cls_start[fc], b.lay.cls_end[fc]
     row = fr * (b.lay.E + 1)                           # flat (r, 0) of cum: 1-D takes are cheaper
-    target = cum.take(row + a) + b.regions.selector[fr, freg] * lam
+    target = cum.take(row + a) + b.regions.selector[fr, freg] * lam[hi]
     # the entry whose cumulative-rate interval holds the target (searchsorted within the
     # class's segment, written as a count so it is row-wise and batch-independent)
     # only as many columns as the widest faulting class needs (the rest are masked anyway)
@@ -153,7 +141,7 @@ def touching_thread(b, fr, freg, lam):
         pos = np.minimum(a[:, None] + 1 + j[None, :], b.lay.E)
         le = (cum.take(row[:, None] + pos) <= target[:, None]) & (j[None, :] < (z - a - 1)[:, None])
         e = a + np.count_nonzero(le, axis=1)
-    return wl.entry_thread[e]
+    return pi[hi], wl.entry_thread[e]
 
 
 def _position(init_bytes, loop_bytes, phase, left, sweep_phase):
@@ -206,28 +194,7 @@ def sweep_faults(b, ctx):
     rs, ss, rt, x, tau, wp = _live_pieces(b, pieces, general=bool(np.count_nonzero(pieces[5])))
     if rs.size == 0:
         return none, none
-    q, thread = _first_crossings(b, pidx, (rs, ss, rt), x, tau, wp, pieces[7])
-    return q, convoy_faulters(b, q, thread)
-
-
-def convoy_faulters(b, q, thread):
-    """Option ``sweep_convoy``: a region of a convoy class (``Layout.cls_convoy``: a range swept
-    by several writers together) is faulted at the convoy's first crossing by a member of the
-    convoy, who reaches the PROT_NONE huge page first being a race among writers a few cache
-    lines apart: the class entry drawn in proportion to the touch rates
-    (:func:`touching_thread`). Other regions, and a class with no touch rate at the step's
-    start, keep the first writer ``thread``."""
-    if q.size == 0 or not b.lay.cls_convoy.any():
-        return thread
-    fr, freg = np.divmod(q, b.lay.NR)
-    fc = b.lay.region_class[freg]
-    lam = b.rates.lam_c[fr, fc]
-    pick = np.flatnonzero(b.lay.cls_convoy[fc] & (lam > 0))
-    if pick.size == 0:
-        return thread
-    thread = thread.copy()
-    thread[pick] = touching_thread(b, fr[pick], freg[pick], lam[pick])
-    return thread
+    return _first_crossings(b, pidx, (rs, ss, rt), x, tau, wp, pieces[7])
 
 
 def _live_pieces(b, pieces, general):

@@ -142,12 +142,8 @@ class Layout:
         sweep (``cls_sweep``: its hinting faults are taken by the first writer to reach a
         PROT_NONE region, ``faults.sweep_faults``; the other classes, and every class with option
         ``first_arrival=False``, keep the Poisson clock).
-        ``cls_convoy`` (C,): with option ``sweep_convoy``, the sweep classes written by two or
-        more threads whose loop ranges overlap (numa01's buffer), whose faults go to a random
-        member of the convoy (``faults.convoy_faulters``).
         ``loop_shared`` (T,): the thread's loop range overlaps another thread's (numa01's
-        buffer), so its sweep position is an independent phase (``Batch._seed_draws``), or,
-        with option ``sweep_convoy``, the convoy's common one."""
+        buffer), so its sweep position is an independent phase (``Batch._seed_draws``)."""
         RB = REGION_PAGES * 4096
         self.S = wl.seg_thread.size
         self.seg_thread, self.seg_phase = wl.seg_thread, wl.seg_phase
@@ -170,12 +166,6 @@ class Layout:
             if o.size:
                 shared[wl.seg_thread[i]] = True
         self.loop_shared = shared
-        # option sweep_convoy: a sweep class written by two or more threads whose loop ranges
-        # overlap (numa01's buffer) is swept as a convoy; not a class that two disjoint ranges
-        # share at their boundary (numa02's slices)
-        self.cls_convoy = np.array([opts.sweep_convoy and bool(self.cls_sweep[c]) and np.unique(
-            [t for t in wl.entry_thread[self.cls_start[c]:self.cls_end[c]] if shared[t]]).size > 1
-            for c in range(self.C)], dtype=bool)
         # the workload's buffer VMAs and regions (history_stats: the PID history's counters)
         self.vma_buffer = np.array([k == "buffer" for k in wl.vma_kind], dtype=bool)
         self.region_buffer = self.vma_buffer[wl.region_vma]

@@ -140,17 +140,17 @@ class EngineOptions:
                                                  "accounted; only a hinting fault sets a PID bit); the writers' "
                                                  "independent phases on a shared range are assumed "
                                                  "(docs/fidelity.md, '0.4.0')"))
-    sweep_convoy: bool = _opt(False, "the writers of a shared swept range (numa01's buffer) sweep it as a "
-                              "convoy: their loops start together, and each region's hinting fault is "
-                              "taken, at the convoy's first crossing, by a member drawn in proportion to "
-                              "the touch rates (the race among writers a few lines apart; "
-                              "engine.faults.convoy_faulters); False = independent uniform phases, the "
-                              "first writer to reach a region faults", kind="bool",
-                              source=_assumed("benchmarks/convoy.py measured 2 unsynchronised whole-buffer "
-                                              "bzero writers that start together staying within an eighth "
-                                              "of a sweep over 50 sweeps (docs/fidelity.md, 'numa01's "
-                                              "writers on real hardware'); that numa01's 64-224 writers "
-                                              "do the same, and race for each huge page, is assumed"))
+    sweep_convoy: bool = _opt(False, "the writers of a shared swept range (numa01's buffer) start their loop "
+                              "sweeps together, at its beginning, as they leave the init sweep together "
+                              "(Batch._sweep_phase); a protected huge page is still faulted by the first "
+                              "writer to reach it, the convoy's leader; False = independent uniform phases",
+                              kind="bool",
+                              source=_assumed("benchmarks/convoy.py: 2 unsynchronised whole-buffer bzero "
+                                              "writers that start together stay within an eighth of a sweep "
+                                              "over 50 sweeps; benchmarks/fault_race.py: in such a convoy the "
+                                              "leader takes runs of consecutive protected chunks' faults "
+                                              "(docs/fidelity.md, 'numa01's writers as a convoy'); that "
+                                              "numa01's 64-224 writers on two sockets do the same is assumed"))
     link_both_directions: bool = _opt(True, "a remote write loads both directions of the socket link, one line "
                                       "each (the RFO's data in, the write-back out; costs.progress_rates); "
                                       "False = the 0.5.0 accounting: each remote write charged twice on its "

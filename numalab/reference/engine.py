@@ -117,12 +117,6 @@ class Replica:
                         and wl.seg_lo[j] < wl.seg_hi[i] and wl.seg_hi[j] > wl.seg_lo[i]):
                     shared[int(wl.seg_thread[i])] = True
         self.loop_shared = shared
-        # a sweep class written by several threads of overlapping loop ranges is swept as a
-        # convoy: a random member takes its faults
-        self.cls_convoy = [bool(o["sweep_convoy"] and self.cls_sweep[c]
-                                and len({int(wl.entry_thread[e]) for e in range(self.cls_start[c], self.cls_end[c])
-                                         if shared[int(wl.entry_thread[e])]}) > 1)
-                           for c in range(self.C)]
 
         # initial draws: node B among the nodes with CPUs
         init_node = self.cpu_nodes[int(self.rng.integers(len(self.cpu_nodes)))]
@@ -157,7 +151,7 @@ class Replica:
             self.left.append(0.0 if ph == PH_DONE else float(pb[t, 0] if ph == PH_INIT else pb[t, 1]))
             self.finish.append(0.0 if ph == PH_DONE else math.nan)
         self.runtime = [0.0] * T
-        # a convoy's loops start together; independent phases otherwise
+        # option sweep_convoy: the loops of a shared range start together; independent phases otherwise
         self.sweep_phase = [float(phi[t]) * self.loop_range[t] if self.loop_shared[t] and not o["sweep_convoy"]
                             else 0.0 for t in range(T)]
         self.node_stamp = [0.0 if main[t] else 2 * TICK_S for t in range(T)]
@@ -634,8 +628,6 @@ class Replica:
             c = self.rclass[q]
             if self.cls_sweep[c]:
                 t = self.first_arrival(q, running)
-                if t is not None and self.cls_convoy[c] and self.lam_c[c] > 0:
-                    t = self.touching_thread(q, c)          # the convoy's race
                 if t is not None and not self.done:
                     hits.append((q, t))
                 continue
@@ -643,21 +635,17 @@ class Replica:
             h = self.hazard[q] + lam * self.dt
             self.hazard[q] = h
             if h >= self.thresh[q] and lam > 0 and not self.done:
-                hits.append((q, self.touching_thread(q, c)))
+                target = self.cum[self.cls_start[c]] + self.sel[q] * lam
+                e = self.cls_start[c]
+                for pos in range(self.cls_start[c] + 1, self.cls_end[c]):
+                    if self.cum[pos] <= target:
+                        e += 1
+                hits.append((q, int(self.wl.entry_thread[e])))
         if not hits:
             return
         for q, _ in hits:
             self.prot[q] = False
         self.handle(hits, now)
-
-    def touching_thread(self, q, c):
-        """The entry of class c where the region's selector falls in the cumulative touch rates."""
-        target = self.cum[self.cls_start[c]] + self.sel[q] * self.lam_c[c]
-        e = self.cls_start[c]
-        for pos in range(self.cls_start[c] + 1, self.cls_end[c]):
-            if self.cum[pos] <= target:
-                e += 1
-        return int(self.wl.entry_thread[e])
 
     def pieces(self, t, running):
         """The thread's sweep pieces of this step: (phase, position, bytes written, start s)."""

@@ -33,7 +33,7 @@ import numpy as np
 from ...workloads import PH_INIT, PH_LOOP, REGION_BYTES
 from ._nb import inner, jit
 
-__all__ = ["detect_faults", "poisson_faults", "sweep_faults", "convoy_faulters", "merge_faults", "Sweep"]
+__all__ = ["detect_faults", "poisson_faults", "sweep_faults", "merge_faults", "Sweep"]
 
 #: a region's size as the float ``_bytes_ahead`` multiplies by
 RB_FLOAT = float(REGION_BYTES)
@@ -278,19 +278,6 @@ def sweep_faults(W, nsw, done):
 
 
 @jit
-def convoy_faulters(region_class, cls_convoy, cls_start, cls_end, entry_thread, selector, lam_c, cum, sw_prot,
-                    sw_thread, nsw):
-    """convoy_faulters for one replica: a sweep fault (``sw_thread >= 0``) of a convoy class
-    with a touch rate goes to the entry where ``cum[start] + selector * lambda_c`` falls."""
-    for i in range(nsw):
-        q = sw_prot[i]
-        c = region_class[q]
-        if sw_thread[i] >= 0 and cls_convoy[c] and lam_c[c] > 0:
-            target = cum[cls_start[c]] + selector[q] * lam_c[c]
-            sw_thread[i] = entry_thread[_faulting_entry(cum, cls_start[c], cls_end[c], target)]
-
-
-@jit
 def merge_faults(prot, f_region, f_thread, sw_prot, sw_thread, nf, nsw):
     """hinting_faults' merge, for one replica's rows: the Poisson faults (``f_region[:nf]``) and
     the sweep faults (``sw_thread >= 0``), both in region order and disjoint, into one list in
@@ -333,7 +320,5 @@ def detect_faults(L, Q, S, X, r, k):
                              X.f_region[r], X.f_thread[r], X.sw_prot[r])
     if nsw:
         sweep_faults(sweep_view(L, S, X, r), nsw, S.done[r])
-        convoy_faulters(L.region_class, L.cls_convoy, L.cls_start, L.cls_end, L.entry_thread, S.selector[r],
-                        S.lam_c[r], S.cum[r], X.sw_prot[r], X.sw_thread[r], nsw)
         nf = merge_faults(S.prot_none[r], X.f_region[r], X.f_thread[r], X.sw_prot[r], X.sw_thread[r], nf, nsw)
     X.nfaults[r] = nf

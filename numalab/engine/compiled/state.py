@@ -53,9 +53,8 @@ LAY_FIELDS = (
     "vma_start", "vma_end", "vma_code", "vma_buffer", "vma_first", "vma_mm",
     # regions (NR,)
     "region_vma", "region_class", "region_present", "region_huge", "fault_inc", "region_buffer", "region_mm",
-    # classes (C,): entries cls_start[c] .. cls_end[c] - 1; sweep classes fault by first arrival,
-    # convoy classes to a member drawn by touch rate
-    "cls_start", "cls_end", "cls_sweep", "cls_convoy",
+    # classes (C,): entries cls_start[c] .. cls_end[c] - 1; sweep classes fault by first arrival
+    "cls_start", "cls_end", "cls_sweep",
     # access entries (E,), sorted by class
     "entry_thread", "entry_phase", "entry_class", "entry_share", "entry_touch_per_byte", "entry_fixed_hz",
     # sweep segments (S,)
@@ -207,7 +206,6 @@ def pack_layout(b) -> Lay:
         region_huge=bl(lay.region_huge), fault_inc=i8(lay.fault_inc), region_buffer=bl(lay.region_buffer),
         region_mm=i8(lay.region_mm),
         cls_start=i8(lay.cls_start), cls_end=i8(lay.cls_end), cls_sweep=bl(lay.cls_sweep),
-        cls_convoy=bl(lay.cls_convoy),
         entry_thread=i8(wl.entry_thread), entry_phase=i8(wl.entry_phase), entry_class=i8(wl.entry_class),
         entry_share=f8(wl.entry_share), entry_touch_per_byte=f8(wl.entry_touch_per_byte),
         entry_fixed_hz=f8(wl.entry_fixed_hz),

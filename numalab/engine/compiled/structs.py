@@ -64,7 +64,6 @@ LAY_TYPE = LayType([
     ("cls_start", types.Array(types.int64, 1, "C", readonly=True)),
     ("cls_end", types.Array(types.int64, 1, "C", readonly=True)),
     ("cls_sweep", types.Array(types.boolean, 1, "C", readonly=True)),
-    ("cls_convoy", types.Array(types.boolean, 1, "C", readonly=True)),
     ("entry_thread", types.Array(types.int64, 1, "C", readonly=True)),
     ("entry_phase", types.Array(types.int64, 1, "C", readonly=True)),
     ("entry_class", types.Array(types.int64, 1, "C", readonly=True)),
@@ -126,7 +125,7 @@ LAY_TYPE = LayType([
 
 @inner
 def _fill_lay_0(s, t):
-    """Fields T .. numa_groups of a Lay struct."""
+    """Fields T .. task_swaps of a Lay struct."""
     s.T = t.T
     s.V = t.V
     s.NR = t.NR
@@ -168,7 +167,6 @@ def _fill_lay_0(s, t):
     s.cls_start = t.cls_start
     s.cls_end = t.cls_end
     s.cls_sweep = t.cls_sweep
-    s.cls_convoy = t.cls_convoy
     s.entry_thread = t.entry_thread
     s.entry_phase = t.entry_phase
     s.entry_class = t.entry_class
@@ -207,12 +205,12 @@ def _fill_lay_0(s, t):
     s.sticky_locality = t.sticky_locality
     s.lb_migrate_hz = t.lb_migrate_hz
     s.numa_groups = t.numa_groups
+    s.task_swaps = t.task_swaps
 
 
 @inner
 def _fill_lay_1(s, t):
-    """Fields task_swaps .. task_migration_us of a Lay struct."""
-    s.task_swaps = t.task_swaps
+    """Fields scan_period_adapt .. task_migration_us of a Lay struct."""
     s.scan_period_adapt = t.scan_period_adapt
     s.migrate_filter = t.migrate_filter
     s.init_coherence = t.init_coherence
