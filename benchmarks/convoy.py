@@ -35,12 +35,13 @@ HERE = Path(__file__).resolve().parent
 MODES = {"together": 0, "apart": 2, "private": 1}
 
 
-def build(out_dir: Path) -> Path:
+def build(out_dir: Path, source: str = "sweep_convoy.c") -> Path:
+    """Compile ``benchmarks/<source>`` with the system's C compiler into ``out_dir``."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
-        sys.exit("convoy.py: no C compiler (cc or gcc) on PATH")
-    exe = out_dir / "sweep_convoy"
-    subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(HERE / "sweep_convoy.c")], check=True)
+        sys.exit(f"{Path(sys.argv[0]).name}: no C compiler (cc or gcc) on PATH")
+    exe = out_dir / Path(source).stem
+    subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(HERE / source)], check=True)
     return exe
 
 

@@ -32,24 +32,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from convoy import build   # benchmarks/ is on sys.path when run as a script
+
 MODES = {"together": 0, "apart": 2}
-
-
-def build(out_dir: Path) -> Path:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        sys.exit("fault_race.py: no C compiler (cc or gcc) on PATH")
-    exe = out_dir / "fault_race"
-    subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(HERE / "fault_race.c")], check=True)
-    return exe
 
 
 def run(exe: Path, size_mib, loops, threads, mode, scan_mib, scan_ms, fault_us) -> tuple[list[int], str]:
@@ -83,7 +73,7 @@ def main(argv=None):
         p.error(f"--threads={args.threads}: at least 2 writers race")
     costs = [int(x) for x in args.fault_us.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
-        exe = build(Path(tmp))
+        exe = build(Path(tmp), "fault_race.c")
         print(f"{args.threads} writers, {args.size_mib} MiB, {args.loops} sweeps, {args.scan_mib} MiB protected "
               f"every {args.scan_ms} ms, {os.cpu_count()} CPUs")
         print(f"{'mode':<9} {'fault µs':>8} {'run':>3} {'faults':>7} {'shares':<18} {'switch':>7} {'random':>7}")
