@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numalab as nl
 from numalab.commands.simulate import options_from_args
+from numalab.errors import NumalabValueError
 from numalab.fidelity import job_elapsed, simulated_change
 from numalab.fidelity.bands import DEFAULT_POINTS, DEFAULT_SEEDS, box_points
 from numalab.fidelity.rules import interval, published_se
@@ -154,7 +155,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     t = time.time()
     presets = args.presets.split(",")
-    options = options_from_args(args)
+    try:
+        options = options_from_args(args)
+    except NumalabValueError as e:
+        ap.error(str(e))
     if options:
         print("engine options: " + ", ".join(f"{k}={v}" for k, v in options.items()))
     ds = run(args.seeds, presets, **options)
