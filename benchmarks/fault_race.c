@@ -92,9 +92,9 @@ int main(int c, char **v) {
   SIZE = (size_t)atol(v[1]) << 20; LOOPS = atoi(v[2]); NT = atoi(v[3]); MODE = atoi(v[4]);
   SCAN_CHUNKS = ((size_t)atol(v[5]) << 20) / CHUNK; SCAN_MS = atoi(v[6]); FAULT_US = atoi(v[7]);
   NCHUNK = SIZE / CHUNK;
-  if (NT < 1 || NT > 64 || LOOPS < 1 || NCHUNK < 1 || SCAN_CHUNKS < 1 || SCAN_MS < 1 || FAULT_US < 0
+  if (NT < 1 || NT > 256 || LOOPS < 1 || NCHUNK < 1 || SCAN_CHUNKS < 1 || SCAN_MS < 1 || FAULT_US < 0
       || (MODE != 0 && MODE != 2)) {
-    fprintf(stderr, "usage: %s SIZE_MIB LOOPS NT(1-64) MODE(0|2) SCAN_MIB SCAN_MS FAULT_US\n", v[0]); return 2;
+    fprintf(stderr, "usage: %s SIZE_MIB LOOPS NT(1-256) MODE(0|2) SCAN_MIB SCAN_MS FAULT_US\n", v[0]); return 2;
   }
   NCPU = (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (posix_memalign((void **)&buf, CHUNK, SIZE)) { perror("posix_memalign"); return 1; }
@@ -104,7 +104,7 @@ int main(int c, char **v) {
   struct sigaction sa; memset(&sa, 0, sizeof sa); sa.sa_sigaction = on_segv; sa.sa_flags = SA_SIGINFO | SA_NODEFER;
   sigaction(SIGSEGV, &sa, 0);
   pthread_barrier_init(&bar, 0, NT + 1);
-  pthread_t th[65];
+  pthread_t th[257];
   t0 = now();
   for (long i = 0; i < NT; i++) pthread_create(&th[i], 0, writer, (void *)i);
   pthread_create(&th[NT], 0, scanner, 0);

@@ -32,10 +32,10 @@ static void *run(void *a){ long i=(long)a; cpu_set_t s; CPU_ZERO(&s); CPU_SET(i%
   for(int l=0;l<LOOPS;l++){ bzero(p,SIZE); ends[i*LOOPS+l]=now()-t0; }
   return 0;}
 int main(int c,char**v){ SIZE=(size_t)atol(v[1])<<20; LOOPS=atoi(v[2]); NT=atoi(v[3]); MODE=atoi(v[4]);
-  if(c!=5||NT<1||NT>64||LOOPS<1||SIZE==0){fprintf(stderr,"usage: %s SIZE_MIB LOOPS NT(1-64) MODE(0-2)\n",v[0]);return 2;}
+  if(c!=5||NT<1||NT>256||LOOPS<1||SIZE==0){fprintf(stderr,"usage: %s SIZE_MIB LOOPS NT(1-256) MODE(0-2)\n",v[0]);return 2;}
   NCPU=(int)sysconf(_SC_NPROCESSORS_ONLN);
   shared=malloc(SIZE); bzero(shared,SIZE); ends=calloc(NT*LOOPS,sizeof(double));
-  pthread_barrier_init(&bar,0,NT); pthread_t th[64];
+  pthread_barrier_init(&bar,0,NT); pthread_t th[256];
   for(long i=0;i<NT;i++) pthread_create(&th[i],0,run,(void*)i);
   for(int i=0;i<NT;i++) pthread_join(th[i],0);
   for(int i=0;i<NT;i++){ printf("t%d",i); for(int l=0;l<LOOPS;l++) printf(" %.4f",ends[i*LOOPS+l]); printf("\n"); }
