@@ -212,7 +212,7 @@ def test_sweep_convoy_starts_the_loops_of_a_shared_buffer_together():
     np.testing.assert_array_equal(a.tasks.node, b.tasks.node)
     convoy = nl.simulate(wl, ["rfc2023-p3"], seeds=3, max_time=60, sweep_convoy=True)
     assert float(convoy.numa_hint_faults.min()) > 0
-    assert float(convoy.pids_per_window.max()) < 0.6 * topo.ncpus // 2
+    assert float(convoy.pids_per_window.max()) < 0.6 * (topo.ncpus // 2)
 
 
 @pytest.mark.parametrize("name", ["numa01_THREAD_ALLOC", "numa02"])

@@ -9,8 +9,8 @@ The candidates (:func:`candidates`) are built from
   has nothing to choose it on and keeps the default) on a small grid over its plausible band (``grid``
   values evenly spread, the one nearest the default replaced by the default), and
 * the mechanism switches (the bool :data:`numalab.engine.SWITCHES`): all at their defaults, or
-  one of them flipped (off, or on for a mechanism that is off by default: ``sweep_convoy``). Left out: a switch whose mechanism costs nothing at the default
-  constants (``harness_overhead`` with ``harness_overhead_s = 0``: flipping it changes no bit)
+  one of them flipped (off, or on for a mechanism that is off by default: ``sweep_convoy``).
+  Left out: a switch whose mechanism costs nothing at the default constants (``harness_overhead`` with ``harness_overhead_s = 0``: flipping it changes no bit)
   and a switch whose setting is measured (``thp``: the robot's counters show THP was on).
 
 ``design="separate"`` (the default) takes every combination of the fitted constants' grids with
