@@ -10,8 +10,9 @@ The candidates (:func:`candidates`) are built from
   values evenly spread, the one nearest the default replaced by the default), and
 * the mechanism switches (the bool :data:`numalab.engine.SWITCHES`): all at their defaults, or
   one of them flipped (off, or on for a mechanism that is off by default: ``sweep_convoy``).
-  Left out: a switch whose mechanism costs nothing at the default constants (``harness_overhead`` with ``harness_overhead_s = 0``: flipping it changes no bit)
-  and a switch whose setting is measured (``thp``: the robot's counters show THP was on).
+  Left out: a switch whose mechanism costs nothing at the default constants
+  (``harness_overhead`` with ``harness_overhead_s = 0``: flipping it changes no bit) and a switch
+  whose setting is measured (``thp``: the robot's counters show THP was on).
 
 ``design="separate"`` (the default) takes every combination of the fitted constants' grids with
 the switches at their defaults, and each switch flipped with the fitted constants at their
