@@ -44,7 +44,6 @@ from pathlib import Path
 
 import numalab as nl
 from numalab.commands.simulate import options_from_args
-from numalab.errors import NumalabValueError
 from numalab.fidelity import job_elapsed, simulated_change
 from numalab.fidelity.bands import DEFAULT_POINTS, DEFAULT_SEEDS, box_points
 from numalab.fidelity.rules import interval, published_se
@@ -69,8 +68,7 @@ def run(seeds=8, presets=tuple(MACHINES), **options):
     grid = {"workload": list(WORKLOADS), "topology": list(presets), "profile": list(PROFILES),
             **{k: [v] for k, v in options.items()}}
     ds = nl.sweep(grid, seeds=seeds, progress=True)
-    ds = ds.squeeze([k for k in options if k in ds.dims], drop=True)
-    # a grid axis of length one comes back as a scalar coordinate
+    # a grid axis of length one (an option's too) comes back as a scalar coordinate
     return ds if "topology" in ds.dims else ds.expand_dims("topology")
 
 
@@ -155,10 +153,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     t = time.time()
     presets = args.presets.split(",")
-    try:
-        options = options_from_args(args)
-    except NumalabValueError as e:
-        ap.error(str(e))
+    options = options_from_args(args, ap)   # the CLI's reader of --option, checked by EngineOptions
     if options:
         print("engine options: " + ", ".join(f"{k}={v}" for k, v in options.items()))
     ds = run(args.seeds, presets, **options)

@@ -136,10 +136,7 @@ def main(argv=None):
                  f"--band-seeds={args.band_seeds} at least 1")
     if args.option and args.bands:
         ap.error("--option is a what-if away from the defaults; --bands spans the defaults' box, so not both")
-    try:
-        whatif = options_from_args(args)       # the CLI's reader of --option, checked by EngineOptions
-    except ValueError as exc:
-        ap.error(str(exc))
+    whatif = options_from_args(args, ap)       # the CLI's reader of --option, checked by EngineOptions
     topo = Topology.coerce(MACHINE)
     elsp, ds = run(topo, args.seeds, args.thp, **whatif)
     pub_pct = 100.0 * (PUBLISHED["patched"]["elsp"] - PUBLISHED["base"]["elsp"]) / PUBLISHED["base"]["elsp"]

@@ -85,10 +85,7 @@ def main(argv=None):
         print(sources(args.sources, workload, args.profiles.split(","), args.seeds))
         print(f"\n{time.time() - t0:.0f} s wall")
         return
-    try:
-        whatif = options_from_args(args)       # the CLI's reader of --option, checked by EngineOptions
-    except ValueError as exc:
-        ap.error(str(exc))
+    whatif = options_from_args(args, ap)       # the CLI's reader of --option, checked by EngineOptions
     t0 = time.time()
     base = spreads(args.seeds, args.workload)
     other = spreads(args.seeds, args.workload, **whatif) if whatif else None

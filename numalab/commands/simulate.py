@@ -97,8 +97,14 @@ def add_option_arguments(p) -> None:
                    help="set any engine option (see numalab.engine.EngineOptions.describe())")
 
 
-def options_from_args(args) -> dict:
-    """The engine options the arguments set (validated by EngineOptions)."""
+def options_from_args(args, parser=None) -> dict:
+    """The engine options the arguments set (validated by EngineOptions). With an argparse
+    ``parser`` (a script's own), a bad name or value is that parser's usage error."""
+    if parser is not None:
+        try:
+            return options_from_args(args)
+        except ValueError as exc:
+            parser.error(str(exc))
     from ..engine.options import EngineOptions, option_fields
 
     opts = {}
