@@ -17,7 +17,11 @@ Memory is cut into regions of 2 MiB (512 base pages). With ``thp=True`` (default
 region of an anonymous VMA is one transparent huge page: a scan of it counts 512
 ``numa_pte_updates`` and 1 ``numa_huge_pte_updates``, a hinting fault counts 1, a migration
 512 pages. With ``thp=False`` a region stands for its base pages sampled together: the same
-events count once per base page.
+events count once per base page. A buffer that autonuma-benchmark ``malloc``\\ s is not
+2 MiB-aligned in the process (glibc maps SIZE + 4 KiB at a page boundary), so 513 of its pages
+cannot be a huge page: its first region (``region_malloc_edge``) stands for them as base pages
+when the engine option ``malloc_edges`` is on (default; traced with real kernels in
+``benchmarks/vm_trace.py``).
 
 Access pattern ("interval form"): a thread in a phase writes a byte range of its process
 forward and repeatedly. Regions touched by the same set of threads in the same way form an
@@ -72,13 +76,14 @@ class _Builder:
     next_page: int = 0x400000 // PAGE_SIZE
 
     def vma(self, mm, kind, size_bytes, *, code=SUITABLE, populated=0, huge=True, init=INIT_OWNER,
-            owner=-1):
+            owner=-1, malloc=False):
         """``init``: where the VMA's pages start -- an ``INIT_*`` rule, a node, or a tuple of
-        nodes (the regions in equal chunks, one per node in order)."""
+        nodes (the regions in equal chunks, one per node in order). ``malloc``: the mapping is
+        glibc's for a large ``malloc`` (its first region stands for the base-page edges)."""
         start = -(-self.next_page // REGION_PAGES) * REGION_PAGES
         pages = max(1, -(-int(size_bytes) // PAGE_SIZE))
         v = dict(mm=mm, kind=kind, start=start, end=start + pages, code=code,
-                 populated=int(populated), huge=huge, init=init, owner=owner)
+                 populated=int(populated), huge=huge, init=init, owner=owner, malloc=malloc)
         self.vmas.append(v)
         # leave a gap (guard / unmapped hole) so VMAs are not merged
         self.next_page = start + pages + REGION_PAGES
@@ -100,7 +105,8 @@ class Workload:
     VMAs ``v``: ``vma_mm``, ``vma_start``/``vma_end`` (4 KiB pages), ``vma_code``
     (suitability), ``vma_kind``. Regions ``r``: ``region_vma``, ``region_start`` (page),
     ``region_vpages`` (virtual pages), ``region_present`` (populated base pages),
-    ``region_huge``, ``region_init`` (INIT_* or a node), ``region_class``.
+    ``region_huge``, ``region_init`` (INIT_* or a node), ``region_class``, ``region_malloc_edge``
+    (the region standing for a ``malloc``'d buffer's base-page edges; engine option ``malloc_edges``).
     Access entries ``e``: ``entry_class``, ``entry_thread``, ``entry_phase``,
     ``entry_touch_per_byte`` (1/range bytes), ``entry_share`` (share of the thread's bytes
     per region of the class), ``entry_fixed_hz``.
@@ -136,6 +142,7 @@ class Workload:
     region_huge: np.ndarray
     region_init: np.ndarray
     region_class: np.ndarray
+    region_malloc_edge: np.ndarray
     entry_class: np.ndarray
     entry_thread: np.ndarray
     entry_phase: np.ndarray
@@ -181,9 +188,11 @@ class Workload:
 
 
 # --------------------------------------------------------------------------------- layout
-def _process(b: _Builder, mm, nworkers, buf_bytes, *, workers_use_main_stack=False, heap_bytes=132 * 1024):
+def _process(b: _Builder, mm, nworkers, buf_bytes, *, workers_use_main_stack=False, heap_bytes=132 * 1024,
+             malloc=False):
     """Lay out one process's VMAs; returns dict of VMA indices. Thread numbering inside the
-    process: 0 = main, 1..nworkers = workers."""
+    process: 0 = main, 1..nworkers = workers. ``malloc``: the buffer comes from ``malloc``
+    (autonuma-benchmark), not from an aligned ``mmap``."""
     v = {}
     v["text"] = b.vma(mm, "text", 64 * 1024, code=SHARED_RO, populated=16, huge=False)
     v["data"] = b.vma(mm, "data", 8 * 1024, populated=2, huge=False)
@@ -194,7 +203,7 @@ def _process(b: _Builder, mm, nworkers, buf_bytes, *, workers_use_main_stack=Fal
     v["stacks"] = [None] * nworkers
     for w in range(nworkers - 1, -1, -1):
         v["stacks"][w] = b.vma(mm, "stack", 8 * MiB, populated=4, huge=False, owner=1 + w)
-    v["buffer"] = b.vma(mm, "buffer", buf_bytes, populated=-1, huge=True, init=INIT_B)
+    v["buffer"] = b.vma(mm, "buffer", buf_bytes, populated=-1, huge=True, init=INIT_B, malloc=malloc)
     v["libc_text"] = b.vma(mm, "libc_text", 1792 * 1024, code=SHARED_RO, populated=64, huge=False)
     v["libc_data"] = b.vma(mm, "libc_data", 32 * 1024, populated=6, huge=False)
     v["ld_text"] = b.vma(mm, "ld_text", 160 * 1024, code=SHARED_RO, populated=24, huge=False)
@@ -220,7 +229,7 @@ def _finish(b: _Builder, name, topo, params, nproc, threads, *, zero_bytes_init=
     """Turn VMAs and access segments into the region and access-class arrays."""
     vmas = b.vmas
     nv = len(vmas)
-    reg_vma, reg_start, reg_vp, reg_present, reg_huge, reg_init = [], [], [], [], [], []
+    reg_vma, reg_start, reg_vp, reg_present, reg_huge, reg_init, reg_edge = [], [], [], [], [], [], []
     vma_first = np.zeros(nv + 1, dtype=np.int64)
     for i, v in enumerate(vmas):
         vma_first[i] = len(reg_vma)
@@ -240,6 +249,11 @@ def _finish(b: _Builder, name, topo, params, nproc, threads, *, zero_bytes_init=
                 present = pop if k == 0 else 0
             reg_present.append(min(present, vp))
             reg_huge.append(bool(v["huge"]) and present == REGION_PAGES)
+            # glibc serves a large malloc with an mmap of the size plus its 4 KiB chunk header, at an
+            # address aligned to a page, not to 2 MiB: the pages before the mapping's first 2 MiB
+            # boundary and after its last one (513 together, unless the start happens to be
+            # aligned: 1 in 512) cannot be a PMD-mapped huge page. One region stands for them.
+            reg_edge.append(bool(v.get("malloc")) and k == 0 and n > 1)
             init = v["init"]
             # a tuple of nodes: the VMA's regions in equal chunks, one per node in order
             reg_init.append(init[(k * len(init)) // n] if isinstance(init, tuple) else init)
@@ -273,6 +287,7 @@ def _finish(b: _Builder, name, topo, params, nproc, threads, *, zero_bytes_init=
         region_present=region_present,
         region_huge=np.array(reg_huge, dtype=bool),
         region_init=np.array(reg_init, dtype=np.int64),
+        region_malloc_edge=np.array(reg_edge, dtype=bool),
         region_class=region_class,
         entry_class=ent[:, 0].astype(np.int64), entry_thread=ent[:, 1].astype(np.int64),
         entry_phase=ent[:, 2].astype(np.int64), entry_touch_per_byte=ent[:, 3],
@@ -412,7 +427,7 @@ def _numa01(topo, name, *, thread_alloc, bind_mode, threads=None, size_bytes=3 *
             cpus, mems = (mask2, mask2) if p == 0 else (mask1, mask2)
         else:
             cpus, mems = None, None
-        v = _process(b, p, T, size_bytes)
+        v = _process(b, p, T, size_bytes, malloc=True)   # numa01.c: malloc(SIZE) after the fork
         if mems is not None:
             # MPOL_BIND to the mask: a page goes to its first toucher's node. The workers of every
             # node of the mask start at the buffer's start together, so the buffer is split in
@@ -445,7 +460,7 @@ def _numa02(topo, name, *, smt, bind_mode, threads=None, size_bytes=1 * GiB, loo
     S = size_bytes // T
     b = _Builder()
     th = _threads_table()
-    v = _process(b, 0, T, size_bytes)
+    v = _process(b, 0, T, size_bytes, malloc=True)      # numa02.c: malloc(SIZE)
     # the nodes with CPUs: numa02's bind variants put worker i and chunk i on one of them
     cpu_nodes = topo.cpu_nodes.tolist()
     N = len(cpu_nodes)

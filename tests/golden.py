@@ -49,6 +49,12 @@ one), the futex keys whose points run two threads on a core were retaken
 ``futex.sweep/simulation/cpu_numbering=node``; ``futex.sweep/simulation`` runs 16 threads on 20
 cores and did not change). The earlier fingerprints of all four stay stored under
 ``.../smt_shared_l1=False`` and are met bit for bit with that switch off.
+When a malloc'd buffer came to have base-page edges (0.10.0, engine option ``malloc_edges``:
+glibc maps ``malloc(SIZE)`` at SIZE + 4 KiB on a page, not a 2 MiB, boundary, so one region's
+worth of its pages cannot be a huge page; traced with real kernels in benchmarks/vm_trace.py),
+every ``simulate/`` key and ``sweep/numa02`` were retaken. Their 0.9.1 fingerprints stay stored
+under ``.../malloc_edges=False`` (:data:`MALLOC_OFF`) and are met with that switch off; every
+older case runs with it off too.
 """
 
 from __future__ import annotations
@@ -85,6 +91,9 @@ LINK_OFF = [("numa01_THREAD_ALLOC", "2s-128"), ("numa01", "2s-ivb-40")]
 #: ``tick_clock``: task_tick_numa at every tick, VMA timestamps in jiffies): also run with
 #: ``tick_clock=False``, the 0.7.0 engine, bit for bit
 TICK_OFF = [("numa01_THREAD_ALLOC", "2s-128"), ("numa01", "2s-ivb-40")]
+#: the cases whose numbers changed when a malloc'd buffer's edges became base pages (0.10.0,
+#: engine option ``malloc_edges``): also run with ``malloc_edges=False``, the 0.9.1 engine, bit for bit
+MALLOC_OFF = WORKLOADS
 MAX_TIME = 60.0   # s simulated: enough for every mechanism to act, short enough for CI
 #: the write capacity every machine had before it became Topology.write_efficiency (the older
 #: fingerprints' model): Costs.write_efficiency = 0.21, fitted to Ice Lake
@@ -130,22 +139,28 @@ def fingerprints() -> dict[str, dict[str, str]]:
     for wname, topo in COHERENCE_OFF:
         wl = nl.workload(wname, _older_topology(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
-                         init_coherence=False, first_arrival=False, link_both_directions=False, tick_clock=False)
+                         init_coherence=False, first_arrival=False, link_both_directions=False, tick_clock=False,
+                         malloc_edges=False)
         out[f"simulate/{wname}/{topo}/init_coherence=False"] = digest(ds)
     for wname, topo in FIRST_ARRIVAL_OFF:
         wl = nl.workload(wname, _older_topology(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
-                         first_arrival=False, link_both_directions=False, tick_clock=False)
+                         first_arrival=False, link_both_directions=False, tick_clock=False, malloc_edges=False)
         out[f"simulate/{wname}/{topo}/first_arrival=False"] = digest(ds)
     for wname, topo in LINK_OFF:
         wl = nl.workload(wname, nl.Topology.preset(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
-                         link_both_directions=False, tick_clock=False)
+                         link_both_directions=False, tick_clock=False, malloc_edges=False)
         out[f"simulate/{wname}/{topo}/link_both_directions=False"] = digest(ds)
     for wname, topo in TICK_OFF:
         wl = nl.workload(wname, nl.Topology.preset(topo))
-        ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME, tick_clock=False)
+        ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME, tick_clock=False,
+                         malloc_edges=False)
         out[f"simulate/{wname}/{topo}/tick_clock=False"] = digest(ds)
+    for wname, topo in MALLOC_OFF:
+        wl = nl.workload(wname, nl.Topology.preset(topo))
+        ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME, malloc_edges=False)
+        out[f"simulate/{wname}/{topo}/malloc_edges=False"] = digest(ds)
     for suffix, topo in (("", "2s-ivb-40"), ("/cpu_numbering=node", nl.Topology.preset("2s-ivb-40",
                                                                                       cpu_numbering="node"))):
         for l1, older in ((1.0, ""), (0.0, "/smt_shared_l1=False")):
@@ -158,6 +173,10 @@ def fingerprints() -> dict[str, dict[str, str]]:
     sw = nl.sweep({"workload": ["numa02"], "topology": ["2s-ivb-40"], "profile": ["6.12"],
                    "history": [2, 8], "max_time": [20.0]}, seeds=2, cache=False, progress=False, workers=1)
     out["sweep/numa02"] = digest(sw)
+    sw = nl.sweep({"workload": ["numa02"], "topology": ["2s-ivb-40"], "profile": ["6.12"],
+                   "history": [2, 8], "max_time": [20.0], "malloc_edges": [False]}, seeds=2, cache=False,
+                  progress=False, workers=1)
+    out["sweep/numa02/malloc_edges=False"] = digest(sw.drop_vars("malloc_edges"))
     return out
 
 

@@ -226,3 +226,46 @@ def test_sweep_convoy_leaves_disjoint_sweeps_alone(name):
     np.testing.assert_array_equal(a.elsp, b.elsp)
     for k in a.cnt:
         np.testing.assert_array_equal(a.cnt[k], b.cnt[k])
+
+
+def test_malloc_edges_marks_the_first_region_of_each_malloced_buffer():
+    # autonuma-benchmark mallocs its buffers (one a process); perf bench numa mem and a user's
+    # access matrix lay out a 2 MiB-aligned mmap, with no edges
+    for name, nproc in (("numa01", 2), ("numa01_THREAD_ALLOC", 2), ("numa02", 1), ("numa02_SMT", 1)):
+        wl = nl.workload(name, IVB, size_bytes=64 * MiB, **({"loops": 2} if name.startswith("numa01") else {}))
+        edge = np.flatnonzero(wl.region_malloc_edge)
+        assert edge.size == nproc
+        kinds = [wl.vma_kind[v] for v in wl.region_vma[edge]]
+        assert kinds == ["buffer"] * nproc
+        # each is the first region of its VMA, and a full 2 MiB of present pages
+        first = np.searchsorted(wl.region_vma, wl.region_vma[edge])
+        np.testing.assert_array_equal(first, edge)
+        assert (wl.region_present[edge] == 512).all() and wl.region_huge[edge].all()
+    pb = nl.workloads.perf_bench_numa_mem(IVB, threads=2, process_mb=64)
+    assert not pb.region_malloc_edge.any()
+    on = make_batch(nl.workload("numa02", IVB, size_bytes=64 * MiB), nl.Policy.profile("6.12"), [0])
+    off = make_batch(nl.workload("numa02", IVB, size_bytes=64 * MiB), nl.Policy.profile("6.12"), [0],
+                     malloc_edges=False)
+    edge = np.flatnonzero(on.wl.region_malloc_edge)
+    assert not on.lay.region_huge[edge].any() and off.lay.region_huge[edge].all()
+    # a base-page region takes one fault per present page, a huge page one
+    assert (on.lay.fault_inc[edge] == 512).all() and (off.lay.fault_inc[edge] == 1).all()
+    assert np.array_equal(on.lay.region_huge[on.wl.region_malloc_edge == 0],
+                          off.lay.region_huge[off.wl.region_malloc_edge == 0])
+
+
+def test_malloc_edges_scans_and_faults_the_edges_page_by_page():
+    # what benchmarks/vm_trace.py saw on real kernels: with malloc's buffer a scan of its edges
+    # updates 512 base PTEs (numa_pte_updates beyond 512 per huge update) and each written base
+    # page takes its own hinting fault, so faults run well above the huge updates
+    wl = nl.workload("numa02", IVB)
+    on = nl.scan_trace(wl, "6.12", seeds=0, topology=IVB, max_time=20)
+    off = nl.scan_trace(wl, "6.12", seeds=0, topology=IVB, max_time=20, malloc_edges=False)
+    base_on = on.pte_updates.values - 512 * on.huge_pte_updates.values
+    base_off = off.pte_updates.values - 512 * off.huge_pte_updates.values
+    assert base_on.max() >= 512 > base_off.max()
+    runs = nl.simulate(wl, "6.12", seeds=2, topology=IVB, max_time=20)
+    runs_off = nl.simulate(wl, "6.12", seeds=2, topology=IVB, max_time=20, malloc_edges=False)
+    ratio = float((runs.numa_hint_faults / runs.numa_huge_pte_updates).mean())
+    ratio_off = float((runs_off.numa_hint_faults / runs_off.numa_huge_pte_updates).mean())
+    assert ratio > 1.5 * ratio_off

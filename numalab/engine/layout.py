@@ -61,7 +61,8 @@ class Layout:
         self.region_mm = wl.vma_mm[wl.region_vma]
         self.region_class = wl.region_class
         self.region_present = wl.region_present.copy()             # resident base pages per region
-        self.region_huge = wl.region_huge & opts.thp
+        # option malloc_edges: the region standing for a malloc'd buffer's unaligned edges is base pages
+        self.region_huge = wl.region_huge & opts.thp & ~(wl.region_malloc_edge & opts.malloc_edges)
         # one hinting fault counts 1 for a THP, else one per base page (4 KiB semantics)
         self.fault_inc = np.where(self.region_huge, 1, self.region_present).astype(np.int64)
         self.vma_first = np.searchsorted(wl.region_vma, np.arange(wl.nvmas + 1))

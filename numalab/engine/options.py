@@ -112,6 +112,16 @@ class EngineOptions:
                      source=Provenance("measurement", "the robot's whole-job numa_pte_updates are 513.7-515.8 x "
                                        "its numa_huge_pte_updates on both kernels (data/lkp-spr-6.8-vs-6.7.csv): "
                                        "practically every update was a 2 MiB PMD, so THP was on"))
+    malloc_edges: bool = _opt(True, "a malloc'd buffer (autonuma-benchmark's) has 513 base pages at its edges: "
+                              "its first region is base pages, not a huge page (False: the whole buffer "
+                              "is PMD-mapped, as if it were 2 MiB-aligned)", kind="bool",
+                              source=Provenance(
+                                  "measurement",
+                                  "glibc serves malloc(SIZE) with an mmap of SIZE + 4 KiB at a page-aligned "
+                                  "address; only whole 2 MiB blocks inside a VMA can be PMD-mapped THPs. Traced "
+                                  "with real kernels 6.1 and 6.12 in QEMU (benchmarks/vm_trace.py): numa01's "
+                                  "hint faults were 1.96-3.17 x its huge PTE updates with malloc, 1.02-1.06 x with "
+                                  "a 2 MiB-aligned buffer"))
     numa_groups: bool = _opt(True, "numa groups: shared faults create and join numa_group "
                              "(task_numa_group); False = every task alone", kind="bool",
                              source=_kernel(_MECHANISM.format("task_numa_group")))
@@ -249,5 +259,5 @@ DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}
 #: the mechanism switches (bool options whose flip removes one mechanism, or adds one that is off
 #: by default: sweep_convoy), and lb_migrate_hz, whose 0 removes the load balancer's pulls
 SWITCHES = ("lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter", "thp",
-            "init_coherence", "first_arrival", "sweep_convoy", "link_both_directions", "tick_clock",
+            "init_coherence", "first_arrival", "sweep_convoy", "link_both_directions", "tick_clock", "malloc_edges",
             "harness_overhead")

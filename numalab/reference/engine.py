@@ -58,7 +58,8 @@ class Replica:
         self.T, self.V, self.NR, self.N, self.M = T, V, NR, N, M
         cpu_node = topo.cpu_node
         self.present = [int(x) for x in wl.region_present]
-        self.huge = [bool(h) and o["thp"] for h in wl.region_huge]
+        self.huge = [bool(h) and o["thp"] and not (o["malloc_edges"] and bool(e))
+                     for h, e in zip(wl.region_huge, wl.region_malloc_edge)]
         self.rvma = [int(v) for v in wl.region_vma]
         self.rclass = [int(c) for c in wl.region_class]
         self.C = max(self.rclass) + 1

@@ -1,0 +1,309 @@
+"""numa01 under a real kernel's NUMA balancing, in a virtual machine, beside the model's account
+of the same machine (a trace; figures printed, not a test; docs/fidelity.md, "A real kernel's
+scanner in a virtual machine").
+
+The engine models ``task_numa_work``'s VMA filters from the kernel's code paths (spec
+kernel-numa-balancing.md). This runs the kernel's own: a distribution kernel booted in QEMU on
+two emulated NUMA nodes, with ``benchmarks/vm/numa01.c`` (numa01 made small: ``--threads``
+writers a process, ``--size-mib`` a process, the MPOL_BIND init to node ``--node-b``) as the
+only program. ``benchmarks/vm/init`` enables the ``sched_skip_vma_numa`` tracepoint (one event
+per VMA the scanner skips, with the reason: the model's ``skip_*`` counters), samples
+``/proc/vmstat`` and each buffer's ``numa_maps`` while numa01 runs, and prints them on the
+serial console.
+
+The emulated machine has no NUMA latency (every node's memory is the host's) and its CPUs are
+QEMU's software emulation (TCG) sharing the host's cores, so its seconds say nothing about a
+server's; what the kernel decides does not depend on that. ``--model`` describes the virtual
+machine to the model with the rate it measures itself (the same numa01 with balancing off:
+``numa_balancing=0``), simulates the same workload under the profile of the kernel's version
+(6.1 -> ``pre-6.4``, 6.12 -> ``6.12``) and prints both side by side.
+
+Kernels: Debian's, unpacked, not installed (nothing of a kernel is committed)::
+
+    apt-get install qemu-system-x86 busybox-static
+    apt-get download linux-image-6.1.0-57-amd64          # bookworm; 6.12 from bookworm-backports:
+    apt-get download linux-image-6.12.95+deb12-amd64-unsigned
+    for d in linux-image-*.deb; do dpkg -x $d /tmp/k; done
+
+    python benchmarks/vm_trace.py --kernel /tmp/k/boot/vmlinuz-6.1.0-57-amd64 \\
+        --kernel /tmp/k/boot/vmlinuz-6.12.95+deb12-amd64 --model
+    python benchmarks/vm_trace.py --kernel ... --thread-alloc --loops 600   # numa01_THREAD_ALLOC
+
+About 20 s of the host's time per run at the defaults (4 virtual CPUs, 2 writers a process,
+512 MiB, 60 sweeps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent / "vm"
+MiB = 1 << 20
+STACK_BYTES = 8 * MiB          # glibc's default pthread stack (RLIMIT_STACK 8 MiB)
+COUNTERS = ("numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults",
+            "numa_hint_faults_local", "numa_pages_migrated")
+
+
+# ------------------------------------------------------------------------------ the machine
+def _newc(entries) -> bytes:
+    """A cpio "newc" archive (what the kernel unpacks as an initramfs) of (name, mode, data)."""
+    out = io.BytesIO()
+
+    def put(ino, name, mode, data):
+        nb = name.encode() + b"\0"
+        hdr = "070701" + "".join(f"{x:08x}" for x in (ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0,
+                                                       len(nb), 0))
+        out.write(hdr.encode() + nb)
+        out.write(b"\0" * ((4 - (110 + len(nb)) % 4) % 4))
+        out.write(data)
+        out.write(b"\0" * ((4 - len(data) % 4) % 4))
+
+    for i, (name, mode, data) in enumerate(entries, start=1):
+        put(i, name, mode, data)
+    put(0, "TRAILER!!!", 0, b"")
+    return out.getvalue()
+
+
+def build_initramfs(work: Path) -> Path:
+    """Compile numa01.c statically and pack it with a static busybox and ``vm/init``."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    busybox = shutil.which("busybox")
+    if cc is None:
+        sys.exit("vm_trace.py: no C compiler (cc or gcc) on PATH")
+    if busybox is None or b"ld-linux" in Path(busybox).read_bytes()[:65536]:
+        sys.exit("vm_trace.py: needs a statically linked busybox on PATH (Debian: apt-get install busybox-static)")
+    exe = work / "numa01"
+    subprocess.run([cc, "-O2", "-static", "-pthread", "-o", str(exe), str(HERE / "numa01.c")], check=True)
+    d, f = 0o040755, 0o100755
+    entries = [("bin", d, b""), ("proc", d, b""), ("sys", d, b""), ("dev", d, b""),
+               ("bin/busybox", f, Path(busybox).read_bytes()), ("numa01", f, exe.read_bytes()),
+               ("init", f, (HERE / "init").read_bytes())]
+    initrd = work / "initrd.gz"
+    initrd.write_bytes(gzip.compress(_newc(entries), compresslevel=1))
+    return initrd
+
+
+def run_vm(kernel: Path, initrd: Path, args, balancing: bool, timeout: float) -> str:
+    """Boot ``kernel`` with two NUMA nodes of ``args.cpus // 2`` CPUs and ``args.mem_mib`` each;
+    the serial console's text."""
+    qemu = shutil.which("qemu-system-x86_64")
+    if qemu is None:
+        sys.exit("vm_trace.py: needs qemu-system-x86_64 (Debian: apt-get install qemu-system-x86)")
+    c, h, m = args.cpus, args.cpus // 2, args.mem_mib
+    wl = (f"{args.threads} {args.size_mib} {args.loops} {int(args.thread_alloc)} {args.node_b} {args.processes} "
+          f"{int(args.align)}")
+    cmd = [qemu, "-accel", "tcg,thread=multi", "-cpu", "qemu64", "-smp", str(c), "-m", f"{2 * m}M",
+           "-object", f"memory-backend-ram,size={m}M,id=m0", "-object", f"memory-backend-ram,size={m}M,id=m1",
+           "-numa", f"node,nodeid=0,cpus=0-{h - 1},memdev=m0", "-numa", f"node,nodeid=1,cpus={h}-{c - 1},memdev=m1",
+           "-kernel", str(kernel), "-initrd", str(initrd),
+           "-append", f'console=ttyS0 rdinit=/init panic=-1 quiet wl="{wl}" nb={int(balancing)} sample={args.sample}',
+           "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, timeout=timeout).stdout.decode(errors="replace")
+    except subprocess.TimeoutExpired as e:
+        text = (e.stdout or b"").decode(errors="replace")
+        sys.exit(f"vm_trace.py: the virtual machine ran past --timeout {timeout:g} s; its console:\n{text[-3000:]}")
+    if "=== end" not in out:
+        sys.exit(f"vm_trace.py: the virtual machine did not finish; its console:\n{out[-3000:]}")
+    return out
+
+
+# ------------------------------------------------------------------------------ reading the console
+# "numa01-193  (  190) [002] .....  8.360413: sched_skip_vma_numa: numa_scan_offset=0 vm_start=.. vm_end=.. reason=.."
+_SKIP = re.compile(r"-\d+\s+\(\s*(\d+)\)\s.*\s(\d+\.\d+): sched_skip_vma_numa: numa_scan_offset=(\d+) "
+                   r"vm_start=([0-9A-Fa-f]+) vm_end=([0-9A-Fa-f]+) reason=(\w+)")
+
+
+def parse(text: str, size_bytes: int) -> dict:
+    """The run's numbers: kernel, elapsed seconds, final vmstat counters, skipped VMAs by reason
+    and kind (buffer / thread stack / other), the vmstat and buffer-node samples over time."""
+    r = {"samples": [], "maps": [], "skips": Counter(), "buffer_skip_times": defaultdict(list),
+         "threads": [], "passes": defaultdict(list)}
+    start = 0.0
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("=== uname"):
+            r["kernel"] = line.split()[2]
+        elif line.startswith("=== start"):
+            start = float(line.split()[2])
+        elif line.startswith("numa01_elapsed_s"):
+            r["elapsed_s"] = float(line.split()[1])
+        elif line.startswith("=== vmstat"):
+            name, value = line.split()[2:4]
+            if name in COUNTERS:
+                r[name] = int(value)
+        elif line.startswith("S "):
+            v = line.split()[1:]
+            r["samples"].append([round(float(v[0]) - start, 3), *map(int, v[1:6])])
+        elif line.startswith("M "):
+            _, t, pid, _, anon, n0, n1 = line.split()
+            r["maps"].append([round(float(t) - start, 3), int(pid), int(anon), int(n0), int(n1)])
+        elif line.startswith("thread "):
+            _, pid, i, _, init_end, _, loop_end = line.split()
+            r["threads"].append([int(pid), int(i), float(init_end), float(loop_end)])
+        elif m := _SKIP.search(line):
+            tgid, t, offset, lo, hi, reason = m.groups()
+            n = int(hi, 16) - int(lo, 16)
+            if int(offset) == 0 and int(lo, 16) == 0x400000:
+                # a task_numa_work run that starts at the first VMA (numa01's text): a new pass
+                r["passes"][tgid].append(round(float(t) - start, 3))
+            kind = "buffer" if n >= size_bytes else "stack" if abs(n - STACK_BYTES) <= 2 * 4096 else "other"
+            r["skips"][f"{reason}/{kind}"] += 1
+            if kind == "buffer":
+                r["buffer_skip_times"][reason].append(round(float(t) - start, 2))
+    r["skips"] = dict(r["skips"])
+    r["buffer_skip_times"] = dict(r["buffer_skip_times"])
+    r["passes"] = dict(r["passes"])
+    return r
+
+
+def first_buffer_scan(samples) -> float | None:
+    """Seconds after the start at which the first huge PMD was made PROT_NONE (the buffer is the
+    only THP-backed VMA that numa01 writes)."""
+    for t, _, huge, *_ in samples:
+        if huge > 0:
+            return t
+    return None
+
+
+# ------------------------------------------------------------------------------ the model's account
+def profile_for(release: str) -> str:
+    """The engine's profile for a kernel release string ("6.12.95+deb12-amd64" -> "6.12")."""
+    major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", release).groups())
+    v = (major, minor)
+    if v < (6, 4):
+        return "pre-6.4"
+    if v < (6, 7):
+        return "6.4"
+    if v < (6, 8):
+        return "6.7"
+    if v < (6, 12):
+        return "6.8"
+    return "6.12"
+
+
+def model(args, rate_GBps: float, profile: str, seeds: int) -> dict:
+    """The engine's run of the same numa01 on a topology describing the virtual machine."""
+    import numalab as nl
+
+    t = args.cpus // 2
+    topo = nl.Topology(
+        nodes=2, cpus_per_node=t, smt=1, distance=((10, 20), (20, 10)),
+        # no NUMA latency: every emulated node's memory is the host's
+        local_latency_ns=90.0, remote_latency_ns=90.0,
+        # the aggregate write rate the VM measured with balancing off (CPU-bound: TCG), reachable
+        # from any node's memory, over any link; a virtual CPU's share of it when all are busy
+        node_bw_GBps=rate_GBps, write_efficiency=1.0, link_bw_GBps=rate_GBps,
+        thread_bw_GBps=rate_GBps / args.cpus, mem_per_node_GiB=args.mem_mib / 1024,
+        name="qemu-tcg", source="benchmarks/vm_trace.py: QEMU TCG, 2 emulated nodes")
+    name = "numa01_THREAD_ALLOC" if args.thread_alloc else "numa01"
+    wl = nl.workload(name, topology=topo, threads=args.threads, size_bytes=args.size_mib * MiB,
+                     loops=args.loops, nproc=args.processes)
+    # --align: the buffer on a 2 MiB boundary, so no malloc edges
+    ds = nl.simulate(wl, profile, seeds=seeds, topology=topo, init_node=args.node_b,
+                     malloc_edges=not args.align)
+    out = {"elapsed_s": float(ds.elsp.mean()), "elapsed_sd": float(ds.elsp.std())}
+    for c in COUNTERS:
+        out[c] = float(ds[c].mean())
+    for v in ds.data_vars:
+        if v.startswith("skip_") and float(ds[v].sum()) > 0:
+            out[v] = float(ds[v].mean())
+    for v in ("pids_per_window", "pid_pass_rate"):
+        if v in ds:
+            out[v] = float(ds[v].mean())
+    return out
+
+
+# ------------------------------------------------------------------------------ main
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kernel", type=Path, action="append", required=True, help="a bzImage (vmlinuz); repeatable")
+    ap.add_argument("--cpus", type=int, default=4, help="virtual CPUs, half on each node (default 4)")
+    ap.add_argument("--mem-mib", type=int, default=2048, help="memory of each node (default 2048)")
+    ap.add_argument("--threads", type=int, default=None, help="writers a process (default cpus/2, numa01's)")
+    ap.add_argument("--size-mib", type=int, default=512, help="buffer a process (default 512)")
+    ap.add_argument("--loops", type=int, default=60, help="sweeps after the init (default 60)")
+    ap.add_argument("--thread-alloc", action="store_true", help="numa01_THREAD_ALLOC: each writer its slice")
+    ap.add_argument("--node-b", type=int, default=0, choices=(0, 1), help="the init's MPOL_BIND node")
+    ap.add_argument("--processes", type=int, default=2, choices=(1, 2))
+    ap.add_argument("--align", action="store_true",
+                    help="the buffer on a 2 MiB boundary (aligned_alloc), not numa01's malloc")
+    ap.add_argument("--runs", type=int, default=1, help="runs a kernel (default 1)")
+    ap.add_argument("--sample", type=float, default=0.25, help="seconds between samples (default 0.25)")
+    ap.add_argument("--model", action="store_true", help="also the model's account of the same machine")
+    ap.add_argument("--seeds", type=int, default=8, help="the model's seeds (default 8)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds a boot may take (default 900)")
+    ap.add_argument("--json", type=Path, help="write every run's numbers here")
+    ap.add_argument("--log", type=Path, help="keep every run's console text in this directory")
+    args = ap.parse_args(argv)
+    if args.threads is None:
+        args.threads = max(1, args.cpus // 2)
+    for name, value, lo, hi in (("--threads", args.threads, 1, 256), ("--loops", args.loops, 0, 10**6),
+                                ("--runs", args.runs, 1, 100), ("--size-mib", args.size_mib, 2, 1 << 20)):
+        if not lo <= value <= hi:
+            ap.error(f"{name} {value}: allowed: {lo} to {hi}")
+    if not 0 < args.sample <= 10:
+        ap.error(f"--sample {args.sample}: allowed: more than 0, at most 10 seconds")
+    if args.cpus < 2 or args.cpus % 2:
+        ap.error(f"--cpus {args.cpus}: allowed: an even number >= 2 (two nodes)")
+    for k in args.kernel:
+        if not k.is_file():
+            ap.error(f"--kernel {k}: no such file")
+    need = args.processes * args.size_mib
+    if need > 0.8 * 2 * args.mem_mib:
+        ap.error(f"--size-mib {args.size_mib}: {need} MiB of buffers does not fit 80 % of 2 x --mem-mib {args.mem_mib}")
+
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        initrd = build_initramfs(Path(tmp))
+        for kernel in args.kernel:
+            def boot(balancing, k):
+                text = run_vm(kernel, initrd, args, balancing, args.timeout)
+                if args.log:
+                    args.log.mkdir(parents=True, exist_ok=True)
+                    (args.log / f"{kernel.name}-{'on' if balancing else 'off'}-{k}.txt").write_text(text)
+                return parse(text, args.size_mib * MiB)
+
+            base = boot(False, 0)
+            written = args.processes * args.threads * (args.size_mib * MiB) * \
+                (1 + (args.loops / args.threads if args.thread_alloc else args.loops))
+            rate = written / base["elapsed_s"] / 1e9
+            print(f"== {base['kernel']}: balancing off {base['elapsed_s']:.2f} s, {rate:.2f} GB/s written")
+            runs = [boot(True, k) for k in range(args.runs)]
+            for r in runs:
+                first = first_buffer_scan(r["samples"])
+                print(f"   balancing on: {r['elapsed_s']:.2f} s; first huge PMD protected at "
+                      + ("never" if first is None else f"{first:.2f} s") + "; "
+                      + ", ".join(f"{c[5:]} {r.get(c, 0)}" for c in COUNTERS))
+                print(f"   skipped VMAs: {json.dumps(r['skips'], sort_keys=True)}")
+                print(f"   buffer skips at (s): {json.dumps(r['buffer_skip_times'])}")
+                if r["threads"]:
+                    ie = [x[2] for x in r["threads"]]
+                    print(f"   bound init ended at {min(ie):.2f}-{max(ie):.2f} s; passes started at (s, per mm): "
+                          + "; ".join(" ".join(f"{x:.2f}" for x in v[:5]) for v in r["passes"].values()))
+            res = {"kernel": base["kernel"], "balancing_off_s": base["elapsed_s"], "rate_GBps": rate, "runs": runs}
+            if args.model:
+                prof = profile_for(base["kernel"])
+                res["model_profile"] = prof
+                res["model"] = m = model(args, rate, prof, args.seeds)
+                print(f"   model ({prof}, {args.seeds} seeds): {m['elapsed_s']:.2f} +- {m['elapsed_sd']:.2f} s; "
+                      + ", ".join(f"{c[5:]} {m[c]:.0f}" for c in COUNTERS))
+                print("   model skips (mean a run): " + ", ".join(f"{k[5:]} {v:.1f}" for k, v in m.items()
+                                                                  if k.startswith("skip_")))
+            results.append(res)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
