@@ -29,6 +29,19 @@ Kernels: Debian's, unpacked, not installed (nothing of a kernel is committed)::
         --kernel /tmp/k/boot/vmlinuz-6.12.95+deb12-amd64 --model
     python benchmarks/vm_trace.py --kernel ... --thread-alloc --loops 600   # numa01_THREAD_ALLOC
 
+The history length (``--history N``) needs a test kernel, built outside this repository (no
+kernel source is kept here): Debian's ``linux-source-6.12`` with ``vma_numab_state.pids_active``
+made four windows, the hinting fault setting its bit in the newest, the rotation in
+``task_numa_work`` shifting every window one older (RFC 2023 patch 4's ring, written as a shift),
+and ``vma_is_accessed`` ORing the newest N, N read from a boot parameter ``numa_pid_hist=`` (1-4,
+default 2, which is mainline's test) that the kernel logs when it takes it. One build then runs
+the same kernel at every N; ``x86_64_defconfig`` plus NUMA, NUMA balancing, THP always, HZ=250,
+voluntary preemption and event tracing, as Debian's 6.12 sets them (docs/fidelity.md, "The
+history length in a real kernel")::
+
+    python benchmarks/vm_trace.py --kernel bzImage --cpus 8 --history 2 --model
+    python benchmarks/vm_trace.py --kernel bzImage --cpus 8 --history 4 --model
+
 About 20 s of the host's time per run at the defaults (4 virtual CPUs, 2 writers a process,
 512 MiB, 60 sweeps).
 """
@@ -46,6 +59,8 @@ import sys
 import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent / "vm"
 MiB = 1 << 20
@@ -93,9 +108,9 @@ def build_initramfs(work: Path) -> Path:
     return initrd
 
 
-def run_vm(kernel: Path, initrd: Path, args, balancing: bool, timeout: float) -> str:
+def run_vm(kernel: Path, initrd: Path, args, balancing: bool, timeout: float) -> str | None:
     """Boot ``kernel`` with two NUMA nodes of ``args.cpus // 2`` CPUs and ``args.mem_mib`` each;
-    the serial console's text."""
+    the serial console's text, or None when the kernel panicked before numa01 started."""
     qemu = shutil.which("qemu-system-x86_64")
     if qemu is None:
         sys.exit("vm_trace.py: needs qemu-system-x86_64 (Debian: apt-get install qemu-system-x86)")
@@ -106,21 +121,28 @@ def run_vm(kernel: Path, initrd: Path, args, balancing: bool, timeout: float) ->
            "-object", f"memory-backend-ram,size={m}M,id=m0", "-object", f"memory-backend-ram,size={m}M,id=m1",
            "-numa", f"node,nodeid=0,cpus=0-{h - 1},memdev=m0", "-numa", f"node,nodeid=1,cpus={h}-{c - 1},memdev=m1",
            "-kernel", str(kernel), "-initrd", str(initrd),
-           "-append", f'console=ttyS0 rdinit=/init panic=-1 quiet wl="{wl}" nb={int(balancing)} sample={args.sample}',
+           "-append", f'console=ttyS0 rdinit=/init panic=-1 quiet wl="{wl}" nb={int(balancing)} sample={args.sample}'
+           + (f" numa_pid_hist={args.history}" if args.history else ""),
            "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot"]
     try:
         out = subprocess.run(cmd, capture_output=True, timeout=timeout).stdout.decode(errors="replace")
     except subprocess.TimeoutExpired as e:
         text = (e.stdout or b"").decode(errors="replace")
         sys.exit(f"vm_trace.py: the virtual machine ran past --timeout {timeout:g} s; its console:\n{text[-3000:]}")
+    if "=== start" not in out and "Kernel panic" in out:
+        return None
     if "=== end" not in out:
         sys.exit(f"vm_trace.py: the virtual machine did not finish; its console:\n{out[-3000:]}")
+    if args.history and f"=== pid_hist {args.history}" not in out:
+        sys.exit(f"vm_trace.py: --history {args.history}: {kernel} did not report taking numa_pid_hist= "
+                 "(a stock kernel has no such parameter; see the module docstring for the test build)")
     return out
 
 
 # ------------------------------------------------------------------------------ reading the console
-# "numa01-193  (  190) [002] .....  8.360413: sched_skip_vma_numa: numa_scan_offset=0 vm_start=.. vm_end=.. reason=.."
-_SKIP = re.compile(r"-\d+\s+\(\s*(\d+)\)\s.*\s(\d+\.\d+): sched_skip_vma_numa: numa_scan_offset=(\d+) "
+# "numa01-193  (  190) [002] .....  8.360413: sched_skip_vma_numa: numa_scan_offset=7F3DEEEA5000 vm_start=..
+# vm_end=.. reason=.." (the three addresses in hex, as the tracepoint prints them: %lX)
+_SKIP = re.compile(r"-\d+\s+\(\s*(\d+)\)\s.*\s(\d+\.\d+): sched_skip_vma_numa: numa_scan_offset=([0-9A-Fa-f]+) "
                    r"vm_start=([0-9A-Fa-f]+) vm_end=([0-9A-Fa-f]+) reason=(\w+)")
 
 
@@ -134,6 +156,8 @@ def parse(text: str, size_bytes: int) -> dict:
         line = line.strip()
         if line.startswith("=== uname"):
             r["kernel"] = line.split()[2]
+        elif line.startswith("=== pid_hist"):
+            r["pid_hist"] = int(line.split()[2])
         elif line.startswith("=== start"):
             start = float(line.split()[2])
         elif line.startswith("numa01_elapsed_s"):
@@ -154,7 +178,7 @@ def parse(text: str, size_bytes: int) -> dict:
         elif m := _SKIP.search(line):
             tgid, t, offset, lo, hi, reason = m.groups()
             n = int(hi, 16) - int(lo, 16)
-            if int(offset) == 0 and int(lo, 16) == 0x400000:
+            if int(offset, 16) == 0 and int(lo, 16) == 0x400000:
                 # a task_numa_work run that starts at the first VMA (numa01's text): a new pass
                 r["passes"][tgid].append(round(float(t) - start, 3))
             kind = "buffer" if n >= size_bytes else "stack" if abs(n - STACK_BYTES) <= 2 * 4096 else "other"
@@ -210,7 +234,9 @@ def model(args, rate_GBps: float, profile: str, seeds: int) -> dict:
     wl = nl.workload(name, topology=topo, threads=args.threads, size_bytes=args.size_mib * MiB,
                      loops=args.loops, nproc=args.processes)
     # --align: the buffer on a 2 MiB boundary, so no malloc edges
-    ds = nl.simulate(wl, profile, seeds=seeds, topology=topo, init_node=args.node_b,
+    # --history N: the profile's access test over N PID windows (the test kernel's numa_pid_hist=N)
+    policy = nl.Policy.parse(profile, history=args.history) if args.history else profile
+    ds = nl.simulate(wl, policy, seeds=seeds, topology=topo, init_node=args.node_b,
                      malloc_edges=not args.align)
     out = {"elapsed_s": float(ds.elsp.mean()), "elapsed_sd": float(ds.elsp.std())}
     for c in COUNTERS:
@@ -221,6 +247,14 @@ def model(args, rate_GBps: float, profile: str, seeds: int) -> dict:
     for v in ("pids_per_window", "pid_pass_rate"):
         if v in ds:
             out[v] = float(ds[v].mean())
+    # the skips as the kernel's tracepoint reports them, by reason and kind of VMA (a run's mean)
+    tr = nl.scan_trace(wl, policy, seeds=list(range(seeds)), topology=topo, init_node=args.node_b,
+                       malloc_edges=not args.align)
+    kinds = np.where(np.isin(tr.vma_kind.values, ("buffer", "stack")), tr.vma_kind.values, "other")
+    reasons = tr.reason.values
+    skipped = np.isin(reasons, tr.attrs["traced_reasons"].split()) & ~tr.scanned.values
+    out["skips"] = {f"{r}/{k}": round(n / seeds, 2) for (r, k), n in
+                    sorted(Counter(zip(reasons[skipped], kinds[skipped])).items())}
     return out
 
 
@@ -238,18 +272,26 @@ def main(argv=None) -> None:
     ap.add_argument("--processes", type=int, default=2, choices=(1, 2))
     ap.add_argument("--align", action="store_true",
                     help="the buffer on a 2 MiB boundary (aligned_alloc), not numa01's malloc")
+    ap.add_argument("--history", type=int, default=None, choices=(1, 2, 3, 4),
+                    help="PID windows the access test ORs: boots with numa_pid_hist=N (a test kernel only, "
+                         "see the docstring) and gives the model the same history")
     ap.add_argument("--runs", type=int, default=1, help="runs a kernel (default 1)")
     ap.add_argument("--sample", type=float, default=0.25, help="seconds between samples (default 0.25)")
     ap.add_argument("--model", action="store_true", help="also the model's account of the same machine")
-    ap.add_argument("--seeds", type=int, default=8, help="the model's seeds (default 8)")
+    ap.add_argument("--seeds", type=int, default=64,
+                    help="the model's seeds (default 64: its rare balancer swaps move whole slices, so 8 scatter)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds a boot may take (default 900)")
     ap.add_argument("--json", type=Path, help="write every run's numbers here")
     ap.add_argument("--log", type=Path, help="keep every run's console text in this directory")
+    ap.add_argument("--from-log", type=Path,
+                    help="read the runs' console text kept by --log in this directory instead of booting "
+                         "(the same --kernel, --runs and workload arguments)")
     args = ap.parse_args(argv)
     if args.threads is None:
         args.threads = max(1, args.cpus // 2)
     for name, value, lo, hi in (("--threads", args.threads, 1, 256), ("--loops", args.loops, 0, 10**6),
-                                ("--runs", args.runs, 1, 100), ("--size-mib", args.size_mib, 2, 1 << 20)):
+                                ("--runs", args.runs, 1, 100), ("--size-mib", args.size_mib, 2, 1 << 20),
+                                ("--seeds", args.seeds, 1, 1024)):
         if not lo <= value <= hi:
             ap.error(f"{name} {value}: allowed: {lo} to {hi}")
     if not 0 < args.sample <= 10:
@@ -257,7 +299,11 @@ def main(argv=None) -> None:
     if args.cpus < 2 or args.cpus % 2:
         ap.error(f"--cpus {args.cpus}: allowed: an even number >= 2 (two nodes)")
     for k in args.kernel:
-        if not k.is_file():
+        if args.from_log:
+            for kept in [f"{k.name}-off-0.txt"] + [f"{k.name}-on-{i}.txt" for i in range(args.runs)]:
+                if not (args.from_log / kept).is_file():
+                    ap.error(f"--from-log {args.from_log}: no {kept} (kept by --log for --kernel {k} and --runs {args.runs})")
+        elif not k.is_file():
             ap.error(f"--kernel {k}: no such file")
     need = args.processes * args.size_mib
     if need > 0.8 * 2 * args.mem_mib:
@@ -268,10 +314,21 @@ def main(argv=None) -> None:
         initrd = build_initramfs(Path(tmp))
         for kernel in args.kernel:
             def boot(balancing, k):
-                text = run_vm(kernel, initrd, args, balancing, args.timeout)
+                kept = f"{kernel.name}-{'on' if balancing else 'off'}-{k}.txt"
+                if args.from_log:
+                    return parse((args.from_log / kept).read_text(), args.size_mib * MiB)
+                for attempt in range(3):
+                    text = run_vm(kernel, initrd, args, balancing, args.timeout)
+                    if text is not None:
+                        break
+                    # a panic before the workload started (an emulation flake at boot, not a result)
+                    print(f"   {kernel.name}: boot {attempt + 1} panicked before numa01 started; booting again",
+                          file=sys.stderr)
+                else:
+                    sys.exit(f"vm_trace.py: {kernel}: three boots panicked before numa01 started")
                 if args.log:
                     args.log.mkdir(parents=True, exist_ok=True)
-                    (args.log / f"{kernel.name}-{'on' if balancing else 'off'}-{k}.txt").write_text(text)
+                    (args.log / kept).write_text(text)
                 return parse(text, args.size_mib * MiB)
 
             base = boot(False, 0)
@@ -291,15 +348,14 @@ def main(argv=None) -> None:
                     ie = [x[2] for x in r["threads"]]
                     print(f"   bound init ended at {min(ie):.2f}-{max(ie):.2f} s; passes started at (s, per mm): "
                           + "; ".join(" ".join(f"{x:.2f}" for x in v[:5]) for v in r["passes"].values()))
-            res = {"kernel": base["kernel"], "balancing_off_s": base["elapsed_s"], "rate_GBps": rate, "runs": runs}
+            res = {"kernel": base["kernel"], "history": args.history, "balancing_off_s": base["elapsed_s"], "rate_GBps": rate, "runs": runs}
             if args.model:
                 prof = profile_for(base["kernel"])
                 res["model_profile"] = prof
                 res["model"] = m = model(args, rate, prof, args.seeds)
                 print(f"   model ({prof}, {args.seeds} seeds): {m['elapsed_s']:.2f} +- {m['elapsed_sd']:.2f} s; "
                       + ", ".join(f"{c[5:]} {m[c]:.0f}" for c in COUNTERS))
-                print("   model skips (mean a run): " + ", ".join(f"{k[5:]} {v:.1f}" for k, v in m.items()
-                                                                  if k.startswith("skip_")))
+                print(f"   model skipped VMAs (mean a run): {json.dumps(m['skips'], sort_keys=True)}")
             results.append(res)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

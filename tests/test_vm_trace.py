@@ -1,0 +1,116 @@
+"""benchmarks/vm_trace.py's reading of a virtual machine's console (docs/fidelity.md, "A real
+kernel's scanner in a virtual machine"): the figures it prints come from these lines, so a line
+it fails to match is a skip silently uncounted."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "vm_trace.py"
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def vm_trace():
+    spec = importlib.util.spec_from_file_location("vm_trace_script", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _skip(tgid, t, offset, lo, hi, reason):
+    # the tracepoint's own format: the three addresses as %lX (upper-case hex, no 0x)
+    return (f"          numa01-{tgid + 5}     (  {tgid:5d}) [002] .....  {t:10.6f}: sched_skip_vma_numa: "
+            f"numa_scan_offset={offset:X} vm_start={lo:X} vm_end={hi:X} reason={reason}")
+
+
+BUF_LO = 0x7F3DDEEA4000
+BUF_HI = BUF_LO + 256 * MiB + 4096          # malloc's mmap: the size plus the chunk header's page
+STACK_LO = 0x7F3DDE6A4000
+STACK_HI = STACK_LO + 8 * MiB
+
+
+def _console(lines):
+    return "\n".join(["=== uname 6.12.118-pidhist", "=== pid_hist 4", "=== start 4.00",
+                      "thread 133 0 init_end_s 1.185 loop_end_s 33.374", "numa01_elapsed_s 36.233",
+                      "=== vmstat numa_hint_faults 9665", "S 5.00 10 2 3 1 7", *lines, "=== end"])
+
+
+def test_every_skip_is_counted_whatever_its_offset(vm_trace):
+    text = _console([
+        _skip(128, 6.47, 0, 0x400000, 0x401000, "unsuitable"),              # a pass starts
+        _skip(128, 12.34, BUF_HI, BUF_LO, BUF_HI, "seq_completed"),         # offsets with letters
+        _skip(133, 21.21, 0x38F40000, BUF_LO, BUF_HI, "pid_inactive"),
+        _skip(133, 22.00, 0x4BE000, STACK_LO, STACK_HI, "pid_inactive"),
+        _skip(133, 22.10, 0x7F3DEE800000, 0x7FFFC6900000, 0x7FFFC6921000, "pid_inactive"),
+    ])
+    r = vm_trace.parse(text, 256 * MiB)
+    assert r["skips"] == {"unsuitable/other": 1, "seq_completed/buffer": 1, "pid_inactive/buffer": 1,
+                          "pid_inactive/stack": 1, "pid_inactive/other": 1}
+    assert r["buffer_skip_times"] == {"seq_completed": [8.34], "pid_inactive": [17.21]}
+    assert r["passes"] == {"128": [2.47]}
+    assert (r["kernel"], r["pid_hist"], r["elapsed_s"], r["numa_hint_faults"]) == \
+        ("6.12.118-pidhist", 4, 36.233, 9665)
+    assert r["samples"] == [[1.0, 10, 2, 3, 1, 7]]
+
+
+def test_a_pass_starts_only_at_offset_zero_and_the_first_vma(vm_trace):
+    text = _console([_skip(128, 6.0, 0x400000, 0x400000, 0x401000, "unsuitable"),
+                     _skip(128, 7.0, 0, 0x401000, 0x48D000, "unsuitable")])
+    assert vm_trace.parse(text, 256 * MiB)["passes"] == {}
+
+
+@pytest.mark.parametrize("release, profile", [("6.1.0-57-amd64", "pre-6.4"), ("6.5.0", "6.4"),
+                                              ("6.7.12", "6.7"), ("6.11.2", "6.8"),
+                                              ("6.12.118-pidhist", "6.12"), ("6.17.1", "6.12")])
+def test_a_kernel_release_takes_the_profile_of_its_version(vm_trace, release, profile):
+    assert vm_trace.profile_for(release) == profile
+
+
+@pytest.fixture(scope="module")
+def vm_history():
+    spec = importlib.util.spec_from_file_location("vm_history_script", SCRIPT.with_name("vm_history.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_t_quantile_is_students(vm_history):
+    # tabulated: t(0.95, 10) = 1.8125, t(0.975, 4) = 2.7764
+    assert vm_history.t_quantile(0.95, 10) == pytest.approx(1.8125, abs=1e-4)
+    assert vm_history.t_quantile(0.975, 4) == pytest.approx(2.7764, abs=1e-4)
+
+
+def test_the_history_table_pools_runs_and_says_whether_the_model_is_inside(vm_history, tmp_path):
+    import json
+
+    def run(faults, buffer_refusals):
+        return {"numa_hint_faults": faults, "skips": {"pid_inactive/buffer": buffer_refusals,
+                                                      "pid_inactive/stack": 3, "pid_inactive/other": 4}}
+
+    def res(h, faults, model_faults):
+        return {"kernel": "6.12.118-pidhist", "history": h, "runs": [run(f, 6 if h == 2 else 0) for f in faults],
+                "model": {"numa_hint_faults": model_faults, "skips": {"pid_inactive/buffer": 5.0 if h == 2 else 0.0}}}
+
+    files = []
+    for name, payload in (("a2", [res(2, [90, 110], 100)]), ("b2", [res(2, [100], 100)]),
+                          ("a4", [res(4, [120, 140, 130], 200)])):
+        files.append(tmp_path / f"{name}.json")
+        files[-1].write_text(json.dumps(payload))
+    by = vm_history.collect(files)
+    assert list(by) == [2, 4] and len(by[2]["kernel"]) == 3 and len(by[2]["model"]) == 2
+    out = vm_history.table(by)
+    # the kernel: 100 -> 130 (+30 %); the model: 100 -> 200 (+100 %), outside the interval
+    faults = next(line for line in out.splitlines() if line.startswith("| hint faults | N=2 -> 4"))
+    assert "+30 %" in faults and "+100 % | no" in faults
+    assert "| stacks and small VMAs skipped: pid_inactive | 7.0 ± 0.0 | 7.0 ± 0.0 |" in out
+
+
+def test_a_file_without_history_is_refused(vm_history, tmp_path):
+    import json
+
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps([{"kernel": "6.12", "history": None, "runs": []}]))
+    with pytest.raises(SystemExit, match="without --history"):
+        vm_history.collect([p])
