@@ -122,11 +122,48 @@ def table(by: dict) -> str:
     return out
 
 
+#: the rows the figure draws: the refusal, the scanning that follows, and placement
+FIGURE_ROWS = ("pid_inactive/buffer", "numa_pte_updates", "numa_pages_migrated")
+
+
+def plot(by: dict, rows=FIGURE_ROWS, axes=None):
+    """Each row against the PID-window count N: the kernel's runs (points), their mean and
+    standard deviation (bars), the model's mean (line). ``axes``: one Axes a row, or None
+    for a new figure. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        fig, axes = plt.subplots(1, len(rows), figsize=(3.6 * len(rows), 3.2), layout="constrained")
+    axes = np.atleast_1d(axes)
+    if len(axes) != len(rows):
+        raise ValueError(f"axes: {len(axes)} given, one a row needed ({len(rows)})")
+    labels = dict(ROWS)
+    hs = np.array(list(by), dtype=float)
+    for ax, key in zip(axes, rows):
+        for h in by:
+            v = [_value(r, key) for r in by[h]["kernel"]]
+            ax.plot(np.full(len(v), h) - 0.08, v, ".", color="0.6", ms=4)
+        km = [np.mean([_value(r, key) for r in by[h]["kernel"]]) for h in by]
+        ks = [np.std([_value(r, key) for r in by[h]["kernel"]], ddof=1) if len(by[h]["kernel"]) > 1 else 0.0
+              for h in by]
+        ax.errorbar(hs, km, yerr=ks, fmt="o", color="C0", capsize=3, label="kernel (mean ± sd)")
+        mm = [np.mean([_value(r, key) for r in by[h]["model"]]) if by[h]["model"] else np.nan for h in by]
+        ax.plot(hs, mm, "s-", color="C1", label="model")
+        ax.set_xticks(hs)
+        ax.set_xlabel("PID windows the access test ORs (N)")
+        ax.set_title(labels.get(key, key), fontsize="medium")
+    axes[0].legend(fontsize="small")
+    return axes[0].figure
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("json", type=Path, nargs="+", help="vm_trace.py --json files (--history given)")
+    ap.add_argument("--figure", type=Path, help="also draw the refusals, PTE updates and migrations against N here")
     args = ap.parse_args(argv)
+    if args.figure and args.figure.suffix.lower() not in (".png", ".svg", ".pdf"):
+        ap.error(f"--figure {args.figure}: allowed: a .png, .svg or .pdf path")
     for p in args.json:
         if not p.is_file():
             ap.error(f"{p}: no such file")
@@ -134,6 +171,16 @@ def main(argv=None) -> None:
     kernels = sorted(set().union(*(v["kernels"] for v in by.values())))
     print(f"kernels: {', '.join(kernels)}; histories: {', '.join(map(str, by))}\n")
     print(table(by))
+    if args.figure:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        fig = plot(by)
+        fig.suptitle(f"numalab vs {', '.join(kernels)}: the history length", fontsize="medium")
+        tmp = args.figure.with_name(args.figure.name + ".part")
+        fig.savefig(tmp, format=args.figure.suffix[1:], dpi=110)
+        tmp.replace(args.figure)           # never a half-written figure
+        print(f"\nfigure: {args.figure}")
 
 
 if __name__ == "__main__":

@@ -114,3 +114,22 @@ def test_a_file_without_history_is_refused(vm_history, tmp_path):
     p.write_text(json.dumps([{"kernel": "6.12", "history": None, "runs": []}]))
     with pytest.raises(SystemExit, match="without --history"):
         vm_history.collect([p])
+
+
+def test_the_history_figure_draws_each_row_against_n(vm_history, tmp_path):
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    p = tmp_path / "h.json"
+    p.write_text(json.dumps([
+        {"kernel": "k", "history": h, "runs": [{"numa_pte_updates": 10 * h + i, "skips": {}} for i in range(2)],
+         "model": {"numa_pte_updates": 10.0 * h, "skips": {}}} for h in (1, 2, 4)]))
+    fig = vm_history.plot(vm_history.collect([p]))
+    assert len(fig.axes) == len(vm_history.FIGURE_ROWS)
+    pte = fig.axes[vm_history.FIGURE_ROWS.index("numa_pte_updates")]
+    model_line = [ln for ln in pte.get_lines() if ln.get_label() == "model"][0]
+    assert list(model_line.get_xdata()) == [1.0, 2.0, 4.0] and list(model_line.get_ydata()) == [10.0, 20.0, 40.0]
+    with pytest.raises(ValueError, match="axes"):
+        vm_history.plot(vm_history.collect([p]), axes=[fig.axes[0]])
