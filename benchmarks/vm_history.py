@@ -23,23 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
-from numalab.stats import t_cdf, ttest_significant
-
-
-def t_quantile(q: float, df: float) -> float:
-    """The Student-t quantile (bisection on ``numalab.stats.t_cdf``; 0.5 < q < 1)."""
-    lo, hi = 0.0, 100.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if float(t_cdf(mid, df)) < q else (lo, mid)
-    return (lo + hi) / 2
+from numalab.stats import t_ppf, ttest_significant
 
 
 def change_interval(b, sb, nb, x, sx, nx, level: float = 0.90):
     """The kernel's change of the mean from ``b`` to ``x`` (%) and its two-sided ``level``
     interval, with the standard error and degrees of freedom of ``ttest_significant``."""
     se = np.sqrt(sb**2 / nb + sx**2 / nx)
-    half = t_quantile(0.5 + level / 2, max(nb + nx - 2, 1)) * se
+    half = float(t_ppf(0.5 + level / 2, max(nb + nx - 2, 1))) * se
     d = x - b
     return 100 * d / b, 100 * (d - half) / b, 100 * (d + half) / b
 

@@ -5,6 +5,7 @@ it fails to match is a skip silently uncounted."""
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "vm_trace.py"
@@ -76,10 +77,15 @@ def vm_history():
     return mod
 
 
-def test_the_t_quantile_is_students(vm_history):
-    # tabulated: t(0.95, 10) = 1.8125, t(0.975, 4) = 2.7764
-    assert vm_history.t_quantile(0.95, 10) == pytest.approx(1.8125, abs=1e-4)
-    assert vm_history.t_quantile(0.975, 4) == pytest.approx(2.7764, abs=1e-4)
+def test_the_change_interval_is_students(vm_history):
+    # tabulated: t(0.95, 10) = 1.8125, t(0.975, 4) = 2.7764; se = sqrt(sb^2/nb + sx^2/nx)
+    se = np.sqrt(100 / 6 + 100 / 6)
+    c, lo, hi = vm_history.change_interval(100.0, 10.0, 6, 130.0, 10.0, 6)
+    assert c == pytest.approx(30.0)
+    assert (lo, hi) == pytest.approx((30 - 1.8125 * se, 30 + 1.8125 * se), abs=1e-3)
+    se = np.sqrt(100 / 3 + 100 / 3)
+    _, lo, hi = vm_history.change_interval(100.0, 10.0, 3, 130.0, 10.0, 3, level=0.95)
+    assert (lo, hi) == pytest.approx((30 - 2.7764 * se, 30 + 2.7764 * se), abs=1e-3)
 
 
 def test_the_history_table_pools_runs_and_says_whether_the_model_is_inside(vm_history, tmp_path):
