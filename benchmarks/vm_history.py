@@ -57,6 +57,18 @@ def _value(run: dict, key: str) -> float:
     return float(run.get(key, 0))
 
 
+def kernel_stats(by: dict, h, key: str) -> tuple[float, float, int]:
+    """The kernel's mean, standard deviation (NaN for one run) and run count for one row at N=h."""
+    v = np.array([_value(r, key) for r in by[h]["kernel"]])
+    return float(v.mean()), (float(v.std(ddof=1)) if len(v) > 1 else float("nan")), len(v)
+
+
+def model_mean(by: dict, h, key: str) -> float:
+    """The model's mean for one row at N=h over every file's run (NaN when none was simulated)."""
+    m = [_value(r, key) for r in by[h]["model"]]
+    return float(np.mean(m)) if m else float("nan")
+
+
 def collect(paths: list[Path]) -> dict:
     """``{history: {"kernel": [runs], "model": [model means], "kernels": set}}`` from the files."""
     by = defaultdict(lambda: {"kernel": [], "model": [], "kernels": set()})
@@ -84,16 +96,10 @@ def table(by: dict) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     changes = []
     for key, label in ROWS:
-        cells, k_stats, m_means = [label], [], []
-        for h in hs:
-            v = np.array([_value(r, key) for r in by[h]["kernel"]])
-            sd = float(v.std(ddof=1)) if len(v) > 1 else float("nan")
-            k_stats.append((float(v.mean()), sd, len(v)))
-            cells.append(f"{v.mean():,.1f} ± {sd:,.1f}")
-        for h in hs:
-            m = [_value(r, key) for r in by[h]["model"]]
-            m_means.append(float(np.mean(m)) if m else float("nan"))
-            cells.append(f"{m_means[-1]:,.1f}" if m else "-")
+        k_stats = [kernel_stats(by, h, key) for h in hs]
+        m_means = [model_mean(by, h, key) for h in hs]
+        cells = [label, *(f"{m:,.1f} ± {sd:,.1f}" for m, sd, _ in k_stats),
+                 *("-" if np.isnan(m) else f"{m:,.1f}" for m in m_means)]
         lines.append("| " + " | ".join(cells) + " |")
         (b, sb, nb) = k_stats[0]
         for h, (x, sx, nx), mm in zip(hs[1:], k_stats[1:], m_means[1:]):
@@ -134,12 +140,9 @@ def plot(by: dict, rows=FIGURE_ROWS, axes=None):
         for h in by:
             v = [_value(r, key) for r in by[h]["kernel"]]
             ax.plot(np.full(len(v), h) - 0.08, v, ".", color="0.6", ms=4)
-        km = [np.mean([_value(r, key) for r in by[h]["kernel"]]) for h in by]
-        ks = [np.std([_value(r, key) for r in by[h]["kernel"]], ddof=1) if len(by[h]["kernel"]) > 1 else 0.0
-              for h in by]
-        ax.errorbar(hs, km, yerr=ks, fmt="o", color="C0", capsize=3, label="kernel (mean ± sd)")
-        mm = [np.mean([_value(r, key) for r in by[h]["model"]]) if by[h]["model"] else np.nan for h in by]
-        ax.plot(hs, mm, "s-", color="C1", label="model")
+        km, ks, _ = zip(*(kernel_stats(by, h, key) for h in by))
+        ax.errorbar(hs, km, yerr=np.nan_to_num(ks), fmt="o", color="C0", capsize=3, label="kernel (mean ± sd)")
+        ax.plot(hs, [model_mean(by, h, key) for h in by], "s-", color="C1", label="model")
         ax.set_xticks(hs)
         ax.set_xlabel("PID windows the access test ORs (N)")
         ax.set_title(labels.get(key, key), fontsize="medium")
