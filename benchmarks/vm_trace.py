@@ -42,6 +42,18 @@ history length in a real kernel")::
     python benchmarks/vm_trace.py --kernel bzImage --cpus 8 --history 2 --model
     python benchmarks/vm_trace.py --kernel bzImage --cpus 8 --history 4 --model
 
+Placement (docs/fidelity.md, "numa01's placement in a real kernel"): on a kernel built with
+``CONFIG_SCHED_DEBUG`` the init samples every thread's ``/proc/PID/task/TID/sched`` (its node,
+preferred node, numa group, CPU migrations, private and shared faults per node; the test
+kernel's ``sched_show_numa`` also prints ``numa_scan_period`` and ``numa_faults_locality``), and
+numa01 reports when each of its sweeps ended; each run then prints its processes' placement
+summary and how far apart their writers run, and ``--model`` the same for the model's
+``nl.scan_trace(..., placement=True)``. ``--first-touch`` gives the model the first touches'
+zeroing at the rate the balancing-off run measures (option ``first_touch_wait``)::
+
+    python benchmarks/vm_trace.py --kernel bzImage-dbg --cpus 8 --size-mib 256 --loops 150 --history 2 --model
+    python benchmarks/vm_trace.py ... --from-log DIR --model --first-touch
+
 About 20 s of the host's time per run at the defaults (4 virtual CPUs, 2 writers a process,
 512 MiB, 60 sweeps).
 """
@@ -146,12 +158,23 @@ _SKIP = re.compile(r"-\d+\s+\(\s*(\d+)\)\s.*\s(\d+\.\d+): sched_skip_vma_numa: n
                    r"vm_start=([0-9A-Fa-f]+) vm_end=([0-9A-Fa-f]+) reason=(\w+)")
 
 
+# init's trace_marker at the start: the tracepoints' clock is not /proc/uptime's (1.45 s ahead of
+# it in a 6.12 guest), so trace times are taken from this mark when the console has it
+_MARK = re.compile(r"\s(\d+\.\d+): tracing_mark_write: numalab_start")
+
+
 def parse(text: str, size_bytes: int) -> dict:
     """The run's numbers: kernel, elapsed seconds, final vmstat counters, skipped VMAs by reason
-    and kind (buffer / thread stack / other), the vmstat and buffer-node samples over time."""
+    and kind (buffer / thread stack / other), the vmstat and buffer-node samples over time.
+    Trace times (skips, passes) count from init's ``numalab_start`` mark on the trace clock
+    (``trace_start``); a console without it (before the mark was added) counts them from the
+    uptime of ``=== start``, which runs behind the trace clock (``trace_clock_known`` False)."""
     r = {"samples": [], "maps": [], "skips": Counter(), "buffer_skip_times": defaultdict(list),
-         "threads": [], "passes": defaultdict(list)}
-    start = 0.0
+         "threads": [], "passes": defaultdict(list), "tasks": [],
+         "sweeps": []}
+    start = tstart = 0.0
+    mark = _MARK.search(text)
+    r["trace_clock_known"] = mark is not None
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("=== uname"):
@@ -160,6 +183,7 @@ def parse(text: str, size_bytes: int) -> dict:
             r["pid_hist"] = int(line.split()[2])
         elif line.startswith("=== start"):
             start = float(line.split()[2])
+            tstart = float(mark.group(1)) if mark else start
         elif line.startswith("numa01_elapsed_s"):
             r["elapsed_s"] = float(line.split()[1])
         elif line.startswith("=== vmstat"):
@@ -172,6 +196,17 @@ def parse(text: str, size_bytes: int) -> dict:
         elif line.startswith("M "):
             _, t, pid, _, anon, n0, n1 = line.split()
             r["maps"].append([round(float(t) - start, 3), int(pid), int(anon), int(n0), int(n1)])
+        elif line.startswith("T ") or line.startswith("C "):
+            # a thread's placement (benchmarks/vm/init): T: node, numa_scan_seq, numa_preferred_nid,
+            # numa_group_id, se.nr_migrations, numa_scan_period, numa_faults_locality[0..2] ("-":
+            # not printed, None here), then per node the task's private/shared and the group's
+            # private/shared faults (CONFIG_SCHED_DEBUG); C: only its CPU
+            v = line.split()
+            r["tasks"].append([v[0], round(float(v[1]) - start, 3)] + [int(x) if x.lstrip("-").isdigit() else None
+                                                                         for x in v[2:]])
+        elif line.startswith("sweeps "):
+            v = line.split()
+            r["sweeps"].append([int(v[1]), int(v[2]), [float(x) for x in v[3:]]])
         elif line.startswith("thread "):
             _, pid, i, _, init_end, _, loop_end = line.split()
             r["threads"].append([int(pid), int(i), float(init_end), float(loop_end)])
@@ -180,11 +215,11 @@ def parse(text: str, size_bytes: int) -> dict:
             n = int(hi, 16) - int(lo, 16)
             if int(offset, 16) == 0 and int(lo, 16) == 0x400000:
                 # a task_numa_work run that starts at the first VMA (numa01's text): a new pass
-                r["passes"][tgid].append(round(float(t) - start, 3))
+                r["passes"][tgid].append(round(float(t) - tstart, 3))
             kind = "buffer" if n >= size_bytes else "stack" if abs(n - STACK_BYTES) <= 2 * 4096 else "other"
             r["skips"][f"{reason}/{kind}"] += 1
             if kind == "buffer":
-                r["buffer_skip_times"][reason].append(round(float(t) - start, 2))
+                r["buffer_skip_times"][reason].append(round(float(t) - tstart, 2))
     r["skips"] = dict(r["skips"])
     r["buffer_skip_times"] = dict(r["buffer_skip_times"])
     r["passes"] = dict(r["passes"])
@@ -216,8 +251,25 @@ def profile_for(release: str) -> str:
     return "6.12"
 
 
-def model(args, rate_GBps: float, profile: str, seeds: int) -> dict:
-    """The engine's run of the same numa01 on a topology describing the virtual machine."""
+def first_touch_GBps(base: dict, args, rate_GBps: float) -> float | None:
+    """The virtual machine's first-touch rate a writer (GB/s), from the balancing-off run: its
+    writers' bound init (one sweep of the whole buffer) ended at ``init_end_s``; a sweep of the
+    same bytes at the measured rate takes SIZE / (rate / cpus); the rest is the first touches'
+    page allocation and zeroing, in the faulting writer (do_huge_pmd_anonymous_page), of its
+    share of the buffer (SIZE / threads: a process's writers share its first touches). None
+    when the init was no slower than a sweep."""
+    ends = [x[2] for x in base.get("threads", [])]
+    if not ends:
+        return None
+    sweep_s = args.size_mib * MiB / (rate_GBps * 1e9 / args.cpus)
+    extra = float(np.median(ends)) - sweep_s
+    return args.size_mib * MiB / args.threads / extra / 1e9 if extra > 0 else None
+
+
+def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | None = None) -> dict:
+    """The engine's run of the same numa01 on a topology describing the virtual machine; with
+    ``zero_GBps`` (``--first-touch``) the init's first touches cost the writers that rate
+    (option ``first_touch_wait``)."""
     import numalab as nl
 
     t = args.cpus // 2
@@ -236,8 +288,10 @@ def model(args, rate_GBps: float, profile: str, seeds: int) -> dict:
     # --align: the buffer on a 2 MiB boundary, so no malloc edges
     # --history N: the profile's access test over N PID windows (the test kernel's numa_pid_hist=N)
     policy = nl.Policy.parse(profile, history=args.history) if args.history else profile
-    ds = nl.simulate(wl, policy, seeds=seeds, topology=topo, init_node=args.node_b,
-                     malloc_edges=not args.align)
+    opts = {"malloc_edges": not args.align, **args.options}
+    if zero_GBps is not None:
+        opts.update(first_touch_wait=True, costs={"zero_GBps": zero_GBps})
+    ds = nl.simulate(wl, policy, seeds=seeds, topology=topo, init_node=args.node_b, **opts)
     out = {"elapsed_s": float(ds.elsp.mean()), "elapsed_sd": float(ds.elsp.std())}
     for c in COUNTERS:
         out[c] = float(ds[c].mean())
@@ -249,13 +303,134 @@ def model(args, rate_GBps: float, profile: str, seeds: int) -> dict:
             out[v] = float(ds[v].mean())
     # the skips as the kernel's tracepoint reports them, by reason and kind of VMA (a run's mean)
     tr = nl.scan_trace(wl, policy, seeds=list(range(seeds)), topology=topo, init_node=args.node_b,
-                       malloc_edges=not args.align)
+                       placement=True, **{"time_resolution": 0.5, **opts})
+    out["placement"] = [placement_summary(model_writers(tr, i)) for i in range(seeds)]
     kinds = np.where(np.isin(tr.vma_kind.values, ("buffer", "stack")), tr.vma_kind.values, "other")
     reasons = tr.reason.values
     skipped = np.isin(reasons, tr.attrs["traced_reasons"].split()) & ~tr.scanned.values
     out["skips"] = {f"{r}/{k}": round(n / seeds, 2) for (r, k), n in
                     sorted(Counter(zip(reasons[skipped], kinds[skipped])).items())}
     return out
+
+
+# ------------------------------------------------------------------------------ placement
+def kernel_writers(tasks) -> dict:
+    """The kernel's writer threads per process from the "T" samples: {pid: {"t": (S,), "node",
+    "gid", "faults", "private", "period": (S, W)}}, W the writers (the main thread, tid == pid,
+    left out) in tid order, only samples where every writer was listed (the last ones, as
+    writers exit, are dropped); "period" is NaN where the kernel does not print it."""
+    by = defaultdict(lambda: defaultdict(dict))
+    for kind, t, pid, tid, node, _seq, _pref, gid, _mig, period, _l0, _l1, _l2, *faults in tasks:
+        if kind != "T" or tid == pid:
+            continue
+        f = [x or 0 for x in faults]
+        by[pid][t][tid] = (node, gid, sum(x for i, x in enumerate(f) if i % 4 < 2), sum(f[0::4]),
+                           np.nan if period is None else period)
+    out = {}
+    for pid, samples in by.items():
+        tids = sorted({tid for s in samples.values() for tid in s})
+        ts = [t for t in sorted(samples) if len(samples[t]) == len(tids)]
+        out[pid] = {k: np.array([[samples[t][tid][i] for tid in tids] for t in ts], dtype=float)
+                    for i, k in enumerate(("node", "gid", "faults", "private", "period"))}
+        out[pid]["t"] = np.array(ts)
+    return out
+
+
+def model_writers(tr, replica: int) -> dict:
+    """:func:`kernel_writers`' view of one replica of ``nl.scan_trace(..., placement=True)``."""
+    out = {}
+    for m in np.unique(tr.thread_mm.values):
+        w = np.flatnonzero((tr.thread_mm.values == m) & ~tr.thread_main.values)
+        out[int(m)] = {"t": tr.sample_t.values,
+                       "node": tr.task_node.values[replica][:, w].astype(float),
+                       "gid": tr.numa_group_id.values[replica][:, w].astype(float),
+                       "faults": tr.numa_faults.values[replica][:, w].sum(axis=-1),
+                       "private": tr.numa_faults_private.values[replica][:, w].sum(axis=-1),
+                       "period": tr.numa_scan_period.values[replica][:, w].astype(float)}
+    return out
+
+
+def placement_summary(writers: dict, loop_start_s: float = 1.5) -> list[dict]:
+    """Per process: ``split`` -- writers on the node fewer of them ran on at the first sample
+    after ``loop_start_s`` (0: all on one node); ``grouped_s`` -- first sample at which every
+    writer is in one numa group (None: never); ``groups_10s`` -- distinct groups (no group counts
+    as one of its own) among the writers at 10 s; ``top_share`` -- the median, over the samples
+    from 5 s on, of the busiest writer's share of the writers' numa_faults (1/W: even);
+    ``private_10s`` / ``private_20s`` -- the private share of the writers' numa_faults at 10 and
+    20 s (update_task_scan_period's ps_ratio reads the same split); ``period_ms`` -- the median
+    numa_scan_period of the writers from 5 s on (None where the kernel does not print it)."""
+    out = []
+    for w in writers.values():
+        t, node, gid, faults = w["t"], w["node"], w["gid"], w["faults"]
+        if t.size == 0:
+            continue
+        i0 = int(np.searchsorted(t, loop_start_s))
+        i0 = min(i0, t.size - 1)
+        on1 = int(node[i0].sum())
+        split = min(on1, node.shape[1] - on1)
+        one = (gid > 0).all(axis=1) & (gid == gid[:, :1]).all(axis=1)
+        grouped = float(t[np.argmax(one)]) if one.any() else None
+        i10 = min(int(np.searchsorted(t, 10.0)), t.size - 1)
+        g10 = gid[i10]
+        groups = len(set(g10[g10 > 0].tolist())) + int((g10 <= 0).sum())
+        tot = faults.sum(axis=1)
+        late = (t >= 5.0) & (tot > 0)
+        top = float(np.median(faults[late].max(axis=1) / tot[late])) if late.any() else None
+        priv = {}
+        for at in (10, 20):
+            i = min(int(np.searchsorted(t, float(at))), t.size - 1)
+            priv[at] = float(w["private"][i].sum() / tot[i]) if tot[i] > 0 else None
+        per = w["period"][t >= 5.0]
+        period = float(np.nanmedian(per)) if per.size and np.isfinite(per).any() else None
+        out.append({"split": split, "grouped_s": grouped, "groups_10s": groups, "top_share": top,
+                    "private_10s": priv[10], "private_20s": priv[20], "period_ms": period})
+    return out
+
+
+def sweep_phases(sweeps, at=(5, -5)) -> list[list[float]]:
+    """Per process, how far apart its writers run: for the sweep indices ``at``, the median over
+    writer pairs of the distance between their positions, in sweeps (0: together; 0.25: the
+    mean for independent uniform phases; at most 0.5), from each writer's sweep end times."""
+    by = defaultdict(dict)
+    for pid, i, ends in sweeps:
+        by[pid][i] = np.asarray(ends)
+    out = []
+    for ws in by.values():
+        ends = np.array([ws[i] for i in sorted(ws)])              # (W, loops)
+        if ends.shape[1] < 12:
+            continue
+        row = []
+        for k in at:
+            k = k % ends.shape[1]
+            sweep_s = np.median(np.diff(ends[:, max(k - 3, 0):k + 4], axis=1))
+            d = [abs((a - b) / sweep_s) for j, a in enumerate(ends[:, k]) for b in ends[j + 1:, k]]
+            row.append(float(np.median([abs(x - round(x)) for x in d])))
+        out.append(row)
+    return out
+
+
+def _placement_lines(summaries) -> list[str]:
+    """Printed lines pooling :func:`placement_summary` over runs (or seeds)."""
+    p = [x for s in summaries for x in s]
+    if not p:
+        return []
+    splits = Counter(x["split"] for x in p)
+    g = [x["grouped_s"] for x in p if x["grouped_s"] is not None]
+    tops = [x["top_share"] for x in p if x["top_share"] is not None]
+    lines = [f"writers on the fewer-used node at the loops' start: "
+             + ", ".join(f"{k}: {splits[k]}" for k in sorted(splits)) + f" of {len(p)} processes",
+             f"all writers in one numa group: {len(g)} of {len(p)}"
+             + (f", from {np.median(g):.1f} s (median)" if g else "")
+             + f"; groups among the writers at 10 s: {np.mean([x['groups_10s'] for x in p]):.2f} (mean)"]
+    if tops:
+        lines.append(f"busiest writer's share of the numa_faults: {np.median(tops):.2f} (median)")
+    for key, what, fmt in (("private_10s", "private share of the writers' numa_faults at 10 s", ".2f"),
+                           ("private_20s", "private share of the writers' numa_faults at 20 s", ".2f"),
+                           ("period_ms", "writers' numa_scan_period from 5 s on (ms)", ".0f")):
+        v = [x[key] for x in p if x.get(key) is not None]
+        if v:
+            lines.append(f"{what}: {np.median(v):{fmt}} (median)")
+    return lines
 
 
 # ------------------------------------------------------------------------------ main
@@ -280,6 +455,11 @@ def main(argv=None) -> None:
     ap.add_argument("--model", action="store_true", help="also the model's account of the same machine")
     ap.add_argument("--seeds", type=int, default=64,
                     help="the model's seeds (default 64: its rare balancer swaps move whole slices, so 8 scatter)")
+    ap.add_argument("--first-touch", action="store_true",
+                    help="the model's init writers pay the first touches' zeroing at the rate the balancing-off "
+                         "run measures (option first_touch_wait; docs/fidelity.md, numa01's placement)")
+    ap.add_argument("--option", action="append", default=None, metavar="NAME=VALUE",
+                    help="an engine option for the model (repeatable), as numalab simulate --option")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds a boot may take (default 900)")
     ap.add_argument("--json", type=Path, help="write every run's numbers here")
     ap.add_argument("--log", type=Path, help="keep every run's console text in this directory")
@@ -287,6 +467,8 @@ def main(argv=None) -> None:
                     help="read the runs' console text kept by --log in this directory instead of booting "
                          "(the same --kernel, --runs and workload arguments)")
     args = ap.parse_args(argv)
+    from numalab.commands.simulate import options_from_args
+    args.options = options_from_args(args, ap)   # the CLI's reader of --option, checked by EngineOptions
     if args.threads is None:
         args.threads = max(1, args.cpus // 2)
     for name, value, lo, hi in (("--threads", args.threads, 1, 256), ("--loops", args.loops, 0, 10**6),
@@ -335,7 +517,9 @@ def main(argv=None) -> None:
             written = args.processes * args.threads * (args.size_mib * MiB) * \
                 (1 + (args.loops / args.threads if args.thread_alloc else args.loops))
             rate = written / base["elapsed_s"] / 1e9
-            print(f"== {base['kernel']}: balancing off {base['elapsed_s']:.2f} s, {rate:.2f} GB/s written")
+            zero = first_touch_GBps(base, args, rate)
+            print(f"== {base['kernel']}: balancing off {base['elapsed_s']:.2f} s, {rate:.2f} GB/s written"
+                  + (f"; first touch {zero * 1e3:.0f} MB/s a writer" if zero else ""))
             runs = [boot(True, k) for k in range(args.runs)]
             for r in runs:
                 first = first_buffer_scan(r["samples"])
@@ -344,18 +528,34 @@ def main(argv=None) -> None:
                       + ", ".join(f"{c[5:]} {r.get(c, 0)}" for c in COUNTERS))
                 print(f"   skipped VMAs: {json.dumps(r['skips'], sort_keys=True)}")
                 print(f"   buffer skips at (s): {json.dumps(r['buffer_skip_times'])}")
+                if r["tasks"] or r["sweeps"]:
+                    r["placement"] = placement_summary(kernel_writers(r["tasks"]))
+                    r["phases"] = sweep_phases(r["sweeps"])
+                    print(f"   placement: {json.dumps(r['placement'])}; writers apart (sweeps, at sweep 5 and "
+                          f"the 5th-last): {json.dumps([[round(x, 3) for x in v] for v in r['phases']])}")
                 if r["threads"]:
                     ie = [x[2] for x in r["threads"]]
                     print(f"   bound init ended at {min(ie):.2f}-{max(ie):.2f} s; passes started at (s, per mm): "
                           + "; ".join(" ".join(f"{x:.2f}" for x in v[:5]) for v in r["passes"].values()))
-            res = {"kernel": base["kernel"], "history": args.history, "balancing_off_s": base["elapsed_s"], "rate_GBps": rate, "runs": runs}
+            res = {"kernel": base["kernel"], "history": args.history, "balancing_off_s": base["elapsed_s"], "rate_GBps": rate,
+                   "first_touch_GBps": zero, "runs": runs}
             if args.model:
                 prof = profile_for(base["kernel"])
                 res["model_profile"] = prof
-                res["model"] = m = model(args, rate, prof, args.seeds)
+                if args.first_touch and zero is None:
+                    sys.exit("vm_trace.py: --first-touch: the balancing-off run's init was no slower than a sweep")
+                res["model"] = m = model(args, rate, prof, args.seeds, zero if args.first_touch else None)
                 print(f"   model ({prof}, {args.seeds} seeds): {m['elapsed_s']:.2f} +- {m['elapsed_sd']:.2f} s; "
                       + ", ".join(f"{c[5:]} {m[c]:.0f}" for c in COUNTERS))
                 print(f"   model skipped VMAs (mean a run): {json.dumps(m['skips'], sort_keys=True)}")
+            if any(r.get("placement") for r in runs):
+                print("   the kernel's placement, over its runs:")
+                for line in _placement_lines([r["placement"] for r in runs if r.get("placement")]):
+                    print("     " + line)
+                if args.model:
+                    print(f"   the model's placement, over its {args.seeds} seeds:")
+                    for line in _placement_lines(m["placement"]):
+                        print("     " + line)
             results.append(res)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

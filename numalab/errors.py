@@ -21,6 +21,7 @@ __all__ = [
     "NumalabEnvironmentError",
     "EngineInvariantError",
     "check_choice",
+    "check_bool",
     "check_int",
     "check_number",
     "check_uint32_array",
@@ -73,6 +74,13 @@ def check_choice(name: str, value, allowed: Iterable[str]) -> str:
             f"{name}={_fmt(value)} is not known{hint}; allowed: {', '.join(map(str, allowed))}"
         )
     return value
+
+
+def check_bool(name: str, value) -> bool:
+    """Return ``value`` if it is True or False (numpy's bools too), else raise naming it."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise NumalabValueError(f"{name}={_fmt(value)}; allowed: True or False")
+    return bool(value)
 
 
 def check_int(name: str, value, *, lo: int | None = None, hi: int | None = None) -> int:

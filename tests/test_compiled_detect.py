@@ -214,7 +214,7 @@ def sweep_cases(draw):
         over["loops"] = draw(st.integers(1, 4))
     opts = dict(dt=draw(st.sampled_from([0.02, 0.05])), thp=draw(st.booleans()),
                 first_arrival=draw(st.sampled_from([True, True, False])), sweep_convoy=draw(st.booleans()),
-                malloc_edges=draw(st.booleans()),
+                malloc_edges=draw(st.booleans()), first_touch_wait=draw(st.booleans()),
                 scan_delay_ms=draw(st.sampled_from([100, 1000])), scan_size_mb=draw(st.sampled_from([64, 256, 1024])),
                 init_coherence=draw(st.booleans()), lb_migrate_hz=draw(st.sampled_from([0.0, 0.2])))
     policy = draw(st.sampled_from(["6.12", "6.4", "pre-6.4", "rfc2023-p4", "rfc2024-pid-bits"]))

@@ -43,7 +43,8 @@ def test_defaults_are_the_dataclass_and_describe_lists_every_field():
     for s in SWITCHES:
         assert s in desc
     # every mechanism on by default, but the convoy (docs/fidelity.md: the tables prefer it off)
-    assert [s for s in SWITCHES if not DEFAULTS[s]] == ["sweep_convoy"]
+    # and the first touch's wait (docs/fidelity.md: numa01's placement in a real kernel)
+    assert [s for s in SWITCHES if not DEFAULTS[s]] == ["sweep_convoy", "first_touch_wait"]
 
 
 def test_options_are_frozen_checked_and_coerced():

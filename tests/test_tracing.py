@@ -96,6 +96,34 @@ def test_a_seed_traces_the_same_alone_and_in_a_batch():
         np.testing.assert_array_equal(both[k].values[vis], alone[k].values, err_msg=k)
 
 
+def test_placement_samples_the_engine_state_and_changes_nothing():
+    """scan_trace(placement=True): every thread's node, preferred node, group and fault
+    statistics at each time-series sample, as the engine's own run ends with them."""
+    wl = nl.workload("numa01", IVB, threads=8, loops=20)
+    ds = scan_trace(wl, "6.12", [1, 4], max_time=30.0, placement=True, time_resolution=0.5)
+    plain = scan_trace(wl, "6.12", [1, 4], max_time=30.0, time_resolution=0.5)
+    for k in ("t", "tid", "pte_updates", "offset_after"):
+        np.testing.assert_array_equal(ds[k].values, plain[k].values, err_msg=k)
+    b = run_batch(wl, nl.Policy.profile("6.12"), [1, 4], max_time=30.0, time_resolution=0.5)
+    R, T = len(b.seeds), b.lay.T
+    assert ds.task_node.shape == (R, ds.sizes["sample"], T)
+    np.testing.assert_allclose(np.diff(ds.sample_t.values[:-1]), 0.5)
+    # the last sample is the engine's state at the end of the run
+    np.testing.assert_array_equal(ds.task_node.values[:, -1], b.tasks.node)
+    np.testing.assert_array_equal(ds.numa_preferred_nid.values[:, -1], b.numa.numa_preferred_nid)
+    np.testing.assert_allclose(ds.numa_faults.values[:, -1], b.numa.faults_mem.sum(axis=-1))
+    np.testing.assert_allclose(ds.numa_faults_private.values[:, -1], b.numa.faults_mem[..., 1])
+    np.testing.assert_array_equal(ds.numa_scan_period.values[:, -1], b.numa.numa_scan_period)
+    # a group is named by its creator's pid, as the kernel's numa_group_id; 0: no group
+    gid = b.groups.gid
+    want = np.where(gid >= 0, np.take_along_axis(b.tasks.tid, np.maximum(gid, 0), axis=1), 0)
+    np.testing.assert_array_equal(ds.numa_group_id.values[:, -1], want)
+    assert (ds.numa_group_id.values[:, -1][:, ~wl.thread_main] > 0).any()      # numa01's writers group
+    assert ds.numa_group_id.attrs["kernel_name"] == "numa_group_id"
+    with pytest.raises(ValueError, match="placement='yes'.*True or False"):
+        scan_trace(wl, "6.12", 1, max_time=1.0, placement="yes")
+
+
 def test_format_perf_matches_the_tracepoint_layout(traced):
     ds, _ = traced
     text = format_perf(ds)

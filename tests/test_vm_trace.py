@@ -56,10 +56,62 @@ def test_every_skip_is_counted_whatever_its_offset(vm_trace):
     assert r["samples"] == [[1.0, 10, 2, 3, 1, 7]]
 
 
+def test_trace_times_count_from_the_start_mark_on_the_trace_clock(vm_trace):
+    # the tracepoints' clock ran 1.45 s ahead of /proc/uptime in a 6.12 guest
+    mark = "            init-1       (      1) [005] .....     5.450000: tracing_mark_write: numalab_start"
+    skip = _skip(133, 21.21, 0x38F40000, BUF_LO, BUF_HI, "pid_inactive")
+    r = vm_trace.parse(_console([mark, skip]), 256 * MiB)
+    assert r["trace_clock_known"] and r["buffer_skip_times"] == {"pid_inactive": [15.76]}
+    old = vm_trace.parse(_console([skip]), 256 * MiB)           # a console from before the mark
+    assert not old["trace_clock_known"] and old["buffer_skip_times"] == {"pid_inactive": [17.21]}
+
+
 def test_a_pass_starts_only_at_offset_zero_and_the_first_vma(vm_trace):
     text = _console([_skip(128, 6.0, 0x400000, 0x400000, 0x401000, "unsuitable"),
                      _skip(128, 7.0, 0, 0x401000, 0x48D000, "unsuitable")])
     assert vm_trace.parse(text, 256 * MiB)["passes"] == {}
+
+
+def _task(t, pid, tid, node, gid, faults, period="-"):
+    # init's "T" line: node, numa_scan_seq, numa_preferred_nid, numa_group_id, se.nr_migrations,
+    # numa_scan_period, numa_faults_locality[0..2] ("-": a stock kernel prints neither), then per
+    # node task_private task_shared group_private group_shared (here: private, shared = 0.5 x it)
+    per_node = " ".join(f"{f} {f // 2} 0 0" for f in faults)
+    return f"T {t + 4:.2f} {pid} {tid} {node} 3 {node} {gid} 7 {period} 5 6 0 {per_node}"
+
+
+def test_the_placement_trace_is_read_per_process_and_summarised(vm_trace):
+    lines = []
+    for t in (5.0, 10.0, 15.0):
+        grouped = t >= 15.0
+        lines += [_task(t, 128, 128, 0, 0, (0, 0))]                      # the main thread: left out
+        lines += [_task(t, 128, 130 + i, int(i == 3), 130 if grouped or i == 0 else 0, (100 * (i + 1), 0))
+                  for i in range(4)]
+    lines[-1] = _task(15.0, 128, 133, 1, 130, (400, 0), period=2500)     # the one writer the test kernel
+    lines.append(_task(20.0, 128, 131, 0, 130, (1, 0)))                  # writers exiting: sample dropped
+    r = vm_trace.parse(_console(lines), 256 * MiB)
+    w = vm_trace.kernel_writers(r["tasks"])
+    assert list(w) == [128] and w[128]["node"].shape == (3, 4)
+    np.testing.assert_array_equal(w[128]["t"], [5.0, 10.0, 15.0])
+    (p,) = vm_trace.placement_summary(w)
+    assert p["split"] == 1                        # one writer of four on the other node
+    assert p["grouped_s"] == 15.0                 # every writer in group 130 from then on
+    assert p["groups_10s"] == 4                   # one group and three writers without one
+    assert p["top_share"] == pytest.approx(0.4)   # 600 of the writers' 1500 faults
+    assert p["private_10s"] == pytest.approx(2 / 3)
+    assert p["period_ms"] == 2500                 # NaN ("-") where not printed, ignored
+
+
+def test_sweep_phases_measure_how_far_apart_the_writers_run(vm_trace):
+    loops = np.arange(40) * 0.2 + 1.0
+    together = [[128, i, (loops + 0.001 * i).tolist()] for i in range(4)]
+    quarters = [[133, i, (loops + 0.05 * i).tolist()] for i in range(4)]   # a quarter sweep apart each
+    phases = vm_trace.sweep_phases(together + quarters)
+    assert phases[0] == pytest.approx([0.0075, 0.0075], abs=1e-6)
+    # pairs 0.25, 0.5, 0.75 (= 0.25 round the buffer) sweeps apart: median 0.25
+    assert phases[1] == pytest.approx([0.25, 0.25], abs=1e-6)
+    r = vm_trace.parse(_console(["sweeps 133 0 1.5 1.7 1.9"]), 256 * MiB)
+    assert r["sweeps"] == [[133, 0, [1.5, 1.7, 1.9]]]
 
 
 @pytest.mark.parametrize("release, profile", [("6.1.0-57-amd64", "pre-6.4"), ("6.5.0", "6.4"),

@@ -7,7 +7,8 @@
  * usage: numa01 THREADS SIZE_MIB LOOPS THREAD_ALLOC NODE_B [PROCESSES [ALIGN]]
  * ALIGN=1 places the buffer on a 2 MiB boundary (aligned_alloc) instead of numa01's malloc, whose
  * 4 KiB chunk header leaves the mapping's first and last partial 2 MiB as base pages.
- * prints "numa01_elapsed_s SECONDS" (fork to the last join) and one "thread" line a writer. */
+ * prints "numa01_elapsed_s SECONDS" (fork to the last join), one "thread" line a writer and one
+ * "sweeps PID I T..." line a writer with the end of each of its sweeps (seconds after the fork). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -48,10 +49,25 @@ static void *worker(void *arg)
 	if (syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0))
 		perror("set_mempolicy(MPOL_DEFAULT)");
 	double t_init = now() - t0;
-	for (int l = 0; l < loops; l++)
+	/* when each sweep ended: the writers' phases against each other (are they a convoy?) */
+	double *sweep_end = calloc(loops ? loops : 1, sizeof(double));
+	for (int l = 0; l < loops; l++) {
 		memset(lo, 0, n);
-	/* one line a thread: when its bound init and its last sweep ended, seconds after the fork */
+		if (sweep_end)
+			sweep_end[l] = now() - t0;
+	}
+	/* one line a thread: when its bound init and its last sweep ended, seconds after the fork;
+	 * then one "sweeps" line with every sweep's end (written after the loop: no stdio in it) */
 	printf("thread %d %ld init_end_s %.3f loop_end_s %.3f\n", (int)getpid(), i, t_init, now() - t0);
+	if (sweep_end && loops) {
+		flockfile(stdout);
+		printf("sweeps %d %ld", (int)getpid(), i);
+		for (int l = 0; l < loops; l++)
+			printf(" %.4f", sweep_end[l]);
+		printf("\n");
+		funlockfile(stdout);
+	}
+	free(sweep_end);
 	return NULL;
 }
 

@@ -123,6 +123,13 @@ class Batch:
                            finish=np.where(phase == PH_DONE, 0.0, np.nan), runtime=np.zeros((R, T)),
                            kdebt=np.zeros((R, T)), ksys=np.zeros((R, T)),
                            sweep_phase=self._sweep_phase(phi))
+        if o.first_touch_wait and wl.zero_bytes_init > 0:
+            # the init's first touches zero each new folio in the faulting writer's time: the
+            # threads that start in their init share the zeroing (clear_huge_page) as kernel debt
+            init0 = phase == PH_INIT
+            n = int(np.count_nonzero(init0[0]))
+            if n:
+                self.tasks.kdebt[init0] = wl.zero_bytes_init / n / (self.costs.zero_GBps * 1e9)
         # clone staggers each new thread's first trigger by 2 ticks (init_numa_balancing)
         stamp = np.where(wl.thread_main, 0.0, 2 * scan.TICK_S)[None, :].repeat(R, 0)
         self.numa = TaskNuma.fresh(R, T, N, o.scan_delay_ms, o.scan_period_max_ms, stamp)

@@ -161,6 +161,20 @@ class EngineOptions:
                                               "leader takes runs of consecutive protected chunks' faults "
                                               "(docs/fidelity.md, 'numa01's writers as a convoy'); that "
                                               "numa01's 64-224 writers on two sockets do the same is assumed"))
+    first_touch_wait: bool = _opt(False, "the first touch of the init sweeps zeroes each new folio in the "
+                                  "faulting writer's own time: every thread that starts in its init owes "
+                                  "zero_bytes_init / (those threads) at costs.zero_GBps as kernel time before "
+                                  "its init writes (the same seconds syst already counts); False = the zeroing "
+                                  "is system time only and the init sweeps run at write speed", kind="bool",
+                                  source=Provenance(
+                                      "kernel",
+                                      "do_anonymous_page / do_huge_pmd_anonymous_page allocate and zero the folio "
+                                      "(clear_page / clear_huge_page) in the faulting task before the write "
+                                      "completes; traced in QEMU with a 6.12 kernel (benchmarks/vm_trace.py): "
+                                      "numa01's bound init took 1.1-1.3 s against 0.21 s for a later sweep of "
+                                      "the same bytes, and the kernel's first task_numa_work run found every "
+                                      "VMA unsuitable (the scanning writer still in its MPOL_BIND init); "
+                                      "docs/fidelity.md, 'numa01's placement in a real kernel'"))
     link_both_directions: bool = _opt(True, "a remote write loads both directions of the socket link, one line "
                                       "each (the RFO's data in, the write-back out; costs.progress_rates); "
                                       "False = the 0.5.0 accounting: each remote write charged twice on its "
@@ -257,7 +271,8 @@ def _check_field(f, value):
 #: option name -> default (the dict form of EngineOptions()), in field order
 DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}
 #: the mechanism switches (bool options whose flip removes one mechanism, or adds one that is off
-#: by default: sweep_convoy), and lb_migrate_hz, whose 0 removes the load balancer's pulls
+#: by default: sweep_convoy, first_touch_wait), and lb_migrate_hz, whose 0 removes the load
+#: balancer's pulls
 SWITCHES = ("lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter", "thp",
-            "init_coherence", "first_arrival", "sweep_convoy", "link_both_directions", "tick_clock", "malloc_edges",
-            "harness_overhead")
+            "init_coherence", "first_arrival", "sweep_convoy", "first_touch_wait", "link_both_directions",
+            "tick_clock", "malloc_edges", "harness_overhead")

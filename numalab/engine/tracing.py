@@ -13,6 +13,13 @@ returns one xarray Dataset with two dims:
   the decision (``reason``: a skip reason named as ``sched_skip_vma_numa`` names it, or why the
   VMA was scanned), and whether it was visited in the forced retry.
 
+With ``placement=True`` it also samples every thread's placement at each time-series sample
+(``time_resolution``), dims ``replica`` x ``sample`` x ``thread``: the node it runs on
+(``task_node``), ``numa_preferred_nid``, ``numa_group_id``, ``numa_scan_period`` and its
+``numa_faults`` (NUMA_MEM, private + shared, and the private part) per node -- what
+``/proc/PID/task/TID/sched`` shows on a kernel built with ``CONFIG_SCHED_DEBUG`` (the scan
+period with the test kernel's addition; ``benchmarks/vm_trace.py`` samples it there).
+
 :func:`format_runs` prints one line per run; :func:`format_perf` prints the skips as
 ``perf script`` prints the kernel's tracepoint (``numa_scan_offset=%lX vm_start=%lX
 vm_end=%lX reason=%s``), so a trace taken on a real machine can be put beside the model's.
@@ -49,6 +56,8 @@ class _Recorder:
         self._open = {}          # replica -> index of its current run
         self._nruns = 0
         self._cnt0 = None
+        # per time-series sample, with placement=True (None: not recorded)
+        self.placement_cols = None
 
     def run_begin(self, b, rows, m, scanner, when):
         for i, r in enumerate(rows.tolist()):
@@ -85,12 +94,26 @@ class _Recorder:
         self.visit_cols["offset"].append(off)
         self.visit_cols["forced"].append(np.full(n, bool(forced)))
 
+    def placement(self, b):
+        """Every thread's placement now (called by observe.sample when recording placement):
+        its node, numa_preferred_nid, numa group (-1: none) and NUMA_MEM faults per node."""
+        if self.placement_cols is None:
+            return
+        c = self.placement_cols
+        c["t"].append(float(b.now))
+        c["task_node"].append(b.tasks.node.copy())
+        c["numa_preferred_nid"].append(b.numa.numa_preferred_nid.copy())
+        c["gid"].append(b.groups.gid.copy())
+        c["numa_faults"].append(b.numa.faults_mem.sum(axis=-1))
+        c["numa_faults_private"].append(b.numa.faults_mem[..., 1].copy())
+        c["numa_scan_period"].append(b.numa.numa_scan_period.copy())
+
     @staticmethod
     def _cat(parts, dtype):
         return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
 
 
-def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, **options):
+def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, placement=False, **options):
     """Run ``workload`` under ``policy`` and record every ``task_numa_work`` run and VMA visit.
 
     Parameters
@@ -100,7 +123,10 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
     seeds : int seed, or a list of distinct seeds run as one batch (a seed's trace is the
         same alone or in a batch).
     max_time : stop after this many simulated seconds (s); default: run to the end.
-    **options : engine options (:class:`numalab.engine.EngineOptions`), e.g. ``scan_delay_ms``.
+    placement : also sample every thread's placement each ``time_resolution`` seconds (dims
+        ``replica``, ``sample``, ``thread``; see the module docstring).
+    **options : engine options (:class:`numalab.engine.EngineOptions`), e.g. ``scan_delay_ms``,
+        ``time_resolution``.
 
     Returns
     -------
@@ -109,9 +135,50 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, *
     finished (0 when ``max_time`` stopped it first); ``traced_reasons`` (space-separated): the
     decisions ``sched_skip_vma_numa`` reports for this policy (its own skip rules included).
     """
+    from ..errors import check_bool, check_memory
+
+    placement = check_bool("placement", placement)
     b, rec, wl, pol, seed_list = _traced_batch(workload, policy, seeds, topology, max_time, options, _Recorder)
+    if placement:
+        # the samples kept: (seeds x threads) x (4 + 2 nodes) 8-byte values each time_resolution s
+        samples = b.o.max_time / b.o.time_resolution + 2
+        check_memory("seeds", len(seed_list), samples * b.R * b.lay.T * (4 + 2 * b.lay.N) * 8)
+        rec.placement_cols = {k: [] for k in ("t", "task_node", "numa_preferred_nid", "gid", "numa_faults",
+                                              "numa_faults_private", "numa_scan_period")}
     b.run()
-    return _trace_dataset(b, rec, wl, pol, seed_list)
+    ds = _trace_dataset(b, rec, wl, pol, seed_list)
+    return _with_placement(ds, b, rec, wl) if placement else ds
+
+
+def _with_placement(ds, b, rec, wl):
+    """``ds`` with the placement samples (dims replica, sample, thread[, node])."""
+    import xarray as xr
+
+    c = rec.placement_cols
+    tid = b.tasks.tid                                                   # (R, T)
+    gid = np.stack(c["gid"], axis=1)                                   # (R, S, T): thread index
+    R = np.arange(b.R)[:, None, None]
+    # the kernel names a group by the pid of the task that created it (0: none)
+    group = np.where(gid >= 0, tid[R, np.maximum(gid, 0)], 0)
+    dims = ("replica", "sample", "thread")
+    return ds.assign(
+        replica_seed=("replica", np.asarray(ds.attrs["seeds"], dtype=np.int64), {"long_name": "seed of the replica"}),
+        sample_t=("sample", np.asarray(c["t"], dtype=float), {"units": "s", "long_name": "time of the sample"}),
+        thread_tid=(("replica", "thread"), tid.copy(), {"long_name": "the thread's pid (tid)"}),
+        thread_mm=("thread", np.asarray(wl.thread_mm, dtype=np.int64), {"long_name": "process (mm) index"}),
+        thread_main=("thread", np.asarray(wl.thread_main, dtype=bool), {"long_name": "the process's main thread"}),
+        task_node=(dims, np.stack(c["task_node"], axis=1), {"kernel_name": "task_node", "long_name": "node it runs on"}),
+        numa_preferred_nid=(dims, np.stack(c["numa_preferred_nid"], axis=1), {"kernel_name": "numa_preferred_nid"}),
+        numa_group_id=(dims, group, {"kernel_name": "numa_group_id", "long_name": "pid of the group's creator (0: none)"}),
+        numa_faults=((*dims, "node"), np.stack(c["numa_faults"], axis=1),
+                     {"units": "pages", "kernel_name": "numa_faults[NUMA_MEM] (private + shared)",
+                      "long_name": "the task's decayed memory-fault statistics per node"}),
+        numa_faults_private=((*dims, "node"), np.stack(c["numa_faults_private"], axis=1),
+                             {"units": "pages", "kernel_name": "numa_faults[NUMA_MEM] (private)",
+                              "long_name": "their private part (last_cpupid unset or the task's own)"}),
+        numa_scan_period=(dims, np.stack(c["numa_scan_period"], axis=1),
+                          {"units": "ms", "kernel_name": "numa_scan_period"}),
+    )
 
 
 def _traced_batch(workload, policy, seeds, topology, max_time, options, recorder):

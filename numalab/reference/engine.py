@@ -216,6 +216,11 @@ class Replica:
         self.pid_skip = {name for i, name in enumerate(dec.names) if dec.pid_skip[i]}
         self.reasons = {name: 0 for name in dec.names}
         self.syst = wl.zero_bytes_init / (costs.zero_GBps * 1e9)
+        if o["first_touch_wait"] and wl.zero_bytes_init > 0:
+            # the first touches' zeroing, shared by the threads that start in their init
+            starters = [t for t in range(T) if self.phase[t] == PH_INIT]
+            for t in starters:
+                self.kdebt[t] = wl.zero_bytes_init / len(starters) / (costs.zero_GBps * 1e9)
         self.done = False
         self.elsp = math.nan
         self.dirty = True
