@@ -171,7 +171,7 @@ class EngineOptions:
                                       "do_anonymous_page / do_huge_pmd_anonymous_page allocate and zero the folio "
                                       "(clear_page / clear_huge_page) in the faulting task before the write "
                                       "completes; traced in QEMU with a 6.12 kernel (benchmarks/vm_trace.py): "
-                                      "numa01's bound init took 1.1-1.3 s against 0.21 s for a later sweep of "
+                                      "numa01's bound init took 1.1-1.45 s against 0.21 s for a later sweep of "
                                       "the same bytes, and the kernel's first task_numa_work run found every "
                                       "VMA unsuitable (the scanning writer still in its MPOL_BIND init); "
                                       "docs/fidelity.md, 'numa01's placement in a real kernel'"))
