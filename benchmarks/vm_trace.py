@@ -316,22 +316,22 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
 # ------------------------------------------------------------------------------ placement
 def kernel_writers(tasks) -> dict:
     """The kernel's writer threads per process from the "T" samples: {pid: {"t": (S,), "node",
-    "gid", "faults", "private", "period": (S, W)}}, W the writers (the main thread, tid == pid,
+    "gid", "faults", "private", "period", "pref": (S, W)}}, W the writers (the main thread, tid == pid,
     left out) in tid order, only samples where every writer was listed (the last ones, as
     writers exit, are dropped); "period" is NaN where the kernel does not print it."""
     by = defaultdict(lambda: defaultdict(dict))
-    for kind, t, pid, tid, node, _seq, _pref, gid, _mig, period, _l0, _l1, _l2, *faults in tasks:
+    for kind, t, pid, tid, node, _seq, pref, gid, _mig, period, _l0, _l1, _l2, *faults in tasks:
         if kind != "T" or tid == pid:
             continue
         f = [x or 0 for x in faults]
         by[pid][t][tid] = (node, gid, sum(x for i, x in enumerate(f) if i % 4 < 2), sum(f[0::4]),
-                           np.nan if period is None else period)
+                           np.nan if period is None else period, -1 if pref is None else pref)
     out = {}
     for pid, samples in by.items():
         tids = sorted({tid for s in samples.values() for tid in s})
         ts = [t for t in sorted(samples) if len(samples[t]) == len(tids)]
         out[pid] = {k: np.array([[samples[t][tid][i] for tid in tids] for t in ts], dtype=float)
-                    for i, k in enumerate(("node", "gid", "faults", "private", "period"))}
+                    for i, k in enumerate(("node", "gid", "faults", "private", "period", "pref"))}
         out[pid]["t"] = np.array(ts)
     return out
 
@@ -346,7 +346,8 @@ def model_writers(tr, replica: int) -> dict:
                        "gid": tr.numa_group_id.values[replica][:, w].astype(float),
                        "faults": tr.numa_faults.values[replica][:, w].sum(axis=-1),
                        "private": tr.numa_faults_private.values[replica][:, w].sum(axis=-1),
-                       "period": tr.numa_scan_period.values[replica][:, w].astype(float)}
+                       "period": tr.numa_scan_period.values[replica][:, w].astype(float),
+                       "pref": tr.numa_preferred_nid.values[replica][:, w].astype(float)}
     return out
 
 
@@ -358,7 +359,10 @@ def placement_summary(writers: dict, loop_start_s: float = 1.5) -> list[dict]:
     from 5 s on, of the busiest writer's share of the writers' numa_faults (1/W: even);
     ``private_10s`` / ``private_20s`` -- the private share of the writers' numa_faults at 10 and
     20 s (update_task_scan_period's ps_ratio reads the same split); ``period_ms`` -- the median
-    numa_scan_period of the writers from 5 s on (None where the kernel does not print it)."""
+    numa_scan_period of the writers from 5 s on (None where the kernel does not print it);
+    ``node_changes`` / ``pref_changes`` -- how often, between samples, a writer was seen on
+    another node / with another numa_preferred_nid (once it had one): what keeps asking
+    numa_migrate_preferred, and what resets the scan period (update_scan_period)."""
     out = []
     for w in writers.values():
         t, node, gid, faults = w["t"], w["node"], w["gid"], w["faults"]
@@ -382,8 +386,11 @@ def placement_summary(writers: dict, loop_start_s: float = 1.5) -> list[dict]:
             priv[at] = float(w["private"][i].sum() / tot[i]) if tot[i] > 0 else None
         per = w["period"][t >= 5.0]
         period = float(np.nanmedian(per)) if per.size and np.isfinite(per).any() else None
+        pref = w["pref"]
         out.append({"split": split, "grouped_s": grouped, "groups_10s": groups, "top_share": top,
-                    "private_10s": priv[10], "private_20s": priv[20], "period_ms": period})
+                    "private_10s": priv[10], "private_20s": priv[20], "period_ms": period,
+                    "node_changes": int((np.diff(node, axis=0) != 0).sum()),
+                    "pref_changes": int(((np.diff(pref, axis=0) != 0) & (pref[:-1] >= 0)).sum())})
     return out
 
 
@@ -424,6 +431,10 @@ def _placement_lines(summaries) -> list[str]:
              + f"; groups among the writers at 10 s: {np.mean([x['groups_10s'] for x in p]):.2f} (mean)"]
     if tops:
         lines.append(f"busiest writer's share of the numa_faults: {np.median(tops):.2f} (median)")
+    per_run = len(p) / max(len(summaries), 1)
+    for key, what in (("node_changes", "writers seen on another node"),
+                      ("pref_changes", "writers seen with another numa_preferred_nid")):
+        lines.append(f"{what}: {np.mean([x[key] for x in p]) * per_run:.1f} a run (mean)")
     for key, what, fmt in (("private_10s", "private share of the writers' numa_faults at 10 s", ".2f"),
                            ("private_20s", "private share of the writers' numa_faults at 20 s", ".2f"),
                            ("period_ms", "writers' numa_scan_period from 5 s on (ms)", ".0f")):

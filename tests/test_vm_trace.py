@@ -87,7 +87,7 @@ def test_the_placement_trace_is_read_per_process_and_summarised(vm_trace):
         lines += [_task(t, 128, 128, 0, 0, (0, 0))]                      # the main thread: left out
         lines += [_task(t, 128, 130 + i, int(i == 3), 130 if grouped or i == 0 else 0, (100 * (i + 1), 0))
                   for i in range(4)]
-    lines[-1] = _task(15.0, 128, 133, 1, 130, (400, 0), period=2500)     # the one writer the test kernel
+    lines[-1] = _task(15.0, 128, 133, 0, 130, (400, 0), period=2500)     # moved to node 0; a scan period
     lines.append(_task(20.0, 128, 131, 0, 130, (1, 0)))                  # writers exiting: sample dropped
     r = vm_trace.parse(_console(lines), 256 * MiB)
     w = vm_trace.kernel_writers(r["tasks"])
@@ -100,6 +100,8 @@ def test_the_placement_trace_is_read_per_process_and_summarised(vm_trace):
     assert p["top_share"] == pytest.approx(0.4)   # 600 of the writers' 1500 faults
     assert p["private_10s"] == pytest.approx(2 / 3)
     assert p["period_ms"] == 2500                 # NaN ("-") where not printed, ignored
+    assert p["node_changes"] == 1                 # writer 133: node 1, then 0 at 15 s
+    assert p["pref_changes"] == 1                 # and its preferred node with it (the helper sets both)
 
 
 def test_sweep_phases_measure_how_far_apart_the_writers_run(vm_trace):
