@@ -55,7 +55,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .errors import NumalabValueError, check_choice, check_int, check_uint32_array
+from .errors import NumalabValueError, check_bool, check_choice, check_int, check_uint32_array
 from .history import MAX_WINDOWS, ROTATIONS, _check_history, bit_masks, newest_mask
 from .reasons import CODE, DECISIONS
 
@@ -167,8 +167,7 @@ class Adaptive:
         n_max = check_int("n_max", self.n_max, lo=n_min, hi=MAX_WINDOWS)
         n_init = min(max(2, n_min), n_max) if self.n_init is None else self.n_init
         n_init = check_int("n_init", n_init, lo=n_min, hi=n_max)
-        if not isinstance(self.enabled, (bool, np.bool_)):
-            raise NumalabValueError(f"adapt_enabled={self.enabled!r}; allowed: True or False")
+        check_bool("adapt_enabled", self.enabled)
         values = {}
         for key in _ALL_PARAMS:
             given = getattr(self, key)

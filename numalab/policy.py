@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-from .errors import NumalabValueError, check_choice, check_int, check_uint32_array
+from .errors import NumalabValueError, check_bool, check_choice, check_int, check_uint32_array
 from .history import MAX_WINDOWS, ROTATIONS, _check_history
 from .hashing import pid_bit
 from .adaptive import ADAPT_KEYWORDS, ADAPT_RULES, Adaptive
@@ -768,15 +768,11 @@ def _validate(v: dict) -> dict:
         raise NumalabValueError(f"width={v['width']!r} is not supported; allowed: 64 (mainline), 128 (RFC 2024)")
     v["rotation"] = check_choice("rotation", v["rotation"], ROTATIONS)
     for key in ("numab_state", "rotate_before_access"):
-        if not isinstance(v[key], (bool, np.bool_)):
-            raise NumalabValueError(f"{key}={v[key]!r}; allowed: True or False")
-        v[key] = bool(v[key])
+        v[key] = check_bool(key, v[key])
     for r in BUILTIN_RULES:
         vp = r.value_param
         if vp is None:
-            if not isinstance(v[r.name], (bool, np.bool_)):
-                raise NumalabValueError(f"{r.name}={v[r.name]!r}; allowed: True or False")
-            v[r.name] = bool(v[r.name])
+            v[r.name] = check_bool(r.name, v[r.name])
         elif v[r.name] is not None:
             label = f"{r.name} threshold" if vp.kind == "int" else r.name
             v[r.name] = vp.check(label, v[r.name], width=v["width"])

@@ -81,13 +81,11 @@ class Param:
     def check(self, name: str, value, width: int = 64):
         """``value`` if it is of this parameter's kind and within its bounds, else a
         :class:`NumalabValueError` naming ``name``."""
-        from .errors import check_int, check_number
+        from .errors import check_bool, check_int, check_number
 
         kind = self.kind
         if kind == "bool":
-            if not isinstance(value, (bool, np.bool_)):
-                raise NumalabValueError(f"{name}={value!r}; allowed: True or False")
-            return bool(value)
+            return check_bool(name, value)
         hi = width if self.hi == "width" else self.hi
         if kind == "int":
             return check_int(name, value, lo=self.lo, hi=hi)
