@@ -368,27 +368,29 @@ def placement_summary(writers: dict, loop_start_s: float = 1.5) -> list[dict]:
         t, node, gid, faults = w["t"], w["node"], w["gid"], w["faults"]
         if t.size == 0:
             continue
-        i0 = int(np.searchsorted(t, loop_start_s))
-        i0 = min(i0, t.size - 1)
-        on1 = int(node[i0].sum())
+
+        def sample_at(s):
+            """The first sample at or after ``s`` seconds (the last one if none is)."""
+            return min(int(np.searchsorted(t, s)), t.size - 1)
+
+        on1 = int(node[sample_at(loop_start_s)].sum())
         split = min(on1, node.shape[1] - on1)
         one = (gid > 0).all(axis=1) & (gid == gid[:, :1]).all(axis=1)
         grouped = float(t[np.argmax(one)]) if one.any() else None
-        i10 = min(int(np.searchsorted(t, 10.0)), t.size - 1)
-        g10 = gid[i10]
+        g10 = gid[sample_at(10.0)]
         groups = len(set(g10[g10 > 0].tolist())) + int((g10 <= 0).sum())
         tot = faults.sum(axis=1)
         late = (t >= 5.0) & (tot > 0)
         top = float(np.median(faults[late].max(axis=1) / tot[late])) if late.any() else None
         priv = {}
-        for at in (10, 20):
-            i = min(int(np.searchsorted(t, float(at))), t.size - 1)
+        for at in (10.0, 20.0):
+            i = sample_at(at)
             priv[at] = float(w["private"][i].sum() / tot[i]) if tot[i] > 0 else None
         per = w["period"][t >= 5.0]
         period = float(np.nanmedian(per)) if per.size and np.isfinite(per).any() else None
         pref = w["pref"]
         out.append({"split": split, "grouped_s": grouped, "groups_10s": groups, "top_share": top,
-                    "private_10s": priv[10], "private_20s": priv[20], "period_ms": period,
+                    "private_10s": priv[10.0], "private_20s": priv[20.0], "period_ms": period,
                     "node_changes": int((np.diff(node, axis=0) != 0).sum()),
                     "pref_changes": int(((np.diff(pref, axis=0) != 0) & (pref[:-1] >= 0)).sum())})
     return out

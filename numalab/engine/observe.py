@@ -91,7 +91,7 @@ def sample(b):
     f = b.counters.events["numa_hint_faults"].copy()
     b.obs.series["faults"].append(f - b.obs.fault_acc)
     b.obs.fault_acc = f
-    if b.tracer is not None and hasattr(b.tracer, "placement"):
+    if b.tracer is not None:
         b.tracer.placement(b)           # scan_trace(placement=True): each thread's placement
     b.obs.series_t.append(b.now)
 

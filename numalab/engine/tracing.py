@@ -152,8 +152,6 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, p
 
 def _with_placement(ds, b, rec, wl):
     """``ds`` with the placement samples (dims replica, sample, thread[, node])."""
-    import xarray as xr
-
     c = rec.placement_cols
     tid = b.tasks.tid                                                   # (R, T)
     gid = np.stack(c["gid"], axis=1)                                   # (R, S, T): thread index
