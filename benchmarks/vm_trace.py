@@ -54,6 +54,16 @@ zeroing at the rate the balancing-off run measures (option ``first_touch_wait``)
     python benchmarks/vm_trace.py --kernel bzImage-dbg --cpus 8 --size-mib 256 --loops 150 --history 2 --model
     python benchmarks/vm_trace.py ... --from-log DIR --model --first-touch
 
+What moves the writers between nodes (docs/fidelity.md, "What moves numa01's writers between
+nodes"): ``init`` also records ``sched_migrate_task`` for numa01's threads and each node's CPU
+list, and each run prints its writers' node changes by what made them (:func:`writer_moves`:
+a NUMA move or swap, the stopper's active balance, the periodic load balance, another path).
+The balancing-off run's changes, all the load balancer's, give the virtual machine's rate of
+cross-node pulls (:func:`balancer_hz`); ``--balancer`` gives the model that rate (option
+``lb_migrate_hz``)::
+
+    python benchmarks/vm_trace.py ... --from-log DIR --model --first-touch --balancer
+
 About 20 s of the host's time per run at the defaults (4 virtual CPUs, 2 writers a process,
 512 MiB, 60 sweeps).
 """
@@ -163,6 +173,14 @@ _SKIP = re.compile(r"-\d+\s+\(\s*(\d+)\)\s.*\s(\d+\.\d+): sched_skip_vma_numa: n
 _MARK = re.compile(r"\s(\d+\.\d+): tracing_mark_write: numalab_start")
 
 
+# "numa01-201 (  190) [005] d..2.  9.120004: sched_migrate_task: comm=numa01 pid=203 prio=120 orig_cpu=5
+# dest_cpu=1", and the NUMA moves' own events (sched_move_numa, sched_swap_numa, sched_stick_numa):
+# the task that ran when the event fired (its comm, for the migrate: who moved it), the trace flags
+# ("s" in the third place: in a softirq, the periodic load balancer), the time, and the fields
+_EVENT = re.compile(r"^(.+?)-\d+\s+\(\s*[\d-]+\)\s+\[\d+\]\s+(\S+)\s+(\d+\.\d+): "
+                    r"(sched_migrate_task|sched_move_numa|sched_swap_numa|sched_stick_numa): (.*)$")
+
+
 def parse(text: str, size_bytes: int) -> dict:
     """The run's numbers: kernel, elapsed seconds, final vmstat counters, skipped VMAs by reason
     and kind (buffer / thread stack / other), the vmstat and buffer-node samples over time.
@@ -171,7 +189,7 @@ def parse(text: str, size_bytes: int) -> dict:
     uptime of ``=== start``, which runs behind the trace clock (``trace_clock_known`` False)."""
     r = {"samples": [], "maps": [], "skips": Counter(), "buffer_skip_times": defaultdict(list),
          "threads": [], "passes": defaultdict(list), "tasks": [],
-         "sweeps": []}
+         "sweeps": [], "events": [], "cpulist": {}}
     start = tstart = 0.0
     mark = _MARK.search(text)
     r["trace_clock_known"] = mark is not None
@@ -181,6 +199,12 @@ def parse(text: str, size_bytes: int) -> dict:
             r["kernel"] = line.split()[2]
         elif line.startswith("=== pid_hist"):
             r["pid_hist"] = int(line.split()[2])
+        elif line.startswith("=== cpulist"):
+            _, _, node, cpus = line.split()
+            for part in cpus.split(","):
+                lo, _, hi = part.partition("-")
+                for c in range(int(lo), int(hi or lo) + 1):
+                    r["cpulist"][c] = int(node)
         elif line.startswith("=== start"):
             start = float(line.split()[2])
             tstart = float(mark.group(1)) if mark else start
@@ -210,6 +234,10 @@ def parse(text: str, size_bytes: int) -> dict:
         elif line.startswith("thread "):
             _, pid, i, _, init_end, _, loop_end = line.split()
             r["threads"].append([int(pid), int(i), float(init_end), float(loop_end)])
+        elif m := _EVENT.match(line):
+            ctx, flags, t, name, rest = m.groups()
+            fields = {k: int(v) for k, v in re.findall(r"(\w+)=(-?\d+)(?=\s|$)", rest)}
+            r["events"].append([round(float(t) - tstart, 6), name, ctx.strip(), flags, fields])
         elif m := _SKIP.search(line):
             tgid, t, offset, lo, hi, reason = m.groups()
             n = int(hi, 16) - int(lo, 16)
@@ -223,7 +251,73 @@ def parse(text: str, size_bytes: int) -> dict:
     r["skips"] = dict(r["skips"])
     r["buffer_skip_times"] = dict(r["buffer_skip_times"])
     r["passes"] = dict(r["passes"])
+    r["moves"] = writer_moves(r)
     return r
+
+
+#: what moved a writer to another node (:func:`writer_moves`), in the order they are tested
+MOVE_KINDS = ("numa_move", "numa_swap", "active_balance", "load_balance", "other")
+
+
+def writer_moves(r: dict, window_s: float = 0.05) -> dict | None:
+    """What moved numa01's writers between nodes, from ``sched_migrate_task`` (None when the
+    console has no such events or no CPU-to-node map): each cross-node CPU change of a writer
+    (a thread listed in the "T" samples other than its process's main thread) is a
+    ``numa_move`` / ``numa_swap`` when a ``sched_move_numa`` / ``sched_swap_numa`` event for
+    that task and that destination CPU came at most ``window_s`` before it
+    (``migrate_task_to`` / ``migrate_swap``, both through the stopper), else
+    ``active_balance`` when the stopper (``migration/N``) moved it (``active_load_balance_cpu_stop``:
+    a running task the load balancer could not detach), ``load_balance`` when it was moved in a
+    softirq (the periodic ``load_balance`` -> ``detach_task``), else ``other`` (a wake-up's
+    ``select_task_rq``, or a newly idle CPU's pull). Returns per-kind counts (``kinds``), the
+    number of cross-node moves (``cross``) and of same-node CPU changes (``same_node``), the
+    stick events (``sched_stick_numa``: ``task_numa_migrate`` found no CPU), how many moves of
+    each kind left the writer's numa_preferred_nid as last sampled (``left_preferred``), the
+    swaps whose partner was a writer of the same process (``swaps_within``), and each move's
+    (time s, kind, writer, whether it left the preferred node) in ``log``."""
+    cpu_node = r.get("cpulist") or {}
+    mig = [e for e in r.get("events", ()) if e[1] == "sched_migrate_task"]
+    if not mig or not cpu_node:
+        return None
+    writer_pid = {tid: pid for _, _, pid, tid, *_ in r.get("tasks", ()) if tid != pid}
+    pref_at = defaultdict(list)                 # tid -> [(t, numa_preferred_nid)] from the samples
+    for kind, t, pid, tid, _node, _seq, pref, *_ in r.get("tasks", ()):
+        if kind == "T" and pref is not None:
+            pref_at[tid].append((t, pref))
+    numa = [e for e in r["events"] if e[1] in ("sched_move_numa", "sched_swap_numa")]
+    kinds, left, log = Counter(), Counter(), []
+    same = cross = within = 0
+    for t, _, ctx, flags, f in mig:
+        p = f.get("pid")
+        if p not in writer_pid:
+            continue
+        src, dst = cpu_node.get(f["orig_cpu"]), cpu_node.get(f["dest_cpu"])
+        if src == dst:
+            same += 1
+            continue
+        cross += 1
+        kind = None
+        for te, name, _, _, g in numa:
+            if not t - window_s <= te <= t:
+                continue
+            if name == "sched_move_numa" and g.get("pid") == p and g.get("dst_cpu") == f["dest_cpu"]:
+                kind = "numa_move"
+            elif name == "sched_swap_numa" and ((g.get("src_pid") == p and g.get("dst_cpu") == f["dest_cpu"])
+                                                or (g.get("dst_pid") == p and g.get("src_cpu") == f["dest_cpu"])):
+                kind = "numa_swap"
+                other = g["dst_pid"] if g.get("src_pid") == p else g["src_pid"]
+                within += writer_pid.get(other) == writer_pid[p]
+        if kind is None:
+            kind = ("active_balance" if ctx.startswith("migration/")
+                    else "load_balance" if len(flags) > 2 and flags[2] in "sH" else "other")
+        kinds[kind] += 1
+        seen = [x for x in pref_at.get(p, ()) if x[0] <= t]
+        off_pref = bool(seen) and seen[-1][1] == src
+        left[kind] += off_pref
+        log.append([round(t, 3), kind, p, off_pref])
+    return {"kinds": {k: kinds[k] for k in MOVE_KINDS}, "cross": cross, "same_node": same,
+            "sticks": sum(e[1] == "sched_stick_numa" for e in r["events"]),
+            "left_preferred": {k: left[k] for k in MOVE_KINDS}, "swaps_within": within // 2, "log": log}
 
 
 def first_buffer_scan(samples) -> float | None:
@@ -266,10 +360,25 @@ def first_touch_GBps(base: dict, args, rate_GBps: float) -> float | None:
     return args.size_mib * MiB / args.threads / extra / 1e9 if extra > 0 else None
 
 
-def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | None = None) -> dict:
+def balancer_hz(base: dict, args) -> float | None:
+    """The virtual machine's load balancer, from the balancing-off run (no NUMA moves there):
+    its cross-node pulls per writer and second, in the engine's terms (option
+    ``lb_migrate_hz``: a pull onto a node with no free CPU is refilled by a pull the other way,
+    and numa01 keeps every CPU busy, so a pull is two node changes). None when the console has no
+    ``sched_migrate_task`` events."""
+    mv = base.get("moves")
+    if not mv or not base.get("elapsed_s"):
+        return None
+    writers = args.processes * args.threads
+    return mv["cross"] / 2 / (writers * base["elapsed_s"])
+
+
+def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | None = None,
+          lb_hz: float | None = None) -> dict:
     """The engine's run of the same numa01 on a topology describing the virtual machine; with
     ``zero_GBps`` (``--first-touch``) the init's first touches cost the writers that rate
-    (option ``first_touch_wait``)."""
+    (option ``first_touch_wait``); with ``lb_hz`` (``--balancer``) the load balancer pulls
+    tasks across nodes at the rate the balancing-off run measured (option ``lb_migrate_hz``)."""
     import numalab as nl
 
     t = args.cpus // 2
@@ -291,9 +400,11 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
     opts = {"malloc_edges": not args.align, **args.options}
     if zero_GBps is not None:
         opts.update(first_touch_wait=True, costs={"zero_GBps": zero_GBps})
+    if lb_hz is not None:
+        opts["lb_migrate_hz"] = lb_hz
     ds = nl.simulate(wl, policy, seeds=seeds, topology=topo, init_node=args.node_b, **opts)
     out = {"elapsed_s": float(ds.elsp.mean()), "elapsed_sd": float(ds.elsp.std())}
-    for c in COUNTERS:
+    for c in COUNTERS + ("task_migrations", "lb_migrations", "scan_period_resets"):
         out[c] = float(ds[c].mean())
     for v in ds.data_vars:
         if v.startswith("skip_") and float(ds[v].sum()) > 0:
@@ -471,6 +582,10 @@ def main(argv=None) -> None:
     ap.add_argument("--first-touch", action="store_true",
                     help="the model's init writers pay the first touches' zeroing at the rate the balancing-off "
                          "run measures (option first_touch_wait; docs/fidelity.md, numa01's placement)")
+    ap.add_argument("--balancer", action="store_true",
+                    help="the model's load balancer pulls tasks across nodes at the rate the balancing-off run "
+                         "measures from sched_migrate_task (option lb_migrate_hz; docs/fidelity.md, what moves "
+                         "numa01's writers between nodes)")
     ap.add_argument("--option", action="append", default=None, metavar="NAME=VALUE",
                     help="an engine option for the model (repeatable), as numalab simulate --option")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds a boot may take (default 900)")
@@ -531,8 +646,10 @@ def main(argv=None) -> None:
                 (1 + (args.loops / args.threads if args.thread_alloc else args.loops))
             rate = written / base["elapsed_s"] / 1e9
             zero = first_touch_GBps(base, args, rate)
+            lb = balancer_hz(base, args)
             print(f"== {base['kernel']}: balancing off {base['elapsed_s']:.2f} s, {rate:.2f} GB/s written"
-                  + (f"; first touch {zero * 1e3:.0f} MB/s a writer" if zero else ""))
+                  + (f"; first touch {zero * 1e3:.0f} MB/s a writer" if zero else "")
+                  + (f"; the balancer's cross-node pulls {lb:.4f} a writer and s" if lb is not None else ""))
             runs = [boot(True, k) for k in range(args.runs)]
             for r in runs:
                 first = first_buffer_scan(r["samples"])
@@ -546,6 +663,12 @@ def main(argv=None) -> None:
                     r["phases"] = sweep_phases(r["sweeps"])
                     print(f"   placement: {json.dumps(r['placement'])}; writers apart (sweeps, at sweep 5 and "
                           f"the 5th-last): {json.dumps([[round(x, 3) for x in v] for v in r['phases']])}")
+                if r.get("moves"):
+                    mv = r["moves"]
+                    print(f"   writers' node changes (sched_migrate_task): {mv['cross']}: "
+                          + ", ".join(f"{k} {v}" for k, v in mv["kinds"].items())
+                          + f"; left the preferred node: {json.dumps(mv['left_preferred'])}; {mv['swaps_within']} swaps "
+                          f"between a process's writers; {mv['sticks']} sticks; {mv['same_node']} same-node CPU changes")
                 if r["threads"]:
                     ie = [x[2] for x in r["threads"]]
                     print(f"   bound init ended at {min(ie):.2f}-{max(ie):.2f} s; passes started at (s, per mm): "
@@ -557,10 +680,21 @@ def main(argv=None) -> None:
                 res["model_profile"] = prof
                 if args.first_touch and zero is None:
                     sys.exit("vm_trace.py: --first-touch: the balancing-off run's init was no slower than a sweep")
-                res["model"] = m = model(args, rate, prof, args.seeds, zero if args.first_touch else None)
+                if args.balancer and lb is None:
+                    sys.exit("vm_trace.py: --balancer: the balancing-off run's console has no sched_migrate_task events")
+                res["model"] = m = model(args, rate, prof, args.seeds, zero if args.first_touch else None,
+                                         lb if args.balancer else None)
                 print(f"   model ({prof}, {args.seeds} seeds): {m['elapsed_s']:.2f} +- {m['elapsed_sd']:.2f} s; "
                       + ", ".join(f"{c[5:]} {m[c]:.0f}" for c in COUNTERS))
+                print(f"   model's node changes (mean a run, all tasks): NUMA moves and swaps {m['task_migrations']:.1f}, "
+                      f"load balancer {m['lb_migrations']:.1f}; scan period resets {m['scan_period_resets']:.1f}")
                 print(f"   model skipped VMAs (mean a run): {json.dumps(m['skips'], sort_keys=True)}")
+            moves = [r["moves"] for r in runs if r.get("moves")]
+            if moves:
+                print(f"   the kernel's writers' node changes, mean a run over {len(moves)} runs (sched_migrate_task): "
+                      f"{np.mean([x['cross'] for x in moves]):.1f}: "
+                      + ", ".join(f"{k} {np.mean([x['kinds'][k] for x in moves]):.1f}" for k in MOVE_KINDS)
+                      + f"; balancing off: {base['moves']['cross'] if base.get('moves') else '-'}")
             if any(r.get("placement") for r in runs):
                 print("   the kernel's placement, over its runs:")
                 for line in _placement_lines([r["placement"] for r in runs if r.get("placement")]):

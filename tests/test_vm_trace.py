@@ -193,3 +193,59 @@ def test_the_history_figure_draws_each_row_against_n(vm_history, tmp_path):
     assert list(model_line.get_xdata()) == [1.0, 2.0, 4.0] and list(model_line.get_ydata()) == [10.0, 20.0, 40.0]
     with pytest.raises(ValueError, match="axes"):
         vm_history.plot(vm_history.collect([p]), axes=[fig.axes[0]])
+
+
+def _event(ctx, flags, t, name, fields):
+    # the trace's own line: the running task (comm-pid), its tgid, the CPU, the flags, the time
+    return f"{ctx:>16s}     (    140) [003] {flags}  {t:10.6f}: {name}: {fields}"
+
+
+def _migrate(ctx, flags, t, pid, src, dst):
+    return _event(ctx, flags, t, "sched_migrate_task", f"comm=numa01 pid={pid} prio=120 orig_cpu={src} dest_cpu={dst}")
+
+
+def test_each_writer_node_change_is_told_apart_by_what_moved_it(vm_trace):
+    """sched_migrate_task across the nodes of the cpulist lines: a NUMA move or swap when its own
+    event came just before for that task and CPU, else the stopper's active balance, the
+    softirq's load balance, or another path; same-node CPU changes and other tasks not counted."""
+    lines = ["=== cpulist 0 0-3", "=== cpulist 1 4-7",
+             _task(0.5, 140, 140, 0, 0, (0, 0)),                  # the main thread: not a writer
+             _task(0.5, 140, 141, 0, 0, (1, 0)), _task(0.5, 140, 142, 1, 0, (0, 1)),
+             _task(0.5, 140, 143, 1, 0, (0, 1)),
+             _task(5.0, 140, 141, 1, 0, (0, 5))]                  # 141 prefers node 1 from 5 s
+    ev = [_event("numa01-141", ".....", 6.200000, "sched_move_numa",
+                 "pid=141 tgid=140 ngid=0 src_cpu=1 src_nid=0 dst_cpu=5 dst_nid=1"),
+          _migrate("migration/1-20", "d..3.", 6.200300, 141, 1, 5),
+          _event("numa01-142", ".....", 7.100000, "sched_swap_numa",
+                 "src_pid=142 src_tgid=140 src_ngid=0 src_cpu=4 src_nid=1 dst_pid=143 dst_tgid=140 dst_ngid=0 "
+                 "dst_cpu=2 dst_nid=0"),
+          _migrate("migration/2-25", "d..5.", 7.110000, 142, 4, 2),
+          _migrate("migration/2-25", "d..5.", 7.110100, 143, 2, 4),
+          _migrate("migration/5-35", "d..2.", 8.000000, 141, 5, 0),      # the stopper, no NUMA event
+          _migrate("<idle>-0", "d.s2.", 9.000000, 142, 2, 6),            # periodic balance in a softirq
+          _migrate("numa01-143", "d..3.", 9.500000, 143, 4, 1),          # a newly idle CPU's pull
+          _migrate("<idle>-0", "d.s2.", 9.600000, 143, 1, 2),            # same node: counted apart
+          _migrate("<idle>-0", "d.s2.", 9.700000, 140, 1, 5),            # the main thread: left out
+          _migrate("<idle>-0", "d.s2.", 9.800000, 141, 0, 4)]            # 0.6 s after a move: no match
+    r = vm_trace.parse(_console(lines + ev), 256 * MiB)
+    assert r["cpulist"] == {c: c // 4 for c in range(8)}
+    mv = r["moves"]
+    assert mv["kinds"] == {"numa_move": 1, "numa_swap": 2, "active_balance": 1, "load_balance": 2, "other": 1}
+    assert (mv["cross"], mv["same_node"], mv["swaps_within"]) == (7, 1, 1)
+    # trace times count from "=== start 4.00" (no mark): the move at 2.2 s took 141 off node 0, its
+    # preferred node as sampled at 0.5 s, the swap at 3.11 s took 142 off node 1 and the pull at 5.5 s
+    # took 143 off it; 141's pull at 5.8 s left node 0 again, but by the 5 s sample it preferred node 1
+    assert mv["left_preferred"] == {"numa_move": 1, "numa_swap": 1, "active_balance": 0, "load_balance": 0,
+                                    "other": 1}
+    assert [x[:3] for x in mv["log"][:2]] == [[2.2, "numa_move", 141], [3.11, "numa_swap", 142]]
+
+
+def test_the_balancer_rate_comes_from_the_balancing_off_run(vm_trace):
+    class Args:
+        processes, threads = 2, 4
+    base = {"elapsed_s": 25.0, "moves": {"cross": 30}}
+    # 30 node changes are 15 pulls onto full nodes (each refilled the other way), by 8 writers in 25 s
+    assert vm_trace.balancer_hz(base, Args) == pytest.approx(15 / (8 * 25.0))
+    assert vm_trace.balancer_hz({"elapsed_s": 25.0, "moves": None}, Args) is None
+    r = vm_trace.parse(_console([]), 256 * MiB)                  # a console without the event
+    assert r["moves"] is None
