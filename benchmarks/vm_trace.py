@@ -183,10 +183,13 @@ _EVENT = re.compile(r"^(.+?)-\d+\s+\(\s*[\d-]+\)\s+\[\d+\]\s+(\S+)\s+(\d+\.\d+):
 
 def parse(text: str, size_bytes: int) -> dict:
     """The run's numbers: kernel, elapsed seconds, final vmstat counters, skipped VMAs by reason
-    and kind (buffer / thread stack / other), the vmstat and buffer-node samples over time.
-    Trace times (skips, passes) count from init's ``numalab_start`` mark on the trace clock
-    (``trace_start``); a console without it (before the mark was added) counts them from the
-    uptime of ``=== start``, which runs behind the trace clock (``trace_clock_known`` False)."""
+    and kind (buffer / thread stack / other), the vmstat and buffer-node samples over time, the
+    threads' placement samples (``tasks``) and sweep ends (``sweeps``), the scheduler events
+    (``events``), each CPU's node (``cpulist``) and the writers' node changes (``moves``,
+    :func:`writer_moves`). Trace times (skips, passes, events) count from init's
+    ``numalab_start`` mark on the trace clock; a console without it (before the mark was added)
+    counts them from the uptime of ``=== start``, which runs behind the trace clock
+    (``trace_clock_known`` False)."""
     r = {"samples": [], "maps": [], "skips": Counter(), "buffer_skip_times": defaultdict(list),
          "threads": [], "passes": defaultdict(list), "tasks": [],
          "sweeps": [], "events": [], "cpulist": {}}
