@@ -7,7 +7,8 @@ rows on the others is scored on it. Prints the in-sample and the cross-validated
 (published and strict rule) and the per-fold choices as the markdown of docs/fidelity.md.
 
 Run: ``python benchmarks/crossval.py [--seeds 8] [--grid 3] [--design separate|product] [--out DIR]``;
-reduced: ``--grid 1 --switch init_coherence`` (two candidates). ``numalab reproduce
+reduced: ``--grid 1 --switch init_coherence`` (two candidates); ``--together A+B`` adds the
+candidate with switches A and B flipped together. ``numalab reproduce
 --cross-validate`` runs the same and writes crossval.md / crossval.csv next to the other outputs.
 """
 
@@ -28,17 +29,23 @@ def main(argv=None):
                     help="only these switches (default: every bool of numalab.engine.SWITCHES that is a choice)")
     ap.add_argument("--design", choices=crossval.DESIGNS, default="separate",
                     help="separate (default) or product: see numalab.fidelity.crossval")
+    ap.add_argument("--together", action="append", default=[], metavar="A+B[+C]",
+                    help="also these switches flipped together, as one candidate (repeatable)")
     ap.add_argument("--table", action="append", default=None, help="only these tables (default: all)")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--out", default=None, help="also write crossval.md and crossval.csv here")
     args = ap.parse_args(argv)
     tables = args.table or fidelity.calibration_tables()
     published = {name: data.load(name) for name in tables}
-    n = len(crossval.candidates(args.grid, args.switch, args.design))
+    together = [tuple(g.split("+")) for g in args.together]
+    try:
+        n = len(crossval.candidates(args.grid, args.switch, args.design, together))
+    except ValueError as e:
+        ap.error(f"--together: {e}")
     print(f"{n} candidates x {len(fidelity.plan(published, args.seeds))} engine calls, {args.seeds} seeds")
     t0, c0 = time.perf_counter(), time.process_time()
     cv = crossval.cross_validate(published, seeds=args.seeds, grid=args.grid, switches=args.switch,
-                                 design=args.design, workers=args.workers, progress=True)
+                                 design=args.design, together=together, workers=args.workers, progress=True)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     print(cv.summary())
     print()

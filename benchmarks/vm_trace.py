@@ -64,6 +64,12 @@ cross-node pulls (:func:`balancer_hz`); ``--balancer`` gives the model that rate
 
     python benchmarks/vm_trace.py ... --from-log DIR --model --first-touch --balancer
 
+What follows a pull (docs/fidelity.md, "The load balancer's pull back"): each invocation also
+prints who crossed back after the balancer's moves (:func:`balancer_refills`: the pulled writer
+or another, by the balancer or by placement), and task_numa_compare's best swap for every
+grouped writer seen off its full preferred node, the kernel's and the model's
+(:func:`swap_gains`).
+
 About 20 s of the host's time per run at the defaults (4 virtual CPUs, 2 writers a process,
 512 MiB, 60 sweeps).
 """
@@ -276,8 +282,9 @@ def writer_moves(r: dict, window_s: float = 0.05) -> dict | None:
     number of cross-node moves (``cross``) and of same-node CPU changes (``same_node``), the
     stick events (``sched_stick_numa``: ``task_numa_migrate`` found no CPU), how many moves of
     each kind left the writer's numa_preferred_nid as last sampled (``left_preferred``), the
-    swaps whose partner was a writer of the same process (``swaps_within``), and each move's
-    (time s, kind, writer, whether it left the preferred node) in ``log``."""
+    swaps whose partner was a writer of the same process (``swaps_within``), how the balancer's
+    pulls were refilled (``refills``, :func:`balancer_refills`), and each move's (time s, kind,
+    writer, whether it left the preferred node, source node, destination node) in ``log``."""
     cpu_node = r.get("cpulist") or {}
     mig = [e for e in r.get("events", ()) if e[1] == "sched_migrate_task"]
     if not mig or not cpu_node:
@@ -317,10 +324,55 @@ def writer_moves(r: dict, window_s: float = 0.05) -> dict | None:
         seen = [x for x in pref_at.get(p, ()) if x[0] <= t]
         off_pref = bool(seen) and seen[-1][1] == src
         left[kind] += off_pref
-        log.append([round(t, 3), kind, p, off_pref])
+        log.append([round(t, 3), kind, p, off_pref, src, dst])
     return {"kinds": {k: kinds[k] for k in MOVE_KINDS}, "cross": cross, "same_node": same,
             "sticks": sum(e[1] == "sched_stick_numa" for e in r["events"]),
-            "left_preferred": {k: left[k] for k in MOVE_KINDS}, "swaps_within": within // 2, "log": log}
+            "left_preferred": {k: left[k] for k in MOVE_KINDS}, "swaps_within": within // 2,
+            "refills": balancer_refills(log), "log": log}
+
+
+def balancer_refills(log, window_s: float = 0.5) -> dict:
+    """What refilled the node a balancer pull left short, from :func:`writer_moves`' ``log``:
+    each balancer move of a writer (any kind but a NUMA move or swap) from node A to B, in time
+    order, is paired with the first later, not yet paired balancer move from B to A within
+    ``window_s``: ``returned`` when the same writer went back, ``exchanged`` when another writer
+    went (the engine's refill without option ``lb_refill_locality``), ``unpaired`` when none did
+    (a free CPU took the pull, or the refill was not a writer). Each count also split by whether
+    the first move took the writer off its preferred node (``*_off_preferred``): can_migrate_task's
+    migrate_degrades_locality refuses to pull the resident back off its preferred node and
+    never refuses the pulled writer's return to it (with balancing off it has no say). Also, for
+    every balancer move, who crossed back first, by any path and at any later time:
+    ``back_same`` (the pulled writer: the balancer, or a NUMA move or swap), ``back_other``,
+    ``back_never`` (split the same way)."""
+    lb = [x for x in log if not x[1].startswith("numa_")]
+    used = [False] * len(lb)
+    out = Counter()
+    # and, for every balancer move, the next move of any kind (a NUMA move or swap too) and at
+    # any later time that crossed back: the same writer, another one, or none
+    for i, (t, kind, p, off, src, dst) in enumerate(log):
+        if kind.startswith("numa_"):
+            continue
+        nxt = next((x for x in log[i + 1:] if x[4] == dst and x[5] == src), None)
+        how = "back_never" if nxt is None else "back_same" if nxt[2] == p else "back_other"
+        out[how] += 1
+        out[how + "_off_preferred"] += bool(off)
+    for i, (t, _kind, p, off, src, dst) in enumerate(lb):
+        if used[i]:
+            continue
+        used[i] = True
+        how = "unpaired"
+        for j in range(i + 1, len(lb)):
+            t2, _, p2, _, s2, d2 = lb[j]
+            if t2 - t > window_s:
+                break
+            if not used[j] and s2 == dst and d2 == src:
+                used[j] = True
+                how = "returned" if p2 == p else "exchanged"
+                break
+        out[how] += 1
+        out[how + "_off_preferred"] += bool(off)
+    return {k + o: out[k + o] for k in ("returned", "exchanged", "unpaired", "back_same", "back_other", "back_never")
+            for o in ("", "_off_preferred")}
 
 
 def first_buffer_scan(samples) -> float | None:
@@ -418,7 +470,9 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
     # the skips as the kernel's tracepoint reports them, by reason and kind of VMA (a run's mean)
     tr = nl.scan_trace(wl, policy, seeds=list(range(seeds)), topology=topo, init_node=args.node_b,
                        placement=True, **{"time_resolution": 0.5, **opts})
-    out["placement"] = [placement_summary(model_writers(tr, i)) for i in range(seeds)]
+    writers = [model_writers(tr, i) for i in range(seeds)]
+    out["placement"] = [placement_summary(w) for w in writers]
+    out["swap_gains"] = gains_summary([swap_gains(w) for w in writers])
     kinds = np.where(np.isin(tr.vma_kind.values, ("buffer", "stack")), tr.vma_kind.values, "other")
     reasons = tr.reason.values
     skipped = np.isin(reasons, tr.attrs["traced_reasons"].split()) & ~tr.scanned.values
@@ -430,28 +484,38 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
 # ------------------------------------------------------------------------------ placement
 def kernel_writers(tasks) -> dict:
     """The kernel's writer threads per process from the "T" samples: {pid: {"t": (S,), "node",
-    "gid", "faults", "private", "period", "pref": (S, W)}}, W the writers (the main thread, tid == pid,
-    left out) in tid order, only samples where every writer was listed (the last ones, as
-    writers exit, are dropped); "period" is NaN where the kernel does not print it."""
+    "gid", "faults", "private", "period", "pref": (S, W), "task_nodes", "group_nodes": (S, W, N)}},
+    W the writers (the main thread, tid == pid, left out) in tid order, only samples where every
+    writer was listed (the last ones, as writers exit, are dropped); "period" is NaN where the
+    kernel does not print it; "task_nodes" / "group_nodes": the task's / its group's memory
+    faults per node (private + shared; the group's are 0 without a group)."""
     by = defaultdict(lambda: defaultdict(dict))
     for kind, t, pid, tid, node, _seq, pref, gid, _mig, period, _l0, _l1, _l2, *faults in tasks:
         if kind != "T" or tid == pid:
             continue
         f = [x or 0 for x in faults]
         by[pid][t][tid] = (node, gid, sum(x for i, x in enumerate(f) if i % 4 < 2), sum(f[0::4]),
-                           np.nan if period is None else period, -1 if pref is None else pref)
+                           np.nan if period is None else period, -1 if pref is None else pref,
+                           [f[i] + f[i + 1] for i in range(0, len(f) - 3, 4)],
+                           [f[i + 2] + f[i + 3] for i in range(0, len(f) - 3, 4)])
     out = {}
     for pid, samples in by.items():
         tids = sorted({tid for s in samples.values() for tid in s})
         ts = [t for t in sorted(samples) if len(samples[t]) == len(tids)]
         out[pid] = {k: np.array([[samples[t][tid][i] for tid in tids] for t in ts], dtype=float)
-                    for i, k in enumerate(("node", "gid", "faults", "private", "period", "pref"))}
+                    for i, k in enumerate(("node", "gid", "faults", "private", "period", "pref",
+                                           "task_nodes", "group_nodes"))}
         out[pid]["t"] = np.array(ts)
     return out
 
 
 def model_writers(tr, replica: int) -> dict:
-    """:func:`kernel_writers`' view of one replica of ``nl.scan_trace(..., placement=True)``."""
+    """:func:`kernel_writers`' view of one replica of ``nl.scan_trace(..., placement=True)``;
+    a group's faults are its members' (group_faults sums what its tasks record)."""
+    gid = tr.numa_group_id.values[replica]                              # (S, T)
+    f = tr.numa_faults.values[replica].astype(float)                    # (S, T, N)
+    same = (gid[:, :, None] == gid[:, None, :]) & (gid[:, :, None] > 0)  # (S, T, T)
+    group_nodes = np.einsum("stu,sun->stn", same.astype(float), f)
     out = {}
     for m in np.unique(tr.thread_mm.values):
         w = np.flatnonzero((tr.thread_mm.values == m) & ~tr.thread_main.values)
@@ -461,7 +525,9 @@ def model_writers(tr, replica: int) -> dict:
                        "faults": tr.numa_faults.values[replica][:, w].sum(axis=-1),
                        "private": tr.numa_faults_private.values[replica][:, w].sum(axis=-1),
                        "period": tr.numa_scan_period.values[replica][:, w].astype(float),
-                       "pref": tr.numa_preferred_nid.values[replica][:, w].astype(float)}
+                       "pref": tr.numa_preferred_nid.values[replica][:, w].astype(float),
+                       "task_nodes": tr.numa_faults.values[replica][:, w].astype(float),
+                       "group_nodes": group_nodes[:, w]}
     return out
 
 
@@ -508,6 +574,73 @@ def placement_summary(writers: dict, loop_start_s: float = 1.5) -> list[dict]:
                     "node_changes": int((np.diff(node, axis=0) != 0).sum()),
                     "pref_changes": int(((np.diff(pref, axis=0) != 0) & (pref[:-1] >= 0)).sum())})
     return out
+
+
+#: task_numa_compare's bar for a swap: SMALLIMP, 30 on its 1000 scale (0.03 in fault shares)
+SMALLIMP = 0.03
+
+
+def swap_gains(writers: dict, from_s: float = 10.0, cpus_per_node: int | None = None) -> np.ndarray:
+    """task_numa_compare's best swap, read off the placement samples: at every sample from
+    ``from_s`` on, for every writer in a numa group seen off its numa_preferred_nid while that
+    node runs ``cpus_per_node`` writers (default: half of all writers, numa01's one writer a CPU),
+    the largest gain over the writers there (any process), in fault shares. A partner of the same
+    group: the two tasks' own shares, less 1/16 (hysteresis inside a group); of another group or
+    none: the writer's group shares and the partner's group (or own) shares. Then a partner
+    already on its preferred node loses 1/16 of the gain, and one whose preferred node is the
+    writer's node gains 1/8. The kernel swaps only above :data:`SMALLIMP`; below it (and with no
+    free CPU) ``task_numa_migrate`` sticks. Works on :func:`kernel_writers` and
+    :func:`model_writers` alike; returns the gains (one per such writer and sample)."""
+    procs = [w for w in writers.values() if w["t"].size]
+    if not procs:
+        return np.zeros(0)
+    common = procs[0]["t"]
+    for w in procs[1:]:
+        common = np.intersect1d(common, w["t"])
+    col = {k: np.concatenate([w[k][np.searchsorted(w["t"], common)] for w in procs], axis=1)
+           for k in ("node", "gid", "pref", "task_nodes", "group_nodes")}
+    W = col["node"].shape[1]
+    full = cpus_per_node or W // 2
+
+    def shares(f):
+        tot = f.sum(axis=-1, keepdims=True)
+        return np.divide(f, tot, out=np.zeros_like(f), where=tot > 0)
+
+    gains = []
+    for i in np.flatnonzero(common >= from_s):
+        node, gid, pref = col["node"][i].astype(int), col["gid"][i], col["pref"][i].astype(int)
+        tw, gw = shares(col["task_nodes"][i]), shares(col["group_nodes"][i])
+        for p in range(W):
+            src, dst = node[p], pref[p]
+            if gid[p] <= 0 or dst < 0 or dst == src:
+                continue
+            cand = np.flatnonzero(node == dst)
+            if cand.size < full:
+                continue
+            taskimp, groupimp = tw[p, dst] - tw[p, src], gw[p, dst] - gw[p, src]
+            best = -np.inf
+            for c in cand:
+                if gid[c] == gid[p]:
+                    imp = taskimp + tw[c, src] - tw[c, dst]
+                    imp -= imp / 16
+                else:
+                    imp = groupimp + ((gw[c, src] - gw[c, dst]) if gid[c] > 0 else (tw[c, src] - tw[c, dst]))
+                if pref[c] == dst:
+                    imp -= imp / 16
+                if pref[c] == src:
+                    imp += imp / 8
+                best = max(best, imp)
+            gains.append(best)
+    return np.array(gains)
+
+
+def gains_summary(per_run) -> dict:
+    """:func:`swap_gains` over runs (a list of arrays): how many such requests a run, their
+    median gain and the share at or above :data:`SMALLIMP` (None without any)."""
+    g = np.concatenate([np.asarray(x, dtype=float) for x in per_run]) if per_run else np.zeros(0)
+    return {"per_run": round(g.size / max(len(per_run), 1), 1),
+            "median": round(float(np.median(g)), 3) if g.size else None,
+            "at_smallimp": round(float((g >= SMALLIMP).mean()), 3) if g.size else None}
 
 
 def sweep_phases(sweeps, at=(5, -5)) -> list[list[float]]:
@@ -692,12 +825,22 @@ def main(argv=None) -> None:
                 print(f"   model's node changes (mean a run, all tasks): NUMA moves and swaps {m['task_migrations']:.1f}, "
                       f"load balancer {m['lb_migrations']:.1f}; scan period resets {m['scan_period_resets']:.1f}")
                 print(f"   model skipped VMAs (mean a run): {json.dumps(m['skips'], sort_keys=True)}")
+            if any(r.get("tasks") for r in runs):
+                kg = gains_summary([swap_gains(kernel_writers(r["tasks"])) for r in runs])
+                res["swap_gains"] = kg
+                print(f"   task_numa_compare's best swap for a grouped writer off its preferred node, from 10 s "
+                      f"(swap_gains): kernel {json.dumps(kg)}"
+                      + (f"; model {json.dumps(res['model']['swap_gains'])}" if args.model else ""))
             moves = [r["moves"] for r in runs if r.get("moves")]
             if moves:
                 print(f"   the kernel's writers' node changes, mean a run over {len(moves)} runs (sched_migrate_task): "
                       f"{np.mean([x['cross'] for x in moves]):.1f}: "
                       + ", ".join(f"{k} {np.mean([x['kinds'][k] for x in moves]):.1f}" for k in MOVE_KINDS)
                       + f"; balancing off: {base['moves']['cross'] if base.get('moves') else '-'}")
+                print("   the balancer's pulls, refilled by (sum over runs; balancing off in brackets): "
+                      + ", ".join(f"{k} {sum(x['refills'][k] for x in moves)}"
+                                  + (f" ({base['moves']['refills'][k]})" if base.get("moves") else "")
+                                  for k in moves[0]["refills"]))
             if any(r.get("placement") for r in runs):
                 print("   the kernel's placement, over its runs:")
                 for line in _placement_lines([r["placement"] for r in runs if r.get("placement")]):

@@ -240,6 +240,18 @@ def test_candidates_cover_the_fitted_grids_and_each_switch():
     assert icl[0].point().topology == icl[0].topology
 
 
+def test_switches_flipped_together_are_one_candidate():
+    from numalab.fidelity.crossval import candidates
+
+    cands = candidates(grid=1, switches=["stick_numa"], together=[("lb_refill_locality", "stick_numa")])
+    assert [c.name for c in cands] == ["default", "stick_numa=off", "lb_refill_locality=off + stick_numa=off"]
+    assert cands[2].options == {"lb_refill_locality": False, "stick_numa": False}
+    assert cands[2].changes == 2
+    for bad in [("stick_numa",), ("stick_numa", "lb_migrate_hz"), ("stick_numa", "no_such_switch")]:
+        with pytest.raises(ValueError, match="together"):
+            candidates(grid=1, switches=[], together=[bad])
+
+
 def test_the_progress_bar_ticks_once_per_engine_call(monkeypatch):
     """numalab reproduce's bar counts engine calls (one per machine, workload, profile and band
     point), not whole workloads; the first call run is a cheap one, so the bar moves at once."""

@@ -238,6 +238,32 @@ def test_each_writer_node_change_is_told_apart_by_what_moved_it(vm_trace):
     assert mv["left_preferred"] == {"numa_move": 1, "numa_swap": 1, "active_balance": 0, "load_balance": 0,
                                     "other": 1}
     assert [x[:3] for x in mv["log"][:2]] == [[2.2, "numa_move", 141], [3.11, "numa_swap", 142]]
+    # the balancer's moves: 141 back to node 0 at 4.0 s, 142 to node 1 at 5.0 and 143 to node 0 at
+    # 5.5 s (another writer, within 0.5 s: an exchange), 141 to node 1 at 5.8 s (unpaired)
+    assert {k: v for k, v in mv["refills"].items() if not k.startswith("back_")} == {
+        "returned": 0, "exchanged": 1, "unpaired": 2, "returned_off_preferred": 0, "exchanged_off_preferred": 0,
+        "unpaired_off_preferred": 0}
+
+
+def test_a_balancer_pull_is_paired_with_the_next_pull_back_within_the_window(vm_trace):
+    """balancer_refills: a pull A -> B is refilled by the first later balancer move B -> A within
+    0.5 s; NUMA moves are never refills; a move is paired at most once."""
+    log = [[1.0, "load_balance", 141, True, 0, 1],
+           [1.1, "numa_move", 142, False, 1, 0],         # placement's, not a refill
+           [1.2, "load_balance", 141, False, 1, 0],      # 141 back: returned
+           [2.0, "load_balance", 142, False, 1, 0],
+           [2.3, "other", 143, True, 0, 1],              # another writer the other way: exchanged
+           [3.0, "active_balance", 141, True, 0, 1],
+           [3.6, "load_balance", 141, False, 1, 0]]      # 0.6 s later: unpaired, and so is this one
+    got = vm_trace.balancer_refills(log)
+    assert {k: v for k, v in got.items() if not k.startswith("back_")} == {
+        "returned": 1, "exchanged": 1, "unpaired": 2, "returned_off_preferred": 1, "exchanged_off_preferred": 0,
+        "unpaired_off_preferred": 1}
+    # by any path and at any time: 141's pull at 1.0 s was first crossed back by 142's NUMA move at
+    # 1.1 s (another writer); 141's move at 1.2 s and 142's at 2.0 s by 143's at 2.3 s; 143's by
+    # 141's at 3.6 s; 141's at 3.0 s by its own return at 3.6 s; the last move by nothing
+    assert [got[k] for k in ("back_same", "back_other", "back_never")] == [1, 4, 1]
+    assert [got[k + "_off_preferred"] for k in ("back_same", "back_other", "back_never")] == [1, 2, 0]
 
 
 def test_the_balancer_rate_comes_from_the_balancing_off_run(vm_trace):
@@ -249,3 +275,29 @@ def test_the_balancer_rate_comes_from_the_balancing_off_run(vm_trace):
     assert vm_trace.balancer_hz({"elapsed_s": 25.0, "moves": None}, Args) is None
     r = vm_trace.parse(_console([]), 256 * MiB)                  # a console without the event
     assert r["moves"] is None
+
+
+def test_swap_gains_apply_task_numa_compares_formula_to_the_samples(vm_trace):
+    """One process of four writers on 2 x 2 CPUs, all in group 7: writer 0 runs on node 1 but
+    prefers node 0, where writers 2 and 3 run. Its own shares (0.6, 0.4) against writer 2's
+    (0.5, 0.5) gain 0.2 - 0.2/16 = 0.1875, against writer 3's (0.9, 0.1) 0.2 - 0.8 = -0.6 (-0.5625
+    after the 1/16, and -0.52734375 after writer 3's 1/16 for already preferring node 0); the best
+    is writer 2. Before 10 s, with node 0 not full, or for an ungrouped writer: no request."""
+    def sample(**over):
+        w = {"node": [1, 1, 0, 0], "gid": [7, 7, 7, 7], "pref": [0, 1, -1, 0],
+             "task_nodes": [[60, 40], [0, 10], [50, 50], [90, 10]]}
+        w.update(over)
+        return w
+
+    def writers(samples, ts):
+        out = {k: np.array([s[k] for s in samples], dtype=float) for k in samples[0]}
+        out["group_nodes"] = np.repeat(out["task_nodes"].sum(axis=1, keepdims=True), 4, axis=1)
+        out["t"] = np.array(ts)
+        return {140: out}
+
+    g = vm_trace.swap_gains(writers([sample(), sample()], [5.0, 12.0]))
+    assert g.tolist() == pytest.approx([0.1875])
+    assert vm_trace.swap_gains(writers([sample(node=[1, 1, 0, 1])], [12.0])).size == 0   # node 0 has a free CPU
+    assert vm_trace.swap_gains(writers([sample(gid=[0, 7, 7, 7])], [12.0])).size == 0   # no group
+    s = vm_trace.gains_summary([g, np.array([0.01, -0.2])])
+    assert s == {"per_run": 1.5, "median": 0.01, "at_smallimp": pytest.approx(0.333, abs=1e-3)}

@@ -9,7 +9,8 @@ The candidates (:func:`candidates`) are built from
   has nothing to choose it on and keeps the default) on a small grid over its plausible band (``grid``
   values evenly spread, the one nearest the default replaced by the default), and
 * the mechanism switches (the bool :data:`numalab.engine.SWITCHES`): all at their defaults, or
-  one of them flipped (off, or on for a mechanism that is off by default: ``sweep_convoy``).
+  one of them flipped (off, or on for a mechanism that is off by default: ``sweep_convoy``), or
+  a group of them flipped together (``together``: mechanisms of one kernel path judged as one).
   Left out: a switch whose mechanism costs nothing at the default constants
   (``harness_overhead`` with ``harness_overhead_s = 0``: flipping it changes no bit) and a switch
   whose setting is measured (``thp``: the robot's counters show THP was on).
@@ -125,18 +126,26 @@ def _switches():
 DESIGNS = ("separate", "product")
 
 
-def candidates(grid: int = 3, switches=None, design: str = "separate") -> list[Candidate]:
+def candidates(grid: int = 3, switches=None, design: str = "separate", together=()) -> list[Candidate]:
     """The fitted constants' grids (``grid`` values each) and the switch states (module
-    docstring: ``design`` "separate" or "product"); the defaults first."""
-    from ..engine.options import DEFAULTS
-    from ..errors import check_choice
+    docstring: ``design`` "separate" or "product"); the defaults first. ``together``: groups of
+    switches (each a tuple of names) that are also flipped as one candidate, for mechanisms that
+    are judged together (a group counts as one change per switch in it)."""
+    from ..engine.options import DEFAULTS, SWITCHES
+    from ..errors import NumalabValueError, check_choice
 
     check_choice("design", design, DESIGNS)
     fitted = _fitted()
     switches = _switches() if switches is None else list(switches)
+    groups = [tuple(g) for g in together]
+    for g in groups:
+        bad = [x for x in g if x not in SWITCHES or isinstance(DEFAULTS[x], float)]
+        if len(g) < 2 or bad:
+            raise NumalabValueError(f"together={g!r}: allowed: two or more of the bool switches "
+                                    f"{', '.join(x for x in SWITCHES if isinstance(DEFAULTS[x], bool))}")
     axes = [[(owner, name, v) for v in _grid(default, band, grid)] for owner, name, default, band in fitted]
     defaults = tuple((owner, name, default) for owner, name, default, _ in fitted)
-    states = [None, *switches]
+    states = [None, *[(x,) for x in switches], *groups]
     out = []
     for combo in itertools.product(*axes):
         for flip in states:
@@ -152,9 +161,9 @@ def candidates(grid: int = 3, switches=None, design: str = "separate") -> list[C
                     else:
                         (costs if owner == "costs" else options)[name] = v
                         parts.append(f"{name}={v:g}")
-            if flip is not None:
-                options[flip] = not DEFAULTS[flip]
-                parts.append(f"{flip}={'on' if options[flip] else 'off'}")
+            for x in flip or ():
+                options[x] = not DEFAULTS[x]
+                parts.append(f"{x}={'on' if options[x] else 'off'}")
             out.append(Candidate(" + ".join(parts) or "default", costs, options, topology))
     out.sort(key=lambda c: c.changes)   # the defaults first, then one change, ...
     return out
@@ -226,13 +235,13 @@ def _judged(rows):
 
 
 def cross_validate(published: dict, *, seeds: int = 8, grid: int = 3, switches=None, design: str = "separate",
-                   topology=None, workers=None, progress=False) -> CrossValidation:
+                   together=(), topology=None, workers=None, progress=False) -> CrossValidation:
     """Simulate every candidate (:func:`candidates`) over every table of ``published`` once and
     leave one machine, then one table, out (:func:`leave_one_out`)."""
     from ..errors import check_int
 
     check_int("grid", grid, lo=1, hi=20)
-    cands = candidates(grid, switches, design)
+    cands = candidates(grid, switches, design, together)
     calls = []
     for k, c in enumerate(cands):
         calls += plan(published, seeds, topology=topology, point=k, overrides=c.point())
