@@ -54,7 +54,13 @@ glibc maps ``malloc(SIZE)`` at SIZE + 4 KiB on a page, not a 2 MiB, boundary, so
 worth of its pages cannot be a huge page; traced with real kernels in benchmarks/vm_trace.py),
 every ``simulate/`` key and ``sweep/numa02`` were retaken. Their 0.9.1 fingerprints stay stored
 under ``.../malloc_edges=False`` (:data:`MALLOC_OFF`) and are met with that switch off; every
-older case runs with it off too.
+older case runs with it off too. When the load balancer's pull back and task_numa_migrate came
+to decide as the kernel does (0.11.0, engine options ``lb_refill_locality``: the pulled task goes
+back when migrate_degrades_locality vetoes the resident, and ``stick_numa``: task_numa_compare's
+SMALLIMP bar and adjustments, a grouped task's sched_setnuma on a stick; traced in QEMU),
+``simulate/numa01/2s-ivb-40`` and ``simulate/numa02/2s-128`` were retaken. Their 0.10.0
+fingerprints stay stored under ``.../stick_numa=False`` (:data:`STICK_OFF`) and are met with both
+switches off; every older case runs with them off too.
 """
 
 from __future__ import annotations
@@ -94,6 +100,12 @@ TICK_OFF = [("numa01_THREAD_ALLOC", "2s-128"), ("numa01", "2s-ivb-40")]
 #: the cases whose numbers changed when a malloc'd buffer's edges became base pages (0.10.0,
 #: engine option ``malloc_edges``): also run with ``malloc_edges=False``, the 0.9.1 engine, bit for bit
 MALLOC_OFF = WORKLOADS
+#: the workloads whose numbers changed when the load balancer's pull back and task_numa_migrate
+#: came to decide as the kernel does (0.11.0, engine options ``lb_refill_locality`` and
+#: ``stick_numa``): also run with both off, the 0.10.0 engine, bit for bit; every older case
+#: runs with them off too
+STICK_OFF = [("numa01", "2s-ivb-40"), ("numa02", "2s-128")]
+STICK_OFF_OPTS = dict(lb_refill_locality=False, stick_numa=False)
 MAX_TIME = 60.0   # s simulated: enough for every mechanism to act, short enough for CI
 #: the write capacity every machine had before it became Topology.write_efficiency (the older
 #: fingerprints' model): Costs.write_efficiency = 0.21, fitted to Ice Lake
@@ -140,27 +152,33 @@ def fingerprints() -> dict[str, dict[str, str]]:
         wl = nl.workload(wname, _older_topology(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
                          init_coherence=False, first_arrival=False, link_both_directions=False, tick_clock=False,
-                         malloc_edges=False)
+                         malloc_edges=False, **STICK_OFF_OPTS)
         out[f"simulate/{wname}/{topo}/init_coherence=False"] = digest(ds)
     for wname, topo in FIRST_ARRIVAL_OFF:
         wl = nl.workload(wname, _older_topology(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
-                         first_arrival=False, link_both_directions=False, tick_clock=False, malloc_edges=False)
+                         first_arrival=False, link_both_directions=False, tick_clock=False, malloc_edges=False,
+                         **STICK_OFF_OPTS)
         out[f"simulate/{wname}/{topo}/first_arrival=False"] = digest(ds)
     for wname, topo in LINK_OFF:
         wl = nl.workload(wname, nl.Topology.preset(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME,
-                         link_both_directions=False, tick_clock=False, malloc_edges=False)
+                         link_both_directions=False, tick_clock=False, malloc_edges=False, **STICK_OFF_OPTS)
         out[f"simulate/{wname}/{topo}/link_both_directions=False"] = digest(ds)
     for wname, topo in TICK_OFF:
         wl = nl.workload(wname, nl.Topology.preset(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME, tick_clock=False,
-                         malloc_edges=False)
+                         malloc_edges=False, **STICK_OFF_OPTS)
         out[f"simulate/{wname}/{topo}/tick_clock=False"] = digest(ds)
     for wname, topo in MALLOC_OFF:
         wl = nl.workload(wname, nl.Topology.preset(topo))
-        ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME, malloc_edges=False)
+        ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME, malloc_edges=False,
+                         **STICK_OFF_OPTS)
         out[f"simulate/{wname}/{topo}/malloc_edges=False"] = digest(ds)
+    for wname, topo in STICK_OFF:
+        wl = nl.workload(wname, nl.Topology.preset(topo))
+        ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME, **STICK_OFF_OPTS)
+        out[f"simulate/{wname}/{topo}/stick_numa=False"] = digest(ds)
     for suffix, topo in (("", "2s-ivb-40"), ("/cpu_numbering=node", nl.Topology.preset("2s-ivb-40",
                                                                                       cpu_numbering="node"))):
         for l1, older in ((1.0, ""), (0.0, "/smt_shared_l1=False")):
@@ -174,9 +192,9 @@ def fingerprints() -> dict[str, dict[str, str]]:
                    "history": [2, 8], "max_time": [20.0]}, seeds=2, cache=False, progress=False, workers=1)
     out["sweep/numa02"] = digest(sw)
     sw = nl.sweep({"workload": ["numa02"], "topology": ["2s-ivb-40"], "profile": ["6.12"],
-                   "history": [2, 8], "max_time": [20.0], "malloc_edges": [False]}, seeds=2, cache=False,
-                  progress=False, workers=1)
-    out["sweep/numa02/malloc_edges=False"] = digest(sw.drop_vars("malloc_edges"))
+                   "history": [2, 8], "max_time": [20.0], "malloc_edges": [False], "lb_refill_locality": [False],
+                   "stick_numa": [False]}, seeds=2, cache=False, progress=False, workers=1)
+    out["sweep/numa02/malloc_edges=False"] = digest(sw.drop_vars(["malloc_edges", "lb_refill_locality", "stick_numa"]))
     return out
 
 

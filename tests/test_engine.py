@@ -238,6 +238,37 @@ def test_load_balancer_keeps_cpu_counts_and_is_recorded(small01):
         simulate(small01, "6.12", seeds=1, lb_migrate_hz=-1.0)
 
 
+def test_refill_pull_takes_back_the_resident_unless_locality_vetoes_it():
+    """Option lb_refill_locality: of the pulled task t and the resident j on node dst, the
+    resident goes back (it waits: the arrival preempts it) unless it prefers dst while t does
+    not (migrate_degrades_locality's veto), and then t goes back."""
+    from numalab.engine.balance import refill_task
+    from numalab.engine.state import NO_NODE
+
+    dst, t, j = 1, 0, 1
+    for pt, pj, want in ((0, 1, t), (NO_NODE, 1, t), (1, 1, j), (0, 0, j), (1, 0, j), (NO_NODE, NO_NODE, j),
+                         (0, NO_NODE, j)):
+        assert refill_task(np.array([pt, pj]), t, j, dst) == want, (pt, pj)
+
+
+def test_refill_by_locality_sends_a_settled_pulled_task_home_instead_of_displacing_another():
+    """Four tasks on a full 2 x 2 machine, each writing its own chunk: once placement has settled
+    them, a pull displaces a task that prefers its node. The 0.10.0 refill sends the resident
+    back in exchange, so both are off their preferred node and placement swaps them back (NUMA
+    task moves); the locality-aware refill sends the pulled task home, so the balancer's moves
+    stay (the same draws) and placement has about half the moves to make."""
+    from numalab.workloads import from_access_matrix
+
+    topo = Topology(nodes=2, cpus_per_node=2, smt=1, name="tiny")
+    wl = from_access_matrix(np.eye(4), topology=topo, chunk_bytes=64 * MiB, loops=20000)
+    kw = dict(lb_migrate_hz=0.5, max_time=40.0)
+    off = run_batch(wl, Policy.profile("6.12"), [0, 1, 2, 3], lb_refill_locality=False, **kw)
+    on = run_batch(wl, Policy.profile("6.12"), [0, 1, 2, 3], lb_refill_locality=True, **kw)
+    assert int(on.cnt["lb_migrations"].sum()) == int(off.cnt["lb_migrations"].sum()) > 200
+    assert int(on.cnt["task_migrations"].sum()) < 0.75 * int(off.cnt["task_migrations"].sum())
+    assert int(on.cnt["numa_pages_migrated"].sum()) < int(off.cnt["numa_pages_migrated"].sum())
+
+
 def test_convergence_time_picks_the_first_sample_after_the_last_miss():
     from numalab.engine.results import convergence_time
 

@@ -57,6 +57,10 @@ def cases(draw):
         # the load balancer's cross-node pulls: off, the default, and rates high enough to
         # fire (and to find full nodes, i.e. swaps) within these short runs
         lb_migrate_hz=draw(st.sampled_from([0.0, LB_MIGRATE_HZ, 0.5, 4.0])),
+        # which of the two tasks on the doubly loaded CPU the refill pull takes back
+        lb_refill_locality=draw(st.booleans()),
+        # task_numa_compare's bar and the grouped task's stick (sched_setnuma to its node)
+        stick_numa=draw(st.booleans()),
     )
     return wl, policy, draw(st.integers(0, 2**31)), opts
 

@@ -40,9 +40,14 @@ def _full_node_swap(task_swaps):
     b.numa.faults_mem[0, 3, 1, 1] = 10.0
     b.numa.faults_mem[0, 4, 0, 1] = 10.0
     b.numa.faults_mem[0, 2, 1, 1] = 10.0
+    return _request(b, 1)
+
+
+def _request(b, t):
+    """Task ``t``'s numa_migrate_preferred request, served."""
     ctx = quiet_step(b)
-    ctx.want = np.zeros((1, 5), dtype=bool)
-    ctx.want[0, 1] = True
+    ctx.want = np.zeros(b.tasks.node.shape, dtype=bool)
+    ctx.want[0, t] = True
     placement.numa_migrate_preferred(b, ctx)
     return b
 
@@ -81,3 +86,34 @@ def test_task_scan_bounds_follow_the_sysctls():
     assert smin == 2000                               # one scan window: the sysctl itself
     assert int(scan_period.task_scan_start(b, sel, gm, gsize)[0]) == smin
     assert int(scan_period.task_scan_max(b, sel, gm, gsize)[0]) == 4000
+
+
+def _grouped_request(stick_numa, t_shares, q_pref=NO_NODE):
+    # two CPUs per node, all busy; t=1 (node 1) and t=3 (node 0) in one numa group; t=1 prefers
+    # node 0 with its own fault shares t_shares (node 0, node 1); t=3's own faults are even
+    b, wl = tiny_batch(rates=((1.0,), (1.0,), (1.0,), (1.0,)), cpus_per_node=2, stick_numa=stick_numa)
+    b.tasks.node[0] = [0, 1, 1, 0, 0]
+    b.groups.gid[0] = [-1, 1, -1, 1, -1]
+    b.numa.numa_preferred_nid[0] = [NO_NODE, 0, NO_NODE, q_pref, NO_NODE]
+    b.numa.faults_mem[0, 1, :, 1] = np.array(t_shares) * 1000.0
+    b.numa.faults_mem[0, 3, :, 1] = 500.0
+    return _request(b, 1)
+
+
+def test_task_numa_compare_needs_smallimp_and_a_grouped_task_that_finds_nothing_sticks():
+    """Option stick_numa: a swap inside a group gains t's own share difference plus its partner's,
+    less 1/16; below SMALLIMP (0.03) there is no swap and the grouped task makes its own node its
+    preferred node (sched_setnuma); without the option any positive gain swaps."""
+    small = (0.51, 0.49)                               # a gain of 0.02: 0.01875 after the 1/16
+    off = _grouped_request(False, small)
+    assert off.tasks.node[0].tolist() == [0, 0, 1, 1, 0] and off.numa.numa_preferred_nid[0, 1] == 0
+    on = _grouped_request(True, small)
+    assert on.tasks.node[0].tolist() == [0, 1, 1, 0, 0] and on.cnt["task_migrations"][0] == 0
+    assert on.numa.numa_preferred_nid[0, 1] == 1       # stuck: it now prefers where it is
+    big = _grouped_request(True, (0.6, 0.4))           # 0.2 - 0.2/16: a swap, the preference kept
+    assert big.tasks.node[0].tolist() == [0, 0, 1, 1, 0] and big.numa.numa_preferred_nid[0, 1] == 0
+    # a partner that wants to go to node 1 adds 1/8: 0.032 * 15/16 * 9/8 = 0.03375 reaches the bar,
+    # while a partner already on its preferred node loses 1/16 more: 0.032 * 15/16 * 15/16 does not
+    edge = (0.516, 0.484)
+    assert _grouped_request(True, edge, q_pref=1).tasks.node[0, 1] == 0
+    assert _grouped_request(True, edge, q_pref=0).tasks.node[0, 1] == 1

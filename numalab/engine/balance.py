@@ -13,7 +13,21 @@ import numpy as np
 from .placement import move_task
 from .progress import running_mask
 
-__all__ = ["lb_moves"]
+__all__ = ["lb_moves", "refill_task"]
+
+
+def refill_task(pref, t, j, dst):
+    """The task the refill pull takes back from ``dst`` (option ``lb_refill_locality``).
+
+    The pull left task ``t`` on a CPU of ``dst`` beside that CPU's resident ``j``; an idle CPU of
+    ``t``'s old node pulls one of the two back (load_balance -> detach_tasks -> can_migrate_task),
+    and only the one waiting can be detached. The arrival preempts the resident (EEVDF's
+    wakeup_preempt on attach), so the resident waits and goes back -- unless
+    ``migrate_degrades_locality`` vetoes it: a move away from the task's preferred node is "hot"
+    when the runqueue also holds a task that does not prefer that node, while the arrival's move
+    back to its own preferred node never is. So ``t`` goes back when ``j`` prefers ``dst`` and
+    ``t`` does not, else ``j``. ``pref``: the replica's ``numa_preferred_nid`` (T,)."""
+    return t if pref[j] == dst and pref[t] != dst else j
 
 
 def lb_moves(b, u_lb):
@@ -22,8 +36,9 @@ def lb_moves(b, u_lb):
     node; ``v = u_lb[t] / p`` (uniform on [0, 1)) picks the node ``k = floor(v (N-1))``
     among the other ``N - 1`` nodes with CPUs (a memory-only node has no runqueue to pull to)
     and ``w = v (N-1) - k`` the task pulled back when that node has no free CPU (the
-    ``floor(w * n)``-th running unbound task there, in index order). Tasks in increasing index
-    order, per replica. Each move runs ``update_scan_period``."""
+    ``floor(w * n)``-th running unbound task there, in index order; with option
+    ``lb_refill_locality``, :func:`refill_task` chooses between it and the pulled task). Tasks
+    in increasing index order, per replica. Each move runs ``update_scan_period``."""
     p = b.o.lb_migrate_hz * b.dt
     cpu_nodes = b.topo.cpu_nodes
     N = cpu_nodes.size
@@ -56,5 +71,7 @@ def lb_moves(b, u_lb):
             if q.size == 0:
                 continue
             j = int(q[min(int(w * q.size), q.size - 1)])
+            if b.o.lb_refill_locality:
+                j = refill_task(b.numa.numa_preferred_nid[r], t, j, dst)
             move_task(b, r, t, dst, lb=True)
             move_task(b, r, j, a, lb=True)

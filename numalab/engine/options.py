@@ -103,6 +103,30 @@ class EngineOptions:
             band=(0.0001, 0.0005),
             band_source="the values around the fitted one that keep that row within 5 % (188.9 s at 0.0001, "
                         "177.5 s at 0.0005; docs/fidelity.md); the cross-node pull rate is not measured"))
+    lb_refill_locality: bool = _opt(
+        True, "the pull back that refills the node a load-balancer pull left short follows can_migrate_task: "
+        "of the two tasks on the doubly loaded CPU, the resident waits (the arrival preempts it) and goes back, "
+        "unless migrate_degrades_locality vetoes that -- the resident prefers the crowded node and the pulled "
+        "task does not -- and then the pulled task goes back; False = the resident always goes (0.10.0)",
+        kind="bool",
+        source=Provenance(
+            "kernel", "load_balance -> detach_tasks -> can_migrate_task: migrate_degrades_locality calls a move "
+            "away from the task's preferred node 'hot' when the runqueue also runs a task that does not prefer "
+            "it, and a move to the preferred node never; traced in QEMU with a 6.12 kernel "
+            "(benchmarks/vm_trace.py, balancer_refills): a writer pulled off its preferred node went back itself "
+            "after 42 of 61 pulls with balancing on, a pulled writer without a preference after 14 of 56 with "
+            "balancing off (docs/fidelity.md, 'the load balancer's pull back')"))
+    stick_numa: bool = _opt(
+        True, "task_numa_migrate decides as the kernel does: task_numa_compare's gain (with its 1/16 and 1/8 "
+        "adjustments for the partner's preferred node, and 1/16 inside a group) must reach SMALLIMP (0.03 in "
+        "fault shares), and a task in a numa group that finds no CPU sticks where it is and makes that node "
+        "its preferred node (sched_setnuma; the sched_stick_numa tracepoint); False = the 0.10.0 swap: any "
+        "positive gain, and the preference stays", kind="bool",
+        source=Provenance(
+            "kernel", "task_numa_compare's SMALLIMP bar and adjustments, task_numa_migrate's sched_setnuma of a "
+            "grouped task to the node it found (its own when none); traced in QEMU with a 6.12 kernel: after "
+            "every stick of a grouped writer whose preferred node was elsewhere, the next sample showed the "
+            "source node preferred (benchmarks/vm_trace.py, docs/fidelity.md, 'the load balancer's pull back')"))
     sticky_locality: bool = _opt(True, "the early-return path of update_task_scan_period keeps "
                                  "numa_faults_locality[] (kernels without e81ee0630837)", kind="bool",
                                  source=_kernel("the kernels before e81ee0630837 keep numa_faults_locality[] on "
@@ -274,5 +298,5 @@ DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}
 #: by default: sweep_convoy, first_touch_wait), and lb_migrate_hz, whose 0 removes the load
 #: balancer's pulls
 SWITCHES = ("lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter", "thp",
-            "init_coherence", "first_arrival", "sweep_convoy", "first_touch_wait", "link_both_directions",
-            "tick_clock", "malloc_edges", "harness_overhead")
+            "init_coherence", "first_arrival", "sweep_convoy", "first_touch_wait", "lb_refill_locality",
+            "stick_numa", "link_both_directions", "tick_clock", "malloc_edges", "harness_overhead")

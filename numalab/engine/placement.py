@@ -19,7 +19,7 @@ from .progress import running_mask
 from .scan_period import task_scan_max, task_scan_start, update_task_scan_period
 from .state import NO_NODE, flat
 
-__all__ = ["task_numa_placement", "numa_migrate_preferred", "task_swap", "move_task"]
+__all__ = ["task_numa_placement", "numa_migrate_preferred", "task_swap", "move_task", "SMALLIMP"]
 
 
 def task_numa_placement(b, ctx, r, t, now, gm, gc, gsize):
@@ -108,27 +108,46 @@ def numa_migrate_preferred(b, ctx):
                 load[r, a] -= 1
                 load[r, dst] += 1
                 moved[r, t] = True
-            elif b.o.task_swaps:
-                task_swap(b, r, t, a, dst, running, moved, scores)
+            elif not (b.o.task_swaps and task_swap(b, r, t, a, dst, running, moved, scores)) \
+                    and b.o.stick_numa and b.groups.gid[r, t] >= 0:
+                # no CPU found: a grouped task sticks and prefers the node it is on
+                # (task_numa_migrate's sched_setnuma to the source node)
+                b.numa.numa_preferred_nid[r, t] = a
+
+
+#: task_numa_compare's bar for a swap (option ``stick_numa``): SMALLIMP, 30 on its 1000 scale
+SMALLIMP = 0.03
 
 
 def task_swap(b, r, t, a, dst, running, moved, scores):
     """task_numa_compare + migrate_swap: swap task ``t`` (on node ``a``) with the task on
     ``dst`` that gains most from going to ``a``, if the pair gains. ``scores`` = (group-or-own,
     own) normalised fault shares (R, T, N); tasks of one group compare their own shares.
-    Returns whether it swapped."""
+    With option ``stick_numa`` the gain is task_numa_compare's: a partner of another group is
+    weighed by its group's shares only when ``t`` has a group too, a swap inside a group loses
+    1/16, a partner already on its preferred node 1/16 more, one whose preferred node is ``a``
+    gains 1/8, and the best must reach :data:`SMALLIMP`. Returns whether it swapped."""
     sc, own_n = scores
     q = np.flatnonzero((b.tasks.node[r] == dst) & running[r] & ~moved[r] & (b.wl.cpu_bind < 0))
     if q.size == 0:
         return False
-    same = b.groups.gid[r, q] == b.groups.gid[r, t]
-    same &= b.groups.gid[r, t] >= 0
-    sq = np.where(same[:, None], own_n[r, q], sc[r, q])
+    gq, gt = b.groups.gid[r, q], b.groups.gid[r, t]
+    same = (gq == gt) & (gt >= 0)
+    kernel = b.o.stick_numa
+    by_group = (gq >= 0) & (gt >= 0) if kernel else np.ones(q.size, dtype=bool)
+    sq = np.where((same | ~by_group)[:, None], own_n[r, q], sc[r, q])
     gain_q = sq[:, a] - sq[:, dst]
     st = np.where(same, own_n[r, t, dst] - own_n[r, t, a], sc[r, t, dst] - sc[r, t, a])
     tot = st + gain_q
+    bar = 0.0
+    if kernel:
+        tot = np.where(same, tot - tot / 16, tot)
+        pq = b.numa.numa_preferred_nid[r, q]
+        tot = np.where(pq == dst, tot - tot / 16, tot)
+        tot = np.where(pq == a, tot + tot / 8, tot)
+        bar = SMALLIMP
     j = int(np.argmax(tot))
-    if tot[j] > 0:
+    if tot[j] > bar or (kernel and tot[j] == bar):
         move_task(b, r, t, dst)
         move_task(b, r, int(q[j]), a)
         moved[r, t] = moved[r, q[j]] = True

@@ -893,19 +893,31 @@ class Replica:
                 load[b] += 1
                 moved[t] = True
                 continue
+            kernel = self.o["stick_numa"]
             best, bj = None, None
-            for q in range(T):
+            for q in range(T if self.o["task_swaps"] else 0):
                 if self.node[q] == b and running[q] and not moved[q] and self.wl.cpu_bind[q] < 0:
                     same = self.group[q] == self.group[t] and self.group[t] >= 0
-                    sq = own_n[q] if same else sc[q]
+                    both = self.group[q] >= 0 and self.group[t] >= 0
+                    # task_numa_compare: the partner's group shares only when both have a group
+                    sq = own_n[q] if same or (kernel and not both) else sc[q]
                     st = own_n[t][b] - own_n[t][a] if same else sc[t][b] - sc[t][a]
                     tot = st + (sq[a] - sq[b])
+                    if kernel:
+                        if same:
+                            tot = tot - tot / 16          # hysteresis inside a group
+                        if self.preferred[q] == b:
+                            tot = tot - tot / 16          # a partner already where it wants to be
+                        if self.preferred[q] == a:
+                            tot = tot + tot / 8           # a partner that wants to go to a
                     if best is None or tot > best:
                         best, bj = tot, q
-            if bj is not None and best > 0:
+            if bj is not None and (best >= 0.03 if kernel else best > 0):
                 self.move(t, b)
                 self.move(bj, a)
                 moved[t] = moved[bj] = True
+            elif kernel and self.group[t] >= 0:
+                self.preferred[t] = a                     # sched_stick_numa: prefer where it is
 
     def lb_moves(self):
         """The load balancer's cross-node pulls (docs/engine.md step 5b), task by task."""
@@ -935,6 +947,10 @@ class Replica:
             if not q:
                 continue
             j = q[min(int(w * len(q)), len(q) - 1)]
+            if self.o["lb_refill_locality"] and self.preferred[j] == dst and self.preferred[t] != dst:
+                # the resident j waits (the arrival preempts it), but migrate_degrades_locality
+                # vetoes moving it off its preferred node while t does not prefer dst: t goes back
+                j = t
             self.move(t, dst, lb=True)
             self.move(j, a, lb=True)
 

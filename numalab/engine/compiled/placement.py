@@ -16,13 +16,14 @@ import numpy as np
 
 from ...counters import COUNTER_NAMES
 from ...workloads import PH_INIT, PH_LOOP
+from ..placement import SMALLIMP
 from ._nb import inner, jit
 from .groups import group_stats, node_sum
 from .numsum import psum
 from .period import task_scan_max, task_scan_start, update_task_scan_period
 
 __all__ = ["task_numa_placement", "shares", "numa_migrate_preferred", "task_swap", "move_task", "lb_moves",
-           "lb_partner"]
+           "refill_task", "lb_partner"]
 
 NO_NODE = -1
 C_TASK_MIGRATIONS = COUNTER_NAMES.index("task_migrations")
@@ -195,8 +196,11 @@ def numa_migrate_preferred(L, Q, S, X, r, k):
             load[a] -= 1
             load[dst] += 1
             moved[t] = True
-        elif L.task_swaps:
-            q = task_swap(S.node, S.gid, L.cpu_bind, r, t, a, dst, running, moved, sc, own_n)
+        else:
+            q = np.int64(-1)
+            if L.task_swaps:
+                q = task_swap(S.node, S.gid, S.numa_preferred_nid, L.cpu_bind, L.stick_numa, r, t, a, dst,
+                              running, moved, sc, own_n)
             if q >= 0:                           # migrate_swap
                 if move_task(L, S, X, r, t, dst):
                     S.events[r, C_TASK_MIGRATIONS] += 1
@@ -204,27 +208,41 @@ def numa_migrate_preferred(L, Q, S, X, r, k):
                     S.events[r, C_TASK_MIGRATIONS] += 1
                 moved[t] = True
                 moved[q] = True
+            elif L.stick_numa and S.gid[r, t] >= 0:
+                S.numa_preferred_nid[r, t] = a   # a grouped task sticks: sched_setnuma to its node
 
 
 @jit
-def task_swap(node, gid, cpu_bind, r, t, a, dst, running, moved, sc, own_n):
+def task_swap(node, gid, pref, cpu_bind, kernel, r, t, a, dst, running, moved, sc, own_n):
     """placement.task_swap's choice (task_numa_compare): the running, unmoved, unbound task on
     ``dst`` whose swap with ``t`` (on ``a``) gains most (np.argmax: the first of equals, NaN
     first; tasks of one group compare their own shares ``own_n``, others ``sc``), if the gain is
-    positive; else -1 (``S.node``, ``S.gid``, ``L.cpu_bind``)."""
+    positive; else -1 (``S.node``, ``S.gid``, ``S.numa_preferred_nid``, ``L.cpu_bind``). With
+    ``kernel`` (option ``stick_numa``) the gain and bar are task_numa_compare's
+    (placement.task_swap)."""
     gt = gid[r, t]
     bj = np.int64(-1)                            # not a literal: one type for the caller's calls
     best = 0.0
     for q in range(node.shape[1]):
         if node[r, q] != dst or not running[q] or moved[q] or cpu_bind[q] >= 0:
             continue
-        if gid[r, q] == gt and gt >= 0:
+        same = gid[r, q] == gt and gt >= 0
+        if same:
             tot = (own_n[t, dst] - own_n[t, a]) + (own_n[q, a] - own_n[q, dst])
+        elif kernel and not (gid[r, q] >= 0 and gt >= 0):
+            tot = (sc[t, dst] - sc[t, a]) + (own_n[q, a] - own_n[q, dst])
         else:
             tot = (sc[t, dst] - sc[t, a]) + (sc[q, a] - sc[q, dst])
+        if kernel:
+            if same:
+                tot = tot - tot / 16
+            if pref[r, q] == dst:
+                tot = tot - tot / 16
+            if pref[r, q] == a:
+                tot = tot + tot / 8
         if bj < 0 or (tot > best and not np.isnan(best)) or (np.isnan(tot) and not np.isnan(best)):
             bj, best = q, tot
-    if bj >= 0 and best > 0:
+    if bj >= 0 and (best > 0 if not kernel else best >= SMALLIMP):
         return bj
     return np.int64(-1)
 
@@ -298,11 +316,22 @@ def lb_moves(L, Q, S, X, r, k):
             load[dst] += 1
             continue
         j = lb_partner(S.node, S.phase, L.cpu_bind, r, dst, w, live)
+        if j >= 0 and L.lb_refill_locality:
+            j = refill_task(S.numa_preferred_nid, r, t, j, dst)
         if j >= 0:                               # a swap: t to dst, j back to a
             if move_task(L, S, X, r, t, dst):
                 S.events[r, C_LB_MIGRATIONS] += 1
             if move_task(L, S, X, r, j, a):
                 S.events[r, C_LB_MIGRATIONS] += 1
+
+
+@jit
+def refill_task(pref, r, t, j, dst):
+    """balance.refill_task (option ``lb_refill_locality``): ``t`` comes back when the resident
+    ``j`` prefers ``dst`` and ``t`` does not, else ``j`` (``S.numa_preferred_nid``)."""
+    if pref[r, j] == dst and pref[r, t] != dst:
+        return t
+    return j
 
 
 @jit

@@ -66,7 +66,8 @@ LAY_FIELDS = (
     "node_cap", "cpu_nodes", "nearest_cpu_node", "cpu_node",
     # engine options (scalars)
     "dt", "scan_delay_ms", "scan_period_min_ms", "scan_period_max_ms", "scan_size_mb", "scan_size_pages",
-    "sticky_locality", "lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter",
+    "sticky_locality", "lb_migrate_hz", "lb_refill_locality", "stick_numa", "numa_groups", "task_swaps",
+    "scan_period_adapt", "migrate_filter",
     "init_coherence", "link_both_directions", "tick_clock", "harness_overhead_s", "max_time",
     # cost constants (scalars; numalab.costs.Costs)
     "link_write_efficiency", "smt_share", "pte_update_ns", "pmd_update_ns", "scan_run_us",
@@ -221,7 +222,9 @@ def pack_layout(b) -> Lay:
         dt=float(o.dt), scan_delay_ms=int(o.scan_delay_ms), scan_period_min_ms=int(o.scan_period_min_ms),
         scan_period_max_ms=int(o.scan_period_max_ms), scan_size_mb=int(o.scan_size_mb),
         scan_size_pages=int(lay.scan_size_pages), sticky_locality=bool(o.sticky_locality),
-        lb_migrate_hz=float(o.lb_migrate_hz), numa_groups=bool(o.numa_groups), task_swaps=bool(o.task_swaps),
+        lb_migrate_hz=float(o.lb_migrate_hz),
+        lb_refill_locality=bool(o.lb_refill_locality), stick_numa=bool(o.stick_numa),
+        numa_groups=bool(o.numa_groups), task_swaps=bool(o.task_swaps),
         scan_period_adapt=bool(o.scan_period_adapt), migrate_filter=bool(o.migrate_filter),
         init_coherence=bool(o.init_coherence),
         link_both_directions=bool(o.link_both_directions), tick_clock=bool(o.tick_clock),

@@ -101,6 +101,8 @@ LAY_TYPE = LayType([
     ("scan_size_pages", types.int64),
     ("sticky_locality", types.boolean),
     ("lb_migrate_hz", types.float64),
+    ("lb_refill_locality", types.boolean),
+    ("stick_numa", types.boolean),
     ("numa_groups", types.boolean),
     ("task_swaps", types.boolean),
     ("scan_period_adapt", types.boolean),
@@ -125,7 +127,7 @@ LAY_TYPE = LayType([
 
 @inner
 def _fill_lay_0(s, t):
-    """Fields T .. task_swaps of a Lay struct."""
+    """Fields T .. stick_numa of a Lay struct."""
     s.T = t.T
     s.V = t.V
     s.NR = t.NR
@@ -204,13 +206,15 @@ def _fill_lay_0(s, t):
     s.scan_size_pages = t.scan_size_pages
     s.sticky_locality = t.sticky_locality
     s.lb_migrate_hz = t.lb_migrate_hz
-    s.numa_groups = t.numa_groups
-    s.task_swaps = t.task_swaps
+    s.lb_refill_locality = t.lb_refill_locality
+    s.stick_numa = t.stick_numa
 
 
 @inner
 def _fill_lay_1(s, t):
-    """Fields scan_period_adapt .. task_migration_us of a Lay struct."""
+    """Fields numa_groups .. task_migration_us of a Lay struct."""
+    s.numa_groups = t.numa_groups
+    s.task_swaps = t.task_swaps
     s.scan_period_adapt = t.scan_period_adapt
     s.migrate_filter = t.migrate_filter
     s.init_coherence = t.init_coherence
