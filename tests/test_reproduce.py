@@ -181,6 +181,29 @@ def test_reproduce_command_writes_every_output(tmp_path, capsys, monkeypatch, ca
     assert not list(tmp_path.glob(".*tmp*"))  # no temporary file left behind
 
 
+def test_reproduce_option_reaches_every_run_and_is_checked_first(capsys, monkeypatch, tmp_path):
+    """--option NAME=VALUE: every engine call, the centre's and each band point's, carries it (a
+    band point's own value of that option is overridden); a bad name or value, or --option with
+    --cross-validate, is a usage error before any run."""
+    from numalab import data
+    from numalab.fidelity import bands, plan, runs
+
+    published = {"lkp-rfc2023-p5-vs-p4": data.load("lkp-rfc2023-p5-vs-p4")}
+    centre = plan(published, 2, overrides=fidelity.Point(options={"first_touch_wait": True}))
+    calls = bands.band_calls(published, points=2, seeds=2, options={"first_touch_wait": True, "lb_migrate_hz": 0.0})
+    assert calls and all(c.overrides.options["first_touch_wait"] is True and c.overrides.options["lb_migrate_hz"] == 0
+                         for c in calls)
+    assert all(c.overrides.options == {"first_touch_wait": True} for c in centre)
+    seen = []
+    monkeypatch.setattr(runs, "run_calls", lambda *a, **k: seen.append(1))
+    for argv, word in ((["--option", "no_such=1"], "no_such"),
+                       (["--option", "first_touch_wait=maybe"], "first_touch_wait"),
+                       (["--option", "first_touch_wait=True", "--cross-validate"], "--cross-validate")):
+        assert main(["reproduce", "--out", str(tmp_path / "r"), "--no-progress", "--no-notebooks", *argv]) == 2
+        assert word in capsys.readouterr().err
+    assert not seen and not (tmp_path / "r").exists()
+
+
 def test_reproduce_rejects_bad_seeds(capsys):
     assert main(["reproduce", "--seeds", "1", "--out", "/nonexistent/never"]) == 2
     assert "--seeds" in capsys.readouterr().err

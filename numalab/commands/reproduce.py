@@ -44,6 +44,10 @@ def add_parser(sub) -> None:
                    help="seed of the hypercube's permutations (default: %(default)s)")
     p.add_argument("--workers", type=int, default=None,
                    help="local processes for the engine calls (default: the CPUs this process may use)")
+    p.add_argument("--option", action="append", default=None, metavar="NAME=VALUE",
+                   help="an engine option for every run, at the centre and at every band point "
+                        "(repeatable; e.g. first_touch_wait=True: the tables with a mechanism switched; "
+                        "an option the band varies, such as lb_migrate_hz, is then held at this value)")
     p.add_argument("--cross-validate", action="store_true",
                    help="also refit every fitted constant and choose every mechanism switch on all machines "
                         "(tables) but one, score the one left out, and write crossval.md / crossval.csv "
@@ -79,14 +83,15 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None:
         check_int("--workers", args.workers, lo=1, hi=1024)
     progress = not args.no_progress
+    options = _options(args)
     tables = fid.calibration_tables() if args.tables is None else list(args.tables)
     published = {name: data.load(name) for name in tables}
-    centre = fid.plan(published, args.seeds, topology=args.topology)
+    centre = fid.plan(published, args.seeds, topology=args.topology, overrides=fid.Point(options=options))
     stats: dict = {}
     if args.band_points:
         sims, rows = fid.simulate_bands(published, centre, points=args.band_points, seeds=args.band_seeds,
                                         seed=args.band_seed, topology=args.topology, workers=args.workers,
-                                        progress=progress, stats=stats)
+                                        progress=progress, stats=stats, options=options)
     else:
         sims = {preset: sim for (_, preset), sim in fid.execute(centre, workers=args.workers, progress=progress,
                                                                  stats=stats).items()}
@@ -96,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
         written = write_reproduction(out.path, published, sims, rows, shown=args.out)
         out.commit()
         print(written["summary"])
+        if options:
+            print("engine options for every run: " + ", ".join(f"{k}={v}" for k, v in options.items()))
         print(f"{stats['calls']} engine calls ({len(centre)} at the centre, {args.seeds} seeds; "
               f"{stats['calls'] - len(centre)} over {args.band_points} band points, {args.band_seeds} seeds) on "
               f"{stats['workers']} process(es): {stats['engine_cpu_s']:.0f} s of engine CPU, "
@@ -115,3 +122,18 @@ def run(args: argparse.Namespace) -> int:
             figs = export_figures(out.path, progress=progress)
             print(f"{len(figs)} notebook figures written to {args.out}/ (<notebook>-fig<k>.png)")
     return 0
+
+
+def _options(args) -> dict:
+    """``--option NAME=VALUE`` items, checked by EngineOptions before any run; not with
+    ``--cross-validate``, whose candidates are the switches themselves."""
+    from ..engine.options import EngineOptions, option_fields
+    from ..errors import NumalabValueError
+    from . import name_values
+
+    options = name_values("--option", args.option, option_fields())
+    EngineOptions.coerce(options)
+    if options and args.cross_validate:
+        raise NumalabValueError("--option with --cross-validate; allowed: one of them (cross-validation "
+                                "chooses the switches itself)")
+    return options

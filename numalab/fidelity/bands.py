@@ -102,11 +102,13 @@ def _presets(published, topology=None) -> list[str]:
 
 
 def band_calls(published: dict, points: int = DEFAULT_POINTS, seeds: int = DEFAULT_SEEDS, seed: int = 0,
-               topology=None) -> list:
-    """The calls of the box's points 1 .. ``points`` (:func:`numalab.fidelity.plan`)."""
+               topology=None, options=None) -> list:
+    """The calls of the box's points 1 .. ``points`` (:func:`numalab.fidelity.plan`); ``options``
+    (engine options for every run) override the point's own."""
     calls = []
     presets = _presets(published, topology)
     for k, pt in enumerate(box_points(presets, points, seed), start=1):
+        pt = Point(costs=pt.costs, options={**pt.options, **(options or {})}, topology=pt.topology)
         calls += plan(published, seeds, topology=topology, point=k, overrides=pt)
     return calls
 
@@ -142,10 +144,11 @@ def judge_points(published: dict, sims: dict, points: int) -> list[dict]:
 
 def simulate_bands(published: dict, centre_calls: list, *, points: int = DEFAULT_POINTS,
                    seeds: int = DEFAULT_SEEDS, seed: int = 0, topology=None, workers=None, progress=False,
-                   stats: dict | None = None):
+                   stats: dict | None = None, options=None):
     """The centre's calls and the box's points in one :func:`numalab.fidelity.execute` (one
-    progress bar, one pool; ``stats`` as there). Returns ``(sims, rows)``: the centre's
+    progress bar, one pool; ``stats`` as there); ``options``: engine options for every band
+    point (the centre's calls carry their own). Returns ``(sims, rows)``: the centre's
     ``{preset: Dataset}`` and its rows with their bands (:func:`judge_points`)."""
-    calls = list(centre_calls) + band_calls(published, points, seeds, seed, topology)
+    calls = list(centre_calls) + band_calls(published, points, seeds, seed, topology, options)
     out = execute(calls, workers=workers, progress=progress, stats=stats)
     return {preset: sim for (k, preset), sim in out.items() if k == 0}, judge_points(published, out, points)
