@@ -6,8 +6,10 @@ sequence: fold the fault buffers into the decayed ``numa_faults``, pick
 ``update_task_scan_period``), ``numa_migrate_preferred`` (rate-limited by
 ``numa_migrate_retry``; served at the end of the step: into an idle CPU of the preferred node,
 else ``task_numa_compare``'s best swap partner -- option ``task_swaps`` -- via
-``migrate_swap``), and ``update_scan_period`` on every cross-node move (``migrate_task_rq_fair``),
-which is shared with the load balancer (:mod:`.balance`).
+``migrate_swap``; option ``stick_numa``: that function's SMALLIMP bar and adjustments, and
+``task_numa_migrate``'s ``sched_setnuma`` of a grouped task that found nothing), and
+``update_scan_period`` on every cross-node move (``migrate_task_rq_fair``), which is shared
+with the load balancer (:mod:`.balance`).
 """
 
 from __future__ import annotations
