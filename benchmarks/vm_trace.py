@@ -344,8 +344,6 @@ def balancer_refills(log, window_s: float = 0.5) -> dict:
     every balancer move, who crossed back first, by any path and at any later time:
     ``back_same`` (the pulled writer: the balancer, or a NUMA move or swap), ``back_other``,
     ``back_never`` (split the same way)."""
-    lb = [x for x in log if not x[1].startswith("numa_")]
-    used = [False] * len(lb)
     out = Counter()
     # and, for every balancer move, the next move of any kind (a NUMA move or swap too) and at
     # any later time that crossed back: the same writer, another one, or none
@@ -356,6 +354,8 @@ def balancer_refills(log, window_s: float = 0.5) -> dict:
         how = "back_never" if nxt is None else "back_same" if nxt[2] == p else "back_other"
         out[how] += 1
         out[how + "_off_preferred"] += bool(off)
+    lb = [x for x in log if not x[1].startswith("numa_")]
+    used = [False] * len(lb)
     for i, (t, _kind, p, off, src, dst) in enumerate(lb):
         if used[i]:
             continue
@@ -576,10 +576,6 @@ def placement_summary(writers: dict, loop_start_s: float = 1.5) -> list[dict]:
     return out
 
 
-#: task_numa_compare's bar for a swap: SMALLIMP, 30 on its 1000 scale (0.03 in fault shares)
-SMALLIMP = 0.03
-
-
 def swap_gains(writers: dict, from_s: float = 10.0, cpus_per_node: int | None = None) -> np.ndarray:
     """task_numa_compare's best swap, read off the placement samples: at every sample from
     ``from_s`` on, for every writer in a numa group seen off its numa_preferred_nid while that
@@ -588,9 +584,12 @@ def swap_gains(writers: dict, from_s: float = 10.0, cpus_per_node: int | None = 
     group: the two tasks' own shares, less 1/16 (hysteresis inside a group); of another group or
     none: the writer's group shares and the partner's group (or own) shares. Then a partner
     already on its preferred node loses 1/16 of the gain, and one whose preferred node is the
-    writer's node gains 1/8. The kernel swaps only above :data:`SMALLIMP`; below it (and with no
-    free CPU) ``task_numa_migrate`` sticks. Works on :func:`kernel_writers` and
-    :func:`model_writers` alike; returns the gains (one per such writer and sample)."""
+    writer's node gains 1/8 (the engine's ``compare_adjust``). The kernel swaps only at
+    ``SMALLIMP`` (0.03) or more; below it (and with no free CPU) ``task_numa_migrate`` sticks.
+    Works on :func:`kernel_writers` and :func:`model_writers` alike; returns the gains (one per
+    such writer and sample)."""
+    from numalab.engine.placement import compare_adjust
+
     procs = [w for w in writers.values() if w["t"].size]
     if not procs:
         return np.zeros(0)
@@ -617,26 +616,19 @@ def swap_gains(writers: dict, from_s: float = 10.0, cpus_per_node: int | None = 
             cand = np.flatnonzero(node == dst)
             if cand.size < full:
                 continue
-            taskimp, groupimp = tw[p, dst] - tw[p, src], gw[p, dst] - gw[p, src]
-            best = -np.inf
-            for c in cand:
-                if gid[c] == gid[p]:
-                    imp = taskimp + tw[c, src] - tw[c, dst]
-                    imp -= imp / 16
-                else:
-                    imp = groupimp + ((gw[c, src] - gw[c, dst]) if gid[c] > 0 else (tw[c, src] - tw[c, dst]))
-                if pref[c] == dst:
-                    imp -= imp / 16
-                if pref[c] == src:
-                    imp += imp / 8
-                best = max(best, imp)
-            gains.append(best)
+            # the partner's own shares inside the writer's group or without a group, else its group's
+            same = gid[cand] == gid[p]
+            part = np.where((same | (gid[cand] <= 0))[:, None], tw[cand], gw[cand])
+            imp = np.where(same, tw[p, dst] - tw[p, src], gw[p, dst] - gw[p, src]) + (part[:, src] - part[:, dst])
+            gains.append(compare_adjust(imp, same, pref[cand], src, dst).max())
     return np.array(gains)
 
 
 def gains_summary(per_run) -> dict:
     """:func:`swap_gains` over runs (a list of arrays): how many such requests a run, their
-    median gain and the share at or above :data:`SMALLIMP` (None without any)."""
+    median gain and the share at or above ``SMALLIMP`` (None without any)."""
+    from numalab.engine.placement import SMALLIMP
+
     g = np.concatenate([np.asarray(x, dtype=float) for x in per_run]) if per_run else np.zeros(0)
     return {"per_run": round(g.size / max(len(per_run), 1), 1),
             "median": round(float(np.median(g)), 3) if g.size else None,

@@ -125,14 +125,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _options(args) -> dict:
-    """``--option NAME=VALUE`` items, checked by EngineOptions before any run; not with
-    ``--cross-validate``, whose candidates are the switches themselves."""
-    from ..engine.options import EngineOptions, option_fields
+    """``--option NAME=VALUE`` items, checked by EngineOptions before any run (simulate's
+    :func:`~numalab.commands.simulate.options_from_args`); not with ``--cross-validate``, whose
+    candidates are the switches themselves."""
     from ..errors import NumalabValueError
-    from . import name_values
+    from .simulate import options_from_args
 
-    options = name_values("--option", args.option, option_fields())
-    EngineOptions.coerce(options)
+    options = options_from_args(args)
     if options and args.cross_validate:
         raise NumalabValueError("--option with --cross-validate; allowed: one of them (cross-validation "
                                 "chooses the switches itself)")

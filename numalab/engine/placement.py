@@ -21,7 +21,8 @@ from .progress import running_mask
 from .scan_period import task_scan_max, task_scan_start, update_task_scan_period
 from .state import NO_NODE, flat
 
-__all__ = ["task_numa_placement", "numa_migrate_preferred", "task_swap", "move_task", "SMALLIMP"]
+__all__ = ["task_numa_placement", "numa_migrate_preferred", "task_swap", "move_task", "SMALLIMP",
+           "compare_adjust"]
 
 
 def task_numa_placement(b, ctx, r, t, now, gm, gc, gsize):
@@ -121,6 +122,16 @@ def numa_migrate_preferred(b, ctx):
 SMALLIMP = 0.03
 
 
+def compare_adjust(imp, same, pref_q, a, dst):
+    """task_numa_compare's adjustments of swap gains ``imp`` (fault shares, one per partner on
+    ``dst``, the task being on ``a``): less 1/16 for a partner of the task's own group (``same``),
+    less 1/16 more for a partner already on its preferred node, plus 1/8 for one whose preferred
+    node (``pref_q``) is ``a``."""
+    imp = np.where(same, imp - imp / 16, imp)
+    imp = np.where(pref_q == dst, imp - imp / 16, imp)
+    return np.where(pref_q == a, imp + imp / 8, imp)
+
+
 def task_swap(b, r, t, a, dst, running, moved, scores):
     """task_numa_compare + migrate_swap: swap task ``t`` (on node ``a``) with the task on
     ``dst`` that gains most from going to ``a``, if the pair gains. ``scores`` = (group-or-own,
@@ -143,10 +154,7 @@ def task_swap(b, r, t, a, dst, running, moved, scores):
     tot = st + gain_q
     bar = 0.0
     if kernel:
-        tot = np.where(same, tot - tot / 16, tot)
-        pq = b.numa.numa_preferred_nid[r, q]
-        tot = np.where(pq == dst, tot - tot / 16, tot)
-        tot = np.where(pq == a, tot + tot / 8, tot)
+        tot = compare_adjust(tot, same, b.numa.numa_preferred_nid[r, q], a, dst)
         bar = SMALLIMP
     j = int(np.argmax(tot))
     if tot[j] > bar or (kernel and tot[j] == bar):

@@ -138,11 +138,10 @@ def candidates(grid: int = 3, switches=None, design: str = "separate", together=
     fitted = _fitted()
     switches = _switches() if switches is None else list(switches)
     groups = [tuple(g) for g in together]
+    bools = [x for x in SWITCHES if isinstance(DEFAULTS[x], bool)]
     for g in groups:
-        bad = [x for x in g if x not in SWITCHES or isinstance(DEFAULTS[x], float)]
-        if len(g) < 2 or bad:
-            raise NumalabValueError(f"together={g!r}: allowed: two or more of the bool switches "
-                                    f"{', '.join(x for x in SWITCHES if isinstance(DEFAULTS[x], bool))}")
+        if len(g) < 2 or not set(g) <= set(bools):
+            raise NumalabValueError(f"together={g!r}: allowed: two or more of the bool switches {', '.join(bools)}")
     axes = [[(owner, name, v) for v in _grid(default, band, grid)] for owner, name, default, band in fitted]
     defaults = tuple((owner, name, default) for owner, name, default, _ in fitted)
     states = [None, *[(x,) for x in switches], *groups]
