@@ -5,4 +5,4 @@ Bump it whenever a model's numbers change. The sweep cache keys every point on i
 The key also holds a digest of the installed sources (``grid.model_digest``), so an edited,
 unreleased model does not reuse points either."""
 
-__version__ = "0.11.0"
+__version__ = "0.12.0"

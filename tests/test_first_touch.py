@@ -1,7 +1,7 @@
 """Option first_touch_wait: the init's first touches zero each new folio in the faulting
 writer's own time (docs/fidelity.md, "numa01's placement in a real kernel"). The three engines
 agree on it exactly, and it moves the first scan of numa01's buffer past the bound init, as the
-kernel's trace in a virtual machine showed."""
+kernel's trace in a virtual machine showed. On by default since 0.12.0."""
 
 import numpy as np
 import pytest
@@ -41,7 +41,7 @@ def test_each_init_writer_owes_its_share_of_the_zeroing():
     wl = workload("numa01", TINY, threads=4, size_bytes=64 * MiB, loops=3)
     costs = Costs(zero_GBps=2.0)
     on = make_batch(wl, nl.Policy.profile("6.12"), [0, 1], costs=costs, first_touch_wait=True)
-    off = make_batch(wl, nl.Policy.profile("6.12"), [0, 1], costs=costs)
+    off = make_batch(wl, nl.Policy.profile("6.12"), [0, 1], costs=costs, first_touch_wait=False)
     init = on.tasks.phase == PH_INIT
     assert init.sum() == 2 * 8                              # two replicas x 2 processes x 4 writers
     # 2 x 64 MiB zeroed at 2 GB/s, shared by the 8 writers
@@ -55,7 +55,8 @@ def test_the_first_scan_finds_the_bound_init_as_the_kernel_did():
     """A slow first touch (the virtual machine's: about 0.07 GB/s a writer) keeps numa01's
     writers in their MPOL_BIND init past the first task_numa_work run at scan_delay (1 s): that
     run finds every VMA unsuitable, the next creates the VMAs' state and waits (scan_delay), the
-    third protects the buffer -- the kernel's sequence. Without the option the first run does."""
+    third protects the buffer -- the kernel's sequence (the default since 0.12.0). With the option
+off (the 0.11.0 engine: the zeroing as system time only) the first run does."""
     topo = Topology(nodes=2, cpus_per_node=4, smt=1, distance=((10, 20), (20, 10)), local_latency_ns=90.0,
                     remote_latency_ns=90.0, node_bw_GBps=10.0, write_efficiency=1.0, link_bw_GBps=10.0,
                     thread_bw_GBps=1.25, mem_per_node_GiB=2, name="vm-like")
@@ -74,7 +75,8 @@ def test_the_first_scan_finds_the_bound_init_as_the_kernel_did():
     second = slow.visit_run.values == runs[1]
     assert "scan_delay" in set(slow.reason.values[second])
     assert first_buffer_scan(slow) == pytest.approx(3.0, abs=0.05)
-    fast = nl.scan_trace(wl, "6.12", **kw)
+    assert first_buffer_scan(nl.scan_trace(wl, "6.12", **kw)) == first_buffer_scan(slow)   # the default
+    fast = nl.scan_trace(wl, "6.12", first_touch_wait=False, **kw)
     assert first_buffer_scan(fast) == pytest.approx(1.0, abs=0.05)
 
 

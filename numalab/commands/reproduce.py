@@ -46,7 +46,7 @@ def add_parser(sub) -> None:
                    help="local processes for the engine calls (default: the CPUs this process may use)")
     p.add_argument("--option", action="append", default=None, metavar="NAME=VALUE",
                    help="an engine option for every run, at the centre and at every band point "
-                        "(repeatable; e.g. first_touch_wait=True: the tables with a mechanism switched; "
+                        "(repeatable; e.g. first_touch_wait=False: the tables with a mechanism switched; "
                         "an option the band varies, such as lb_migrate_hz, is then held at this value)")
     p.add_argument("--cross-validate", action="store_true",
                    help="also refit every fitted constant and choose every mechanism switch on all machines "

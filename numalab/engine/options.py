@@ -185,7 +185,7 @@ class EngineOptions:
                                               "leader takes runs of consecutive protected chunks' faults "
                                               "(docs/fidelity.md, 'numa01's writers as a convoy'); that "
                                               "numa01's 64-224 writers on two sockets do the same is assumed"))
-    first_touch_wait: bool = _opt(False, "the first touch of the init sweeps zeroes each new folio in the "
+    first_touch_wait: bool = _opt(True, "the first touch of the init sweeps zeroes each new folio in the "
                                   "faulting writer's own time: every thread that starts in its init owes "
                                   "zero_bytes_init / (those threads) at costs.zero_GBps as kernel time before "
                                   "its init writes (the same seconds syst already counts); False = the zeroing "
@@ -295,7 +295,7 @@ def _check_field(f, value):
 #: option name -> default (the dict form of EngineOptions()), in field order
 DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}
 #: the mechanism switches (bool options whose flip removes one mechanism, or adds one that is off
-#: by default: sweep_convoy, first_touch_wait), and lb_migrate_hz, whose 0 removes the load
+#: by default: sweep_convoy), and lb_migrate_hz, whose 0 removes the load
 #: balancer's pulls
 SWITCHES = ("lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter", "thp",
             "init_coherence", "first_arrival", "sweep_convoy", "first_touch_wait", "lb_refill_locality",
