@@ -459,7 +459,7 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
         opts["lb_migrate_hz"] = lb_hz
     ds = nl.simulate(wl, policy, seeds=seeds, topology=topo, init_node=args.node_b, **opts)
     out = {"elapsed_s": float(ds.elsp.mean()), "elapsed_sd": float(ds.elsp.std())}
-    for c in COUNTERS + ("task_migrations", "lb_migrations", "scan_period_resets"):
+    for c in COUNTERS + ("task_migrations", "lb_migrations", "scan_period_resets", "numa_sticks"):
         out[c] = float(ds[c].mean())
     for v in ds.data_vars:
         if v.startswith("skip_") and float(ds[v].sum()) > 0:
@@ -815,7 +815,8 @@ def main(argv=None) -> None:
                 print(f"   model ({prof}, {args.seeds} seeds): {m['elapsed_s']:.2f} +- {m['elapsed_sd']:.2f} s; "
                       + ", ".join(f"{c[5:]} {m[c]:.0f}" for c in COUNTERS))
                 print(f"   model's node changes (mean a run, all tasks): NUMA moves and swaps {m['task_migrations']:.1f}, "
-                      f"load balancer {m['lb_migrations']:.1f}; scan period resets {m['scan_period_resets']:.1f}")
+                      f"load balancer {m['lb_migrations']:.1f}; scan period resets {m['scan_period_resets']:.1f}; "
+                      f"sticks (sched_stick_numa) {m['numa_sticks']:.1f}")
                 print(f"   model skipped VMAs (mean a run): {json.dumps(m['skips'], sort_keys=True)}")
             if any(r.get("tasks") for r in runs):
                 kg = gains_summary([swap_gains(kernel_writers(r["tasks"])) for r in runs])

@@ -63,6 +63,9 @@ COUNTERS = (
     Counter("scan_runs", "runs", "task_numa_work runs that won the numa_next_scan race"),
     Counter("task_migrations", "moves", "NUMA task moves and swaps between nodes",
             "numa_task_migrated + numa_task_swapped"),
+    Counter("numa_sticks", "requests", "numa_migrate_preferred requests whose task_numa_migrate found no CPU "
+            "on the preferred node (no idle CPU, no swap partner at or above the bar)",
+            "sched_stick_numa (tracepoint)"),
     Counter("group_joins", "joins", "tasks that joined another task's numa_group"),
     Counter("numa_migrate_fail", "faults", "hinting faults whose migration failed (target node full)",
             "TNF_MIGRATE_FAIL (numa_faults_locality[2])"),

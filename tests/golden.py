@@ -65,7 +65,8 @@ cost it their zeroing before its init writes (0.12.0, engine option ``first_touc
 do_huge_pmd_anonymous_page zeroes each new folio in the faulting task; traced in QEMU), every
 ``simulate/`` key and ``sweep/numa02`` were retaken. Their 0.11.0 fingerprints stay stored under
 ``.../first_touch_wait=False`` (:data:`FTW_OFF`) and are met with that switch off; every older
-case runs with it off too.
+case runs with it off too. The counter ``numa_sticks`` (the kernel's ``sched_stick_numa``, 0.12.0)
+was added to every stored ``simulate/`` and ``sweep/`` case beside variables that did not change.
 """
 
 from __future__ import annotations

@@ -117,3 +117,16 @@ def test_task_numa_compare_needs_smallimp_and_a_grouped_task_that_finds_nothing_
     edge = (0.516, 0.484)
     assert _grouped_request(True, edge, q_pref=1).tasks.node[0, 1] == 0
     assert _grouped_request(True, edge, q_pref=0).tasks.node[0, 1] == 1
+
+
+def test_a_request_that_finds_no_cpu_is_counted_as_the_kernels_stick():
+    """numa_sticks counts sched_stick_numa: every request whose task_numa_migrate found neither an
+    idle CPU nor a swap partner, grouped or not and with either setting of stick_numa; a swap or a
+    move is not one."""
+    assert _grouped_request(True, (0.51, 0.49)).cnt["numa_sticks"][0] == 1      # below SMALLIMP
+    assert _grouped_request(False, (0.51, 0.49)).cnt["numa_sticks"][0] == 0     # any gain swaps
+    assert _grouped_request(True, (0.6, 0.4)).cnt["numa_sticks"][0] == 0        # a swap
+    # a loss for both (t's share is higher where it is): no swap even without the bar
+    lost = _grouped_request(False, (0.4, 0.6))
+    assert lost.tasks.node[0].tolist() == [0, 1, 1, 0, 0] and lost.cnt["numa_sticks"][0] == 1
+    assert lost.numa.numa_preferred_nid[0, 1] == 0     # without stick_numa the preference stays

@@ -111,11 +111,12 @@ def numa_migrate_preferred(b, ctx):
                 load[r, a] -= 1
                 load[r, dst] += 1
                 moved[r, t] = True
-            elif not (b.o.task_swaps and task_swap(b, r, t, a, dst, running, moved, scores)) \
-                    and b.o.stick_numa and b.groups.gid[r, t] >= 0:
-                # no CPU found: a grouped task sticks and prefers the node it is on
-                # (task_numa_migrate's sched_setnuma to the source node)
-                b.numa.numa_preferred_nid[r, t] = a
+            elif not (b.o.task_swaps and task_swap(b, r, t, a, dst, running, moved, scores)):
+                # no CPU found: the kernel's sched_stick_numa; a grouped task sticks and prefers
+                # the node it is on (task_numa_migrate's sched_setnuma to the source node)
+                b.counters.events["numa_sticks"][r] += 1
+                if b.o.stick_numa and b.groups.gid[r, t] >= 0:
+                    b.numa.numa_preferred_nid[r, t] = a
 
 
 #: task_numa_compare's bar for a swap (option ``stick_numa``): SMALLIMP, 30 on its 1000 scale

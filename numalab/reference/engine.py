@@ -30,7 +30,7 @@ NO_NODE = -1
 PID_UNSET = 0xFF
 TICK_S = 1e-3
 COUNTERS = ("numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
-            "numa_pages_migrated", "false_skips", "idle_scans", "scan_runs", "task_migrations",
+            "numa_pages_migrated", "false_skips", "idle_scans", "scan_runs", "task_migrations", "numa_sticks",
             "numa_migrate_fail", "group_joins", "lb_migrations", "scan_period_resets", "pid_windows",
             "pid_window_bits", "pid_tests", "pid_test_passes", "buffer_protections")
 
@@ -916,8 +916,10 @@ class Replica:
                 self.move(t, b)
                 self.move(bj, a)
                 moved[t] = moved[bj] = True
-            elif kernel and self.group[t] >= 0:
-                self.preferred[t] = a                     # sched_stick_numa: prefer where it is
+            else:                                         # no CPU found: sched_stick_numa
+                self.cnt["numa_sticks"] += 1
+                if kernel and self.group[t] >= 0:
+                    self.preferred[t] = a                 # a grouped task prefers where it is
 
     def lb_moves(self):
         """The load balancer's cross-node pulls (docs/engine.md step 5b), task by task."""

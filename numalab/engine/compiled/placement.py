@@ -27,6 +27,7 @@ __all__ = ["task_numa_placement", "shares", "numa_migrate_preferred", "task_swap
 
 NO_NODE = -1
 C_TASK_MIGRATIONS = COUNTER_NAMES.index("task_migrations")
+C_NUMA_STICKS = COUNTER_NAMES.index("numa_sticks")
 C_LB_MIGRATIONS = COUNTER_NAMES.index("lb_migrations")
 C_SCAN_PERIOD_RESETS = COUNTER_NAMES.index("scan_period_resets")
 
@@ -208,8 +209,10 @@ def numa_migrate_preferred(L, Q, S, X, r, k):
                     S.events[r, C_TASK_MIGRATIONS] += 1
                 moved[t] = True
                 moved[q] = True
-            elif L.stick_numa and S.gid[r, t] >= 0:
-                S.numa_preferred_nid[r, t] = a   # a grouped task sticks: sched_setnuma to its node
+            else:                                # no CPU found: sched_stick_numa
+                S.events[r, C_NUMA_STICKS] += 1
+                if L.stick_numa and S.gid[r, t] >= 0:
+                    S.numa_preferred_nid[r, t] = a   # a grouped task sticks: sched_setnuma to its node
 
 
 @jit
