@@ -67,6 +67,11 @@ do_huge_pmd_anonymous_page zeroes each new folio in the faulting task; traced in
 ``.../first_touch_wait=False`` (:data:`FTW_OFF`) and are met with that switch off; every older
 case runs with it off too. The counter ``numa_sticks`` (the kernel's ``sched_stick_numa``, 0.12.0)
 was added to every stored ``simulate/`` and ``sweep/`` case beside variables that did not change.
+When a move into an idle CPU came to follow task_numa_find_cpu's ``maymove`` (0.12.0, engine option
+``numa_maymove``: no move that unbalances the nodes beyond imb_numa_nr, no swap in a group into
+spare capacity), ``simulate/numa01_THREAD_ALLOC/2s-128`` and ``simulate/numa02/2s-128`` were
+retaken. Their earlier fingerprints stay stored under ``.../numa_maymove=False``
+(:data:`MAYMOVE_OFF`) and are met with that switch off; every older case runs with it off too.
 """
 
 from __future__ import annotations
@@ -115,7 +120,12 @@ STICK_OFF = [("numa01", "2s-ivb-40"), ("numa02", "2s-128")]
 #: writer that takes them (0.12.0, engine option ``first_touch_wait``): also run with it off, the
 #: 0.11.0 engine, bit for bit; every older case runs with it off too
 FTW_OFF = WORKLOADS
-FTW_OFF_OPTS = dict(first_touch_wait=False)
+#: the workloads whose numbers changed when a move into an idle CPU came to follow
+#: task_numa_find_cpu's maymove (0.12.0, engine option ``numa_maymove``): also run with it off,
+#: bit for bit; every older case runs with it off too
+MAYMOVE_OFF = [("numa01_THREAD_ALLOC", "2s-128"), ("numa02", "2s-128")]
+MAYMOVE_OFF_OPTS = dict(numa_maymove=False)
+FTW_OFF_OPTS = dict(first_touch_wait=False, **MAYMOVE_OFF_OPTS)
 STICK_OFF_OPTS = dict(lb_refill_locality=False, stick_numa=False, **FTW_OFF_OPTS)
 MAX_TIME = 60.0   # s simulated: enough for every mechanism to act, short enough for CI
 #: the write capacity every machine had before it became Topology.write_efficiency (the older
@@ -194,6 +204,10 @@ def fingerprints() -> dict[str, dict[str, str]]:
         wl = nl.workload(wname, nl.Topology.preset(topo))
         ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME, **FTW_OFF_OPTS)
         out[f"simulate/{wname}/{topo}/first_touch_wait=False"] = digest(ds)
+    for wname, topo in MAYMOVE_OFF:
+        wl = nl.workload(wname, nl.Topology.preset(topo))
+        ds = nl.simulate(wl, [_policy(p) for p in POLICIES], seeds=SEEDS, max_time=MAX_TIME, **MAYMOVE_OFF_OPTS)
+        out[f"simulate/{wname}/{topo}/numa_maymove=False"] = digest(ds)
     for suffix, topo in (("", "2s-ivb-40"), ("/cpu_numbering=node", nl.Topology.preset("2s-ivb-40",
                                                                                       cpu_numbering="node"))):
         for l1, older in ((1.0, ""), (0.0, "/smt_shared_l1=False")):
@@ -207,9 +221,9 @@ def fingerprints() -> dict[str, dict[str, str]]:
                    "history": [2, 8], "max_time": [20.0]}, seeds=2, cache=False, progress=False, workers=1)
     out["sweep/numa02"] = digest(sw)
     sw = nl.sweep({"workload": ["numa02"], "topology": ["2s-ivb-40"], "profile": ["6.12"],
-                   "history": [2, 8], "max_time": [20.0], "first_touch_wait": [False]},
+                   "history": [2, 8], "max_time": [20.0], **{k: [v] for k, v in FTW_OFF_OPTS.items()}},
                   seeds=2, cache=False, progress=False, workers=1)
-    out["sweep/numa02/first_touch_wait=False"] = digest(sw.drop_vars(["first_touch_wait"]))
+    out["sweep/numa02/first_touch_wait=False"] = digest(sw.drop_vars(list(FTW_OFF_OPTS)))
     older = {"malloc_edges": [False], **{k: [v] for k, v in STICK_OFF_OPTS.items()}}
     sw = nl.sweep({"workload": ["numa02"], "topology": ["2s-ivb-40"], "profile": ["6.12"],
                    "history": [2, 8], "max_time": [20.0], **older}, seeds=2, cache=False, progress=False, workers=1)

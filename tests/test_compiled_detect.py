@@ -217,7 +217,8 @@ def sweep_cases(draw):
                 malloc_edges=draw(st.booleans()), first_touch_wait=draw(st.booleans()),
                 scan_delay_ms=draw(st.sampled_from([100, 1000])), scan_size_mb=draw(st.sampled_from([64, 256, 1024])),
                 init_coherence=draw(st.booleans()), lb_migrate_hz=draw(st.sampled_from([0.0, 0.2])),
-                lb_refill_locality=draw(st.booleans()), stick_numa=draw(st.booleans()))
+                lb_refill_locality=draw(st.booleans()), stick_numa=draw(st.booleans()),
+                numa_maymove=draw(st.booleans()))
     policy = draw(st.sampled_from(["6.12", "6.4", "pre-6.4", "rfc2023-p4", "rfc2024-pid-bits"]))
     seeds = draw(st.lists(st.integers(0, 1000), min_size=1, max_size=2))
     start = draw(st.integers(0, 60))

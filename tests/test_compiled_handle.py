@@ -107,7 +107,7 @@ EXTRA = [
 ] + [(f"{k}={v}", _named_case(*_NUMA01_IVB[:4], {k: v}, _NUMA01_IVB[4]))
      for k, v in (("numa_groups", False), ("task_swaps", False), ("migrate_filter", False),
                   ("scan_period_adapt", False), ("sticky_locality", False), ("thp", False),
-                  ("lb_refill_locality", True), ("stick_numa", True))]
+                  ("lb_refill_locality", True), ("stick_numa", True), ("numa_maymove", False))]
 FACTORIES = [(f"{c[0]}/{c[1]}/{c[2]}", _named_case(*c)) for c in CASES] + EXTRA
 #: the cases of the perturbed-state test
 PERTURBED = ("numa01/2s-ivb-40/rfc2023-p2", "genoa numa01", "8-node matrix", "memory-only node")

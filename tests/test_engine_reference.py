@@ -61,6 +61,8 @@ def cases(draw):
         lb_refill_locality=draw(st.booleans()),
         # task_numa_compare's bar and the grouped task's stick (sched_setnuma to its node)
         stick_numa=draw(st.booleans()),
+        # task_numa_find_cpu's maymove into an idle CPU and no swap in a group into spare capacity
+        numa_maymove=draw(st.booleans()),
     )
     return wl, policy, draw(st.integers(0, 2**31)), opts
 

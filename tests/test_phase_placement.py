@@ -27,8 +27,38 @@ def test_placement_prefers_the_node_of_the_faults_and_requests_a_move():
     assert b.numa.faults_mem[0, t, 0, 1] == 4096 and b.numa.buf_mem[0, t].sum() == 0
     assert ctx.want[0, t]                              # numa_migrate_preferred requested
     assert b.numa.numa_migrate_retry[0, t] > 1.0
-    placement.numa_migrate_preferred(b, ctx)           # node 0 has idle CPUs: a move
+    b.tasks.node[0, 2] = 1                             # the other worker on node 1 too
+    placement.numa_migrate_preferred(b, ctx)           # node 0 is idle: a move
     assert b.tasks.node[0, t] == 0 and b.cnt["task_migrations"][0] == 1
+
+
+def _idle_cpu_request(numa_maymove, other_node):
+    # 4 CPUs a node (imb_numa_nr 1): worker 1 on node 1 prefers node 0, which has idle CPUs;
+    # worker 2 (ungrouped, like worker 1) runs on ``other_node``
+    b, wl = tiny_batch(numa_maymove=numa_maymove)
+    b.tasks.node[0] = [0, 1, other_node]
+    b.numa.numa_preferred_nid[0] = [NO_NODE, 0, NO_NODE]
+    return _request(b, 1)
+
+
+def test_maymove_refuses_an_idle_cpu_that_would_unbalance_the_nodes():
+    """Option numa_maymove (task_numa_find_cpu): with one task on each node, moving the second
+    to the first's node leaves 2 against 0, beyond imb_numa_nr (1 on 4 CPUs a node): no move,
+    and no swap with the other ungrouped task (node_has_spare), so it sticks; with both on node 1
+    the move balances and goes ahead; without the option any idle CPU is taken."""
+    stuck = _idle_cpu_request(True, 0)
+    assert stuck.tasks.node[0].tolist() == [0, 1, 0]
+    assert stuck.cnt["task_migrations"][0] == 0 and stuck.cnt["numa_sticks"][0] == 1
+    assert _idle_cpu_request(True, 1).tasks.node[0].tolist() == [0, 0, 1]
+    assert _idle_cpu_request(False, 0).tasks.node[0].tolist() == [0, 0, 0]
+
+
+def test_maymove_as_the_kernel_counts_it():
+    """placement.maymove: fewer tasks on the destination than on the source (the mover counted
+    there), or as many and below imb_numa_nr = max(1, cpus / 8)."""
+    assert placement.maymove(0, 2, 4) and not placement.maymove(1, 1, 4) and not placement.maymove(2, 1, 64)
+    assert placement.maymove(7, 7, 64) and not placement.maymove(8, 8, 64)       # imb_numa_nr 8
+    assert placement.maymove(3, 4, 8) and not placement.maymove(4, 4, 8)         # imb_numa_nr 1
 
 
 def _full_node_swap(task_swaps):

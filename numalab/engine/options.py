@@ -127,6 +127,22 @@ class EngineOptions:
             "grouped task to the node it found (its own when none); traced in QEMU with a 6.12 kernel: after "
             "every stick of a grouped writer whose preferred node was elsewhere, the next sample showed the "
             "source node preferred (benchmarks/vm_trace.py, docs/fidelity.md, 'the load balancer's pull back')"))
+    numa_maymove: bool = _opt(
+        True, "task_numa_find_cpu's maymove: an idle CPU on the preferred node is taken only when the move "
+        "leaves the destination node running fewer tasks than the source (the mover counted on the source), "
+        "or as many and fewer than imb_numa_nr (an eighth of the node's CPUs, at least 1: one LLC per node); "
+        "and while the destination has an idle CPU (node_has_spare) no swap pairs two tasks of one numa "
+        "group or two ungrouped tasks; False = any idle CPU there is taken and any partner may swap (0.12.0)",
+        kind="bool",
+        source=Provenance(
+            "kernel", "task_numa_find_cpu: adjust_numa_imbalance and load_too_imbalanced decide maymove when the "
+            "destination node has spare capacity, and task_numa_compare takes an idle CPU only if maymove; "
+            "task_numa_compare does not swap within a group, or between two ungrouped tasks, into a node with "
+            "spare capacity; imb_numa_nr is an eighth of the node's CPUs for one LLC per node "
+            "(build_sched_domains); read in 6.12 for the kernel's sched_stick_numa: in a QEMU trace 8 of a 6.12 "
+            "kernel's 110 sticks came with the preferred node holding an idle CPU and no more writers than "
+            "the source, where only these checks refuse (benchmarks/vm_trace.py; docs/fidelity.md, 'The "
+            "first touch's wait as the default, and the kernel's sticks')"))
     sticky_locality: bool = _opt(True, "the early-return path of update_task_scan_period keeps "
                                  "numa_faults_locality[] (kernels without e81ee0630837)", kind="bool",
                                  source=_kernel("the kernels before e81ee0630837 keep numa_faults_locality[] on "
@@ -299,4 +315,4 @@ DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}
 #: balancer's pulls
 SWITCHES = ("lb_migrate_hz", "numa_groups", "task_swaps", "scan_period_adapt", "migrate_filter", "thp",
             "init_coherence", "first_arrival", "sweep_convoy", "first_touch_wait", "lb_refill_locality",
-            "stick_numa", "link_both_directions", "tick_clock", "malloc_edges", "harness_overhead")
+            "stick_numa", "numa_maymove", "link_both_directions", "tick_clock", "malloc_edges", "harness_overhead")

@@ -106,12 +106,14 @@ def numa_migrate_preferred(b, ctx):
             if moved[r, t]:
                 continue
             a, dst = int(b.tasks.node[r, t]), int(b.numa.numa_preferred_nid[r, t])
-            if load[r, dst] < cap[dst]:                  # an idle CPU on the preferred node
+            spare = load[r, dst] < cap[dst]               # an idle CPU on the preferred node
+            if spare and (not b.o.numa_maymove or maymove(load[r, dst], load[r, a], cap[dst])):
                 move_task(b, r, t, dst)
                 load[r, a] -= 1
                 load[r, dst] += 1
                 moved[r, t] = True
-            elif not (b.o.task_swaps and task_swap(b, r, t, a, dst, running, moved, scores)):
+            elif not (b.o.task_swaps and task_swap(b, r, t, a, dst, running, moved, scores,
+                                                   spare=spare and b.o.numa_maymove)):
                 # no CPU found: the kernel's sched_stick_numa; a grouped task sticks and prefers
                 # the node it is on (task_numa_migrate's sched_setnuma to the source node)
                 b.counters.events["numa_sticks"][r] += 1
@@ -121,6 +123,15 @@ def numa_migrate_preferred(b, ctx):
 
 #: task_numa_compare's bar for a swap (option ``stick_numa``): SMALLIMP, 30 on its 1000 scale
 SMALLIMP = 0.03
+
+
+def maymove(dst_running, src_running, dst_cpus):
+    """task_numa_find_cpu's ``maymove`` for a move into an idle CPU of a node with spare capacity
+    (option ``numa_maymove``), with equal task loads: allowed when the destination runs fewer
+    tasks than the source (``src_running`` counts the mover; load_too_imbalanced), or as many
+    and fewer than ``imb_numa_nr`` (adjust_numa_imbalance; an eighth of ``dst_cpus``, at least 1,
+    as build_sched_domains sets it for one LLC per node)."""
+    return dst_running < src_running or (dst_running == src_running and dst_running + 1 <= max(1, dst_cpus >> 3))
 
 
 def compare_adjust(imp, same, pref_q, a, dst):
@@ -133,16 +144,21 @@ def compare_adjust(imp, same, pref_q, a, dst):
     return np.where(pref_q == a, imp + imp / 8, imp)
 
 
-def task_swap(b, r, t, a, dst, running, moved, scores):
+def task_swap(b, r, t, a, dst, running, moved, scores, spare=False):
     """task_numa_compare + migrate_swap: swap task ``t`` (on node ``a``) with the task on
     ``dst`` that gains most from going to ``a``, if the pair gains. ``scores`` = (group-or-own,
     own) normalised fault shares (R, T, N); tasks of one group compare their own shares.
     With option ``stick_numa`` the gain is task_numa_compare's: a partner of another group is
     weighed by its group's shares only when ``t`` has a group too, a swap inside a group loses
     1/16, a partner already on its preferred node 1/16 more, one whose preferred node is ``a``
-    gains 1/8, and the best must reach :data:`SMALLIMP`. Returns whether it swapped."""
+    gains 1/8, and the best must reach :data:`SMALLIMP`. With ``spare`` (the destination has an
+    idle CPU; option ``numa_maymove``) a partner of ``t``'s own group, or an ungrouped partner of
+    an ungrouped ``t``, is not considered (task_numa_compare). Returns whether it swapped."""
     sc, own_n = scores
-    q = np.flatnonzero((b.tasks.node[r] == dst) & running[r] & ~moved[r] & (b.wl.cpu_bind < 0))
+    ok = (b.tasks.node[r] == dst) & running[r] & ~moved[r] & (b.wl.cpu_bind < 0)
+    if spare:
+        ok &= b.groups.gid[r] != b.groups.gid[r, t]
+    q = np.flatnonzero(ok)
     if q.size == 0:
         return False
     gq, gt = b.groups.gid[r, q], b.groups.gid[r, t]

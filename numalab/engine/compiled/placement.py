@@ -191,7 +191,8 @@ def numa_migrate_preferred(L, Q, S, X, r, k):
         if moved[t]:
             continue
         a, dst = S.node[r, t], S.numa_preferred_nid[r, t]
-        if load[dst] < L.node_cpus[dst]:
+        spare = load[dst] < L.node_cpus[dst]
+        if spare and (not L.numa_maymove or maymove(load[dst], load[a], L.node_cpus[dst])):
             if move_task(L, S, X, r, t, dst):
                 S.events[r, C_TASK_MIGRATIONS] += 1
             load[a] -= 1
@@ -201,7 +202,7 @@ def numa_migrate_preferred(L, Q, S, X, r, k):
             q = np.int64(-1)
             if L.task_swaps:
                 q = task_swap(S.node, S.gid, S.numa_preferred_nid, L.cpu_bind, L.stick_numa, r, t, a, dst,
-                              running, moved, sc, own_n)
+                              running, moved, sc, own_n, spare and L.numa_maymove)
             if q >= 0:                           # migrate_swap
                 if move_task(L, S, X, r, t, dst):
                     S.events[r, C_TASK_MIGRATIONS] += 1
@@ -216,18 +217,27 @@ def numa_migrate_preferred(L, Q, S, X, r, k):
 
 
 @jit
-def task_swap(node, gid, pref, cpu_bind, kernel, r, t, a, dst, running, moved, sc, own_n):
+def maymove(dst_running, src_running, dst_cpus):
+    """placement.maymove: task_numa_find_cpu's maymove into an idle CPU, equal task loads."""
+    return dst_running < src_running or (dst_running == src_running and dst_running + 1 <= max(1, dst_cpus >> 3))
+
+
+@jit
+def task_swap(node, gid, pref, cpu_bind, kernel, r, t, a, dst, running, moved, sc, own_n, spare):
     """placement.task_swap's choice (task_numa_compare): the running, unmoved, unbound task on
     ``dst`` whose swap with ``t`` (on ``a``) gains most (np.argmax: the first of equals, NaN
     first; tasks of one group compare their own shares ``own_n``, others ``sc``), if the gain is
     positive; else -1 (``S.node``, ``S.gid``, ``S.numa_preferred_nid``, ``L.cpu_bind``). With
     ``kernel`` (option ``stick_numa``) the gain and bar are task_numa_compare's
-    (placement.task_swap)."""
+    (placement.task_swap); with ``spare`` a partner of ``t``'s own group (or two ungrouped tasks)
+    is skipped."""
     gt = gid[r, t]
     bj = np.int64(-1)                            # not a literal: one type for the caller's calls
     best = 0.0
     for q in range(node.shape[1]):
         if node[r, q] != dst or not running[q] or moved[q] or cpu_bind[q] >= 0:
+            continue
+        if spare and gid[r, q] == gt:
             continue
         same = gid[r, q] == gt and gt >= 0
         if same:

@@ -66,7 +66,7 @@ LAY_FIELDS = (
     "node_cap", "cpu_nodes", "nearest_cpu_node", "cpu_node",
     # engine options (scalars)
     "dt", "scan_delay_ms", "scan_period_min_ms", "scan_period_max_ms", "scan_size_mb", "scan_size_pages",
-    "sticky_locality", "lb_migrate_hz", "lb_refill_locality", "stick_numa", "numa_groups", "task_swaps",
+    "sticky_locality", "lb_migrate_hz", "lb_refill_locality", "stick_numa", "numa_maymove", "numa_groups", "task_swaps",
     "scan_period_adapt", "migrate_filter",
     "init_coherence", "link_both_directions", "tick_clock", "harness_overhead_s", "max_time",
     # cost constants (scalars; numalab.costs.Costs)
@@ -224,6 +224,7 @@ def pack_layout(b) -> Lay:
         scan_size_pages=int(lay.scan_size_pages), sticky_locality=bool(o.sticky_locality),
         lb_migrate_hz=float(o.lb_migrate_hz),
         lb_refill_locality=bool(o.lb_refill_locality), stick_numa=bool(o.stick_numa),
+        numa_maymove=bool(o.numa_maymove),
         numa_groups=bool(o.numa_groups), task_swaps=bool(o.task_swaps),
         scan_period_adapt=bool(o.scan_period_adapt), migrate_filter=bool(o.migrate_filter),
         init_coherence=bool(o.init_coherence),

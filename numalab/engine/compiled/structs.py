@@ -103,6 +103,7 @@ LAY_TYPE = LayType([
     ("lb_migrate_hz", types.float64),
     ("lb_refill_locality", types.boolean),
     ("stick_numa", types.boolean),
+    ("numa_maymove", types.boolean),
     ("numa_groups", types.boolean),
     ("task_swaps", types.boolean),
     ("scan_period_adapt", types.boolean),
@@ -212,7 +213,8 @@ def _fill_lay_0(s, t):
 
 @inner
 def _fill_lay_1(s, t):
-    """Fields numa_groups .. task_migration_us of a Lay struct."""
+    """Fields numa_maymove .. task_migration_us of a Lay struct."""
+    s.numa_maymove = t.numa_maymove
     s.numa_groups = t.numa_groups
     s.task_swaps = t.task_swaps
     s.scan_period_adapt = t.scan_period_adapt
