@@ -169,12 +169,10 @@ def task_swap(b, r, t, a, dst, running, moved, scores, spare=False):
     gain_q = sq[:, a] - sq[:, dst]
     st = np.where(same, own_n[r, t, dst] - own_n[r, t, a], sc[r, t, dst] - sc[r, t, a])
     tot = st + gain_q
-    bar = 0.0
     if kernel:
         tot = compare_adjust(tot, same, b.numa.numa_preferred_nid[r, q], a, dst)
-        bar = SMALLIMP
     j = int(np.argmax(tot))
-    if tot[j] > bar or (kernel and tot[j] == bar):
+    if tot[j] >= SMALLIMP if kernel else tot[j] > 0:
         move_task(b, r, t, dst)
         move_task(b, r, int(q[j]), a)
         moved[r, t] = moved[r, q[j]] = True

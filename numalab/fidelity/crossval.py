@@ -105,16 +105,21 @@ def _grid(default, band, n):
     return sorted(float(f"{v:.4g}") for v in values)
 
 
+def _bool_switches() -> list[str]:
+    """The mechanism switches that flip (lb_migrate_hz, a fitted constant, is on its grid)."""
+    from ..engine.options import DEFAULTS, SWITCHES
+
+    return [name for name in SWITCHES if isinstance(DEFAULTS[name], bool)]
+
+
 def _switches():
     from ..costs import Costs
-    from ..engine.options import DEFAULTS, SWITCHES, EngineOptions
+    from ..engine.options import EngineOptions
     from ..provenance import provenance_of
 
     prov = provenance_of(EngineOptions)
     out = []
-    for name in SWITCHES:
-        if not isinstance(DEFAULTS[name], bool):
-            continue                      # lb_migrate_hz: a fitted constant, on its grid
+    for name in _bool_switches():
         if name == "harness_overhead" and Costs().harness_overhead_s == 0:
             continue                      # a no-op at the default costs
         if prov[name].kind == "measurement":
@@ -131,14 +136,14 @@ def candidates(grid: int = 3, switches=None, design: str = "separate", together=
     docstring: ``design`` "separate" or "product"); the defaults first. ``together``: groups of
     switches (each a tuple of names) that are also flipped as one candidate, for mechanisms that
     are judged together (a group counts as one change per switch in it)."""
-    from ..engine.options import DEFAULTS, SWITCHES
+    from ..engine.options import DEFAULTS
     from ..errors import NumalabValueError, check_choice
 
     check_choice("design", design, DESIGNS)
     fitted = _fitted()
     switches = _switches() if switches is None else list(switches)
     groups = [tuple(g) for g in together]
-    bools = [x for x in SWITCHES if isinstance(DEFAULTS[x], bool)]
+    bools = _bool_switches()
     for g in groups:
         if len(g) < 2 or not set(g) <= set(bools):
             raise NumalabValueError(f"together={g!r}: allowed: two or more of the bool switches {', '.join(bools)}")

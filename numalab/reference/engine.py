@@ -887,11 +887,12 @@ class Replica:
             if moved[t]:
                 continue
             a, b = self.node[t], self.preferred[t]
-            spare = load[b] < cap[b] and self.o["numa_maymove"]
+            spare = load[b] < cap[b]                      # an idle CPU on the preferred node
+            maymove = self.o["numa_maymove"]
             # task_numa_find_cpu's maymove (equal loads): fewer tasks there than here (the mover
             # counted here), or as many and below imb_numa_nr = max(1, cpus / 8)
-            if load[b] < cap[b] and (not spare or load[b] < load[a]
-                                     or (load[b] == load[a] and load[b] + 1 <= max(1, cap[b] // 8))):
+            if spare and (not maymove or load[b] < load[a]
+                          or (load[b] == load[a] and load[b] + 1 <= max(1, cap[b] // 8))):
                 self.move(t, b)
                 load[a] -= 1
                 load[b] += 1
@@ -900,7 +901,7 @@ class Replica:
             kernel = self.o["stick_numa"]
             best, bj = None, None
             for q in range(T if self.o["task_swaps"] else 0):
-                if spare and self.group[q] == self.group[t]:
+                if spare and maymove and self.group[q] == self.group[t]:
                     continue                              # no swap in a group into spare capacity
                 if self.node[q] == b and running[q] and not moved[q] and self.wl.cpu_bind[q] < 0:
                     same = self.group[q] == self.group[t] and self.group[t] >= 0
