@@ -70,6 +70,17 @@ or another, by the balancer or by placement), and task_numa_compare's best swap 
 grouped writer seen off its full preferred node, the kernel's and the model's
 (:func:`swap_gains`).
 
+Why ``task_numa_migrate`` stuck (docs/fidelity.md, "task_numa_migrate's outcomes"): a test
+kernel whose ``task_numa_compare`` prints one ``trace_printk`` line per candidate CPU of a
+numa01 thread ("tnc p=MOVER c=TASK_THERE cpu=CPU BRANCH imp=.. mi=.. best=.. bt=..", the
+branch that refused or took the candidate) gives each run's calls by outcome and the stuck ones
+by what refused them (:func:`migrate_outcomes`); ``--model`` prints the model's requests by the
+same outcomes (:func:`model_migrate_calls`)::
+
+    python benchmarks/vm_trace.py --kernel bzImage-tnc --cpus 8 --size-mib 256 --loops 150 \\
+        --history 2 --runs 2 --sample 1.0 --log DIR
+    python benchmarks/vm_trace.py ... --from-log DIR --model --first-touch --balancer --seeds 16
+
 About 20 s of the host's time per run at the defaults (4 virtual CPUs, 2 writers a process,
 512 MiB, 60 sweeps).
 """
@@ -187,6 +198,15 @@ _EVENT = re.compile(r"^(.+?)-\d+\s+\(\s*[\d-]+\)\s+\[\d+\]\s+(\S+)\s+(\d+\.\d+):
                     r"(sched_migrate_task|sched_move_numa|sched_swap_numa|sched_stick_numa): (.*)$")
 
 
+# one line per candidate CPU of task_numa_compare, from a test kernel instrumented for it (built
+# outside this repository, docs/fidelity.md, "task_numa_migrate's outcomes"): the mover, the task
+# running on the candidate CPU (-1: none, -2: the CPU was already in a NUMA migration), the
+# branch that decided the candidate ("A:" when it became the best so far), imp and moveimp on
+# the kernel's 1000 scale
+_COMPARE = re.compile(r"\s(\d+\.\d+): \S+: tnc p=(\d+) c=(-?\d+) cpu=(\d+) (\S+)"
+                      r"(?: imp=(-?\d+) mi=(-?\d+) best=(-?\d+) bt=(-?\d+))?")
+
+
 def parse(text: str, size_bytes: int) -> dict:
     """The run's numbers: kernel, elapsed seconds, final vmstat counters, skipped VMAs by reason
     and kind (buffer / thread stack / other), the vmstat and buffer-node samples over time, the
@@ -198,7 +218,7 @@ def parse(text: str, size_bytes: int) -> dict:
     (``trace_clock_known`` False)."""
     r = {"samples": [], "maps": [], "skips": Counter(), "buffer_skip_times": defaultdict(list),
          "threads": [], "passes": defaultdict(list), "tasks": [],
-         "sweeps": [], "events": [], "cpulist": {}}
+         "sweeps": [], "events": [], "cpulist": {}, "compares": []}
     start = tstart = 0.0
     mark = _MARK.search(text)
     r["trace_clock_known"] = mark is not None
@@ -247,6 +267,10 @@ def parse(text: str, size_bytes: int) -> dict:
             ctx, flags, t, name, rest = m.groups()
             fields = {k: int(v) for k, v in re.findall(r"(\w+)=(-?\d+)(?=\s|$)", rest)}
             r["events"].append([round(float(t) - tstart, 6), name, ctx.strip(), flags, fields])
+        elif m := _COMPARE.search(line):
+            t, pid, cur, cpu, why, imp = m.groups()[:6]
+            r["compares"].append([round(float(t) - tstart, 6), int(pid), int(cur), int(cpu), why,
+                                  None if imp is None else int(imp)])
         elif m := _SKIP.search(line):
             tgid, t, offset, lo, hi, reason = m.groups()
             n = int(hi, 16) - int(lo, 16)
@@ -261,7 +285,50 @@ def parse(text: str, size_bytes: int) -> dict:
     r["buffer_skip_times"] = dict(r["buffer_skip_times"])
     r["passes"] = dict(r["passes"])
     r["moves"] = writer_moves(r)
+    r["migrate_outcomes"] = migrate_outcomes(r)
     return r
+
+
+def migrate_outcomes(r: dict, gap_s: float = 0.002, window_s: float = 0.05) -> dict | None:
+    """task_numa_migrate's calls by outcome and, for the calls that stuck, what refused each
+    candidate CPU, from an instrumented kernel's per-candidate lines (``compares``; None
+    without them). A call is a run of one mover's candidate lines less than ``gap_s`` apart; its
+    outcome is the mover's next ``sched_swap_numa`` / ``sched_move_numa`` / ``sched_stick_numa``
+    within ``window_s``. A stuck call is classed by what refused its candidates:
+    ``all_below_smallimp`` (every task there loses the swap: imp under SMALLIMP or not above the
+    best), ``load_imbalance`` (some candidate passed the bar and ``load_too_imbalanced`` refused
+    it: the two tasks' ``task_h_load`` differ), ``spare_no_move`` (the node had an idle CPU, the
+    move was not allowed and the group's own tasks are no swap partners: option
+    ``numa_maymove``), ``in_migration`` (a candidate CPU already in a NUMA migration), else
+    ``other``."""
+    comp = r.get("compares") or []
+    if not comp:
+        return None
+    calls = []
+    for t, pid, cur, cpu, why, imp in comp:
+        c = calls[-1] if calls and calls[-1]["pid"] == pid and t - calls[-1]["t1"] < gap_s else None
+        if c is None:
+            c = {"pid": pid, "t0": t, "t1": t, "whys": [], "imps": []}
+            calls.append(c)
+        c["t1"] = t
+        c["whys"].append(why)
+        if why == "smallimp":
+            c["imps"].append(imp)
+    ends = [(t, name, f.get("src_pid", f.get("pid"))) for t, name, _, _, f in r.get("events", ())
+            if name in ("sched_swap_numa", "sched_move_numa", "sched_stick_numa")]
+    outcome, stuck, imps = Counter(), Counter(), []
+    for c in calls:
+        end = next((name for t, name, pid in ends if pid == c["pid"] and c["t0"] <= t <= c["t1"] + window_s), None)
+        kind = {"sched_swap_numa": "swap", "sched_move_numa": "move", "sched_stick_numa": "stick"}.get(end, "unseen")
+        outcome[kind] += 1
+        if kind == "stick":
+            imps += c["imps"]
+            w = set(c["whys"])
+            stuck["load_imbalance" if "loadimb" in w else "spare_no_move" if "spare" in w
+                  else "in_migration" if "mig_on" in w else "all_below_smallimp" if w <= {"smallimp", "notpref", "cpus", "self"}
+                  else "other"] += 1
+    return {"calls": dict(outcome), "stuck": dict(stuck),
+            "stuck_below_smallimp_imps": sorted(imps)}
 
 
 #: what moved a writer to another node (:func:`writer_moves`), in the order they are tested
@@ -467,6 +534,7 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
     for v in ("pids_per_window", "pid_pass_rate"):
         if v in ds:
             out[v] = float(ds[v].mean())
+    out["migrate_calls"] = model_migrate_calls(wl, policy, seeds, topo, args.node_b, opts)
     # the skips as the kernel's tracepoint reports them, by reason and kind of VMA (a run's mean)
     tr = nl.scan_trace(wl, policy, seeds=list(range(seeds)), topology=topo, init_node=args.node_b,
                        placement=True, **{"time_resolution": 0.5, **opts})
@@ -479,6 +547,41 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
     out["skips"] = {f"{r}/{k}": round(n / seeds, 2) for (r, k), n in
                     sorted(Counter(zip(reasons[skipped], kinds[skipped])).items())}
     return out
+
+
+def model_migrate_calls(wl, policy, seeds: int, topo, node_b: int, opts: dict) -> dict:
+    """The model's ``numa_migrate_preferred`` requests by outcome, a run's mean, beside
+    :func:`migrate_outcomes`: ``swap``, ``move`` (into an idle CPU), ``stick_below_smallimp``
+    (the node full, no partner reaches SMALLIMP) and ``stick_spare`` (an idle CPU there and no
+    move allowed: option ``numa_maymove``). Counted by wrapping the numpy engine's
+    :func:`numalab.engine.placement.task_swap` and ``move_task`` for one more run of the same
+    seeds (``kernel="numpy"``, bit-identical to the compiled engine's)."""
+    import numalab as nl
+    from numalab.engine import placement
+
+    n, in_swap = Counter(), [False]
+    task_swap, move_task = placement.task_swap, placement.move_task
+
+    def counted_swap(b, r, t, a, dst, running, moved, scores, spare=False):
+        in_swap[0] = True
+        try:
+            ok = task_swap(b, r, t, a, dst, running, moved, scores, spare=spare)
+        finally:
+            in_swap[0] = False
+        n["swap" if ok else "stick_spare" if spare else "stick_below_smallimp"] += 1
+        return ok
+
+    def counted_move(b, r, t, dst, lb=False):
+        if not lb and not in_swap[0]:
+            n["move"] += 1
+        return move_task(b, r, t, dst, lb=lb)
+
+    placement.task_swap, placement.move_task = counted_swap, counted_move
+    try:
+        nl.simulate(wl, policy, seeds=seeds, topology=topo, init_node=node_b, kernel="numpy", **opts)
+    finally:
+        placement.task_swap, placement.move_task = task_swap, move_task
+    return {k: round(n[k] / seeds, 2) for k in ("swap", "move", "stick_below_smallimp", "stick_spare")}
 
 
 # ------------------------------------------------------------------------------ placement
@@ -797,6 +900,14 @@ def main(argv=None) -> None:
                           + ", ".join(f"{k} {v}" for k, v in mv["kinds"].items())
                           + f"; left the preferred node: {json.dumps(mv['left_preferred'])}; {mv['swaps_within']} swaps "
                           f"between a process's writers; {mv['sticks']} sticks; {mv['same_node']} same-node CPU changes")
+                if r.get("migrate_outcomes"):
+                    mo = r["migrate_outcomes"]
+                    print(f"   task_numa_migrate's calls (instrumented kernel): {json.dumps(mo['calls'])}; "
+                          f"stuck ones by what refused the candidates: {json.dumps(mo['stuck'])}")
+                    imps = mo["stuck_below_smallimp_imps"]
+                    if imps:
+                        print(f"   their candidates below SMALLIMP: imp {np.percentile(imps, 25):.0f} / "
+                              f"{np.median(imps):.0f} / {np.percentile(imps, 75):.0f} (quartiles, median; n {len(imps)})")
                 if r["threads"]:
                     ie = [x[2] for x in r["threads"]]
                     print(f"   bound init ended at {min(ie):.2f}-{max(ie):.2f} s; passes started at (s, per mm): "
@@ -817,6 +928,7 @@ def main(argv=None) -> None:
                 print(f"   model's node changes (mean a run, all tasks): NUMA moves and swaps {m['task_migrations']:.1f}, "
                       f"load balancer {m['lb_migrations']:.1f}; scan period resets {m['scan_period_resets']:.1f}; "
                       f"sticks (sched_stick_numa) {m['numa_sticks']:.1f}")
+                print(f"   model's numa_migrate_preferred requests (mean a run): {json.dumps(m['migrate_calls'])}")
                 print(f"   model skipped VMAs (mean a run): {json.dumps(m['skips'], sort_keys=True)}")
             if any(r.get("tasks") for r in runs):
                 kg = gains_summary([swap_gains(kernel_writers(r["tasks"])) for r in runs])

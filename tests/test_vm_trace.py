@@ -301,3 +301,42 @@ def test_swap_gains_apply_task_numa_compares_formula_to_the_samples(vm_trace):
     assert vm_trace.swap_gains(writers([sample(gid=[0, 7, 7, 7])], [12.0])).size == 0   # no group
     s = vm_trace.gains_summary([g, np.array([0.01, -0.2])])
     assert s == {"per_run": 1.5, "median": 0.01, "at_smallimp": pytest.approx(0.333, abs=1e-3)}
+
+
+def _compare(t, p, cur, cpu, why, imp=0, mi=0):
+    # the instrumented kernel's trace_printk line from task_numa_compare (one per candidate CPU)
+    return (f"          numa01-{p}     (    140) [006] .....  {t:10.6f}: task_numa_find_cpu: tnc p={p} c={cur} "
+            f"cpu={cpu} {why} imp={imp} mi={mi} best=0 bt=-1")
+
+
+def test_each_stuck_call_is_classed_by_what_refused_its_candidates(vm_trace):
+    """An instrumented kernel's candidate lines: a mover's lines less than 2 ms apart are one
+    task_numa_migrate call, its outcome the mover's next NUMA event; a stuck call is classed by
+    the branch that refused its candidates, a load check before a loss below SMALLIMP."""
+    stick = "src_cpu=6 src_nid=1 dst_pid=0 dst_tgid=0 dst_ngid=0 dst_cpu=-1 dst_nid=-1"
+    lines = [
+        # 141: every candidate loses -> stick, all below SMALLIMP
+        _compare(6.000, 141, 142, 0, "smallimp", -600), _compare(6.0005, 141, 143, 1, "smallimp", -700),
+        _event("numa01-141", ".....", 6.001, "sched_stick_numa", f"src_pid=141 src_tgid=140 src_ngid=141 {stick}"),
+        # 142: a viable partner refused by load_too_imbalanced -> stick, load imbalance
+        _compare(7.000, 142, 182, 2, "loadimb", 275), _compare(7.0004, 142, 143, 3, "smallimp", -610),
+        _event("numa01-142", ".....", 7.001, "sched_stick_numa", f"src_pid=142 src_tgid=140 src_ngid=141 {stick}"),
+        # 143: an idle CPU, no move allowed, the group's own task no partner -> stick, spare
+        _compare(8.000, 143, -1, 0, "idle_nomove", 275), _compare(8.0003, 143, 141, 1, "spare", 0),
+        _event("numa01-143", ".....", 8.001, "sched_stick_numa", f"src_pid=143 src_tgid=140 src_ngid=141 {stick}"),
+        # 141 again, 3 s later: a partner taken -> a swap
+        _compare(9.000, 141, 144, 0, "A:noload", 516),
+        _event("numa01-141", ".....", 9.002, "sched_swap_numa",
+               "src_pid=141 src_tgid=140 src_ngid=141 src_cpu=6 src_nid=1 dst_pid=144 dst_tgid=140 dst_ngid=141 "
+               "dst_cpu=0 dst_nid=0"),
+        # 144: a call whose outcome never shows within 50 ms
+        _compare(10.000, 144, -2, 5, "mig_on"),
+    ]
+    r = vm_trace.parse(_console(lines), 256 * MiB)
+    assert [c[1:5] for c in r["compares"][:2]] == [[141, 142, 0, "smallimp"], [141, 143, 1, "smallimp"]]
+    mo = r["migrate_outcomes"]
+    assert mo["calls"] == {"stick": 3, "swap": 1, "unseen": 1}
+    assert mo["stuck"] == {"all_below_smallimp": 1, "load_imbalance": 1, "spare_no_move": 1}
+    assert mo["stuck_below_smallimp_imps"] == [-700, -610, -600]
+    # a console without the instrumented kernel's lines has no such figure
+    assert vm_trace.parse(_console([]), 256 * MiB)["migrate_outcomes"] is None
