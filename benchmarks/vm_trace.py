@@ -300,7 +300,8 @@ def migrate_outcomes(r: dict, gap_s: float = 0.002, window_s: float = 0.05) -> d
     it: the two tasks' ``task_h_load`` differ), ``spare_no_move`` (the node had an idle CPU, the
     move was not allowed and the group's own tasks are no swap partners: option
     ``numa_maymove``), ``in_migration`` (a candidate CPU already in a NUMA migration), else
-    ``other``."""
+    ``other``. ``after``: the calls by what last moved the mover across nodes before them
+    (:func:`writer_moves`' kinds, ``none`` when nothing had; empty without a CPU map)."""
     comp = r.get("compares") or []
     if not comp:
         return None
@@ -316,8 +317,12 @@ def migrate_outcomes(r: dict, gap_s: float = 0.002, window_s: float = 0.05) -> d
             c["imps"].append(imp)
     ends = [(t, name, f.get("src_pid", f.get("pid"))) for t, name, _, _, f in r.get("events", ())
             if name in ("sched_swap_numa", "sched_move_numa", "sched_stick_numa")]
-    outcome, stuck, imps = Counter(), Counter(), []
+    outcome, stuck, imps, after = Counter(), Counter(), [], Counter()
+    log = (r.get("moves") or {}).get("log", [])        # [t, kind, writer, off_pref, src, dst]
     for c in calls:
+        if log:
+            last = [m[1] for m in log if m[2] == c["pid"] and m[0] <= c["t0"]]
+            after[last[-1] if last else "none"] += 1
         end = next((name for t, name, pid in ends if pid == c["pid"] and c["t0"] <= t <= c["t1"] + window_s), None)
         kind = {"sched_swap_numa": "swap", "sched_move_numa": "move", "sched_stick_numa": "stick"}.get(end, "unseen")
         outcome[kind] += 1
@@ -328,7 +333,7 @@ def migrate_outcomes(r: dict, gap_s: float = 0.002, window_s: float = 0.05) -> d
                   else "in_migration" if "mig_on" in w else "all_below_smallimp" if w <= {"smallimp", "notpref", "cpus", "self"}
                   else "other"] += 1
     return {"calls": dict(outcome), "stuck": dict(stuck),
-            "stuck_below_smallimp_imps": sorted(imps)}
+            "stuck_below_smallimp_imps": sorted(imps), "after": dict(after)}
 
 
 #: what moved a writer to another node (:func:`writer_moves`), in the order they are tested
@@ -904,6 +909,8 @@ def main(argv=None) -> None:
                     mo = r["migrate_outcomes"]
                     print(f"   task_numa_migrate's calls (instrumented kernel): {json.dumps(mo['calls'])}; "
                           f"stuck ones by what refused the candidates: {json.dumps(mo['stuck'])}")
+                    if mo["after"]:
+                        print(f"   the calls by what last moved the mover across nodes: {json.dumps(mo['after'])}")
                     imps = mo["stuck_below_smallimp_imps"]
                     if imps:
                         print(f"   their candidates below SMALLIMP: imp {np.percentile(imps, 25):.0f} / "

@@ -338,5 +338,12 @@ def test_each_stuck_call_is_classed_by_what_refused_its_candidates(vm_trace):
     assert mo["calls"] == {"stick": 3, "swap": 1, "unseen": 1}
     assert mo["stuck"] == {"all_below_smallimp": 1, "load_imbalance": 1, "spare_no_move": 1}
     assert mo["stuck_below_smallimp_imps"] == [-700, -610, -600]
+    assert mo["after"] == {}                    # no CPU map: no writer's node changes to look back at
+    # with the CPU map and the writers' samples: 141 was pulled across by the periodic balancer
+    # before its first call; 142 and 143 never crossed; 144 is no writer sampled
+    placed = ["=== cpulist 0 0-3", "=== cpulist 1 4-7"] + [_task(0.5, 140, tid, 0, 0, (1, 0)) for tid in (141, 142, 143)]
+    pulled = _migrate("<idle>-0", "d.s2.", 5.5, 141, 1, 6)
+    r = vm_trace.parse(_console(placed + [pulled] + lines), 256 * MiB)
+    assert r["migrate_outcomes"]["after"] == {"load_balance": 2, "none": 3}
     # a console without the instrumented kernel's lines has no such figure
     assert vm_trace.parse(_console([]), 256 * MiB)["migrate_outcomes"] is None
