@@ -75,7 +75,7 @@ kernel whose ``task_numa_compare`` prints one ``trace_printk`` line per candidat
 numa01 thread ("tnc p=MOVER c=TASK_THERE cpu=CPU BRANCH imp=.. mi=.. best=.. bt=..", the
 branch that refused or took the candidate) gives each run's calls by outcome and the stuck ones
 by what refused them (:func:`migrate_outcomes`); ``--model`` prints the model's requests by the
-same outcomes (:func:`model_migrate_calls`)::
+same outcomes (:func:`simulate_counting_calls`)::
 
     python benchmarks/vm_trace.py --kernel bzImage-tnc --cpus 8 --size-mib 256 --loops 150 \\
         --history 2 --runs 2 --sample 1.0 --log DIR
@@ -296,7 +296,8 @@ def migrate_outcomes(r: dict, gap_s: float = 0.002, window_s: float = 0.05) -> d
     outcome is the mover's next ``sched_swap_numa`` / ``sched_move_numa`` / ``sched_stick_numa``
     within ``window_s``. A stuck call is classed by what refused its candidates:
     ``all_below_smallimp`` (every task there loses the swap: imp under SMALLIMP or not above the
-    best), ``load_imbalance`` (some candidate passed the bar and ``load_too_imbalanced`` refused
+    best; a task that cannot run on the source CPU, or the mover itself, refused too),
+    ``load_imbalance`` (some candidate passed the bar and ``load_too_imbalanced`` refused
     it: the two tasks' ``task_h_load`` differ), ``spare_no_move`` (the node had an idle CPU, the
     move was not allowed and the group's own tasks are no swap partners: option
     ``numa_maymove``), ``in_migration`` (a candidate CPU already in a NUMA migration), else
@@ -529,7 +530,7 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
         opts.update(first_touch_wait=True, costs={"zero_GBps": zero_GBps})
     if lb_hz is not None:
         opts["lb_migrate_hz"] = lb_hz
-    ds = nl.simulate(wl, policy, seeds=seeds, topology=topo, init_node=args.node_b, **opts)
+    ds, migrate_calls = simulate_counting_calls(wl, policy, seeds, topo, args.node_b, opts)
     out = {"elapsed_s": float(ds.elsp.mean()), "elapsed_sd": float(ds.elsp.std())}
     for c in COUNTERS + ("task_migrations", "lb_migrations", "scan_period_resets", "numa_sticks"):
         out[c] = float(ds[c].mean())
@@ -539,7 +540,7 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
     for v in ("pids_per_window", "pid_pass_rate"):
         if v in ds:
             out[v] = float(ds[v].mean())
-    out["migrate_calls"] = model_migrate_calls(wl, policy, seeds, topo, args.node_b, opts)
+    out["migrate_calls"] = migrate_calls
     # the skips as the kernel's tracepoint reports them, by reason and kind of VMA (a run's mean)
     tr = nl.scan_trace(wl, policy, seeds=list(range(seeds)), topology=topo, init_node=args.node_b,
                        placement=True, **{"time_resolution": 0.5, **opts})
@@ -554,13 +555,13 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
     return out
 
 
-def model_migrate_calls(wl, policy, seeds: int, topo, node_b: int, opts: dict) -> dict:
-    """The model's ``numa_migrate_preferred`` requests by outcome, a run's mean, beside
-    :func:`migrate_outcomes`: ``swap``, ``move`` (into an idle CPU), ``stick_below_smallimp``
-    (the node full, no partner reaches SMALLIMP) and ``stick_spare`` (an idle CPU there and no
-    move allowed: option ``numa_maymove``). Counted by wrapping the numpy engine's
-    :func:`numalab.engine.placement.task_swap` and ``move_task`` for one more run of the same
-    seeds (``kernel="numpy"``, bit-identical to the compiled engine's)."""
+def simulate_counting_calls(wl, policy, seeds: int, topo, node_b: int, opts: dict):
+    """``nl.simulate`` of the model's run (its Dataset) and its ``numa_migrate_preferred``
+    requests by outcome, a run's mean, beside :func:`migrate_outcomes`: ``swap``, ``move`` (into
+    an idle CPU), ``stick_below_smallimp`` (the node full, no partner reaches SMALLIMP) and
+    ``stick_spare`` (an idle CPU there and no move allowed: option ``numa_maymove``). Counted by
+    wrapping the numpy engine's :func:`numalab.engine.placement.task_swap` and ``move_task``
+    (``kernel="numpy"``: bit-identical to the compiled engine's Dataset)."""
     import numalab as nl
     from numalab.engine import placement
 
@@ -583,10 +584,10 @@ def model_migrate_calls(wl, policy, seeds: int, topo, node_b: int, opts: dict) -
 
     placement.task_swap, placement.move_task = counted_swap, counted_move
     try:
-        nl.simulate(wl, policy, seeds=seeds, topology=topo, init_node=node_b, kernel="numpy", **opts)
+        ds = nl.simulate(wl, policy, seeds=seeds, topology=topo, init_node=node_b, kernel="numpy", **opts)
     finally:
         placement.task_swap, placement.move_task = task_swap, move_task
-    return {k: round(n[k] / seeds, 2) for k in ("swap", "move", "stick_below_smallimp", "stick_spare")}
+    return ds, {k: round(n[k] / seeds, 2) for k in ("swap", "move", "stick_below_smallimp", "stick_spare")}
 
 
 # ------------------------------------------------------------------------------ placement
