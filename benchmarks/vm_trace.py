@@ -530,7 +530,8 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
         opts.update(first_touch_wait=True, costs={"zero_GBps": zero_GBps})
     if lb_hz is not None:
         opts["lb_migrate_hz"] = lb_hz
-    ds, migrate_calls = simulate_counting_calls(wl, policy, seeds, topo, args.node_b, opts)
+    # one run gives the counters, the requests by outcome and the trace (tracing only reads state)
+    ds, migrate_calls, tr = simulate_counting_calls(wl, policy, seeds, topo, args.node_b, opts)
     out = {"elapsed_s": float(ds.elsp.mean()), "elapsed_sd": float(ds.elsp.std())}
     for c in COUNTERS + ("task_migrations", "lb_migrations", "scan_period_resets", "numa_sticks"):
         out[c] = float(ds[c].mean())
@@ -542,8 +543,6 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
             out[v] = float(ds[v].mean())
     out["migrate_calls"] = migrate_calls
     # the skips as the kernel's tracepoint reports them, by reason and kind of VMA (a run's mean)
-    tr = nl.scan_trace(wl, policy, seeds=list(range(seeds)), topology=topo, init_node=args.node_b,
-                       placement=True, **{"time_resolution": 0.5, **opts})
     writers = [model_writers(tr, i) for i in range(seeds)]
     out["placement"] = [placement_summary(w) for w in writers]
     out["swap_gains"] = gains_summary([swap_gains(w) for w in writers])
@@ -556,14 +555,18 @@ def model(args, rate_GBps: float, profile: str, seeds: int, zero_GBps: float | N
 
 
 def simulate_counting_calls(wl, policy, seeds: int, topo, node_b: int, opts: dict):
-    """``nl.simulate`` of the model's run (its Dataset) and its ``numa_migrate_preferred``
-    requests by outcome, a run's mean, beside :func:`migrate_outcomes`: ``swap``, ``move`` (into
-    an idle CPU), ``stick_below_smallimp`` (the node full, no partner reaches SMALLIMP) and
-    ``stick_spare`` (an idle CPU there and no move allowed: option ``numa_maymove``). Counted by
-    wrapping the numpy engine's :func:`numalab.engine.placement.task_swap` and ``move_task``
-    (``kernel="numpy"``: bit-identical to the compiled engine's Dataset)."""
-    import numalab as nl
+    """One traced run of the model, three views of it: the Dataset ``nl.simulate`` returns for
+    it; its ``numa_migrate_preferred`` requests by outcome, a run's mean, beside
+    :func:`migrate_outcomes`: ``swap``, ``move`` (into an idle CPU), ``stick_below_smallimp``
+    (the node full, no partner reaches SMALLIMP) and ``stick_spare`` (an idle CPU there and no
+    move allowed: option ``numa_maymove``); and ``nl.scan_trace(..., placement=True)`` of it,
+    sampled every 0.5 s. Counted by wrapping the numpy engine's
+    :func:`numalab.engine.placement.task_swap` and ``move_task`` (``kernel="numpy"``:
+    bit-identical to the compiled engine's Dataset; the sampling interval changes no number)."""
+    from numalab.costs import Costs
     from numalab.engine import placement
+    from numalab.engine.results import to_dataset
+    from numalab.engine.tracing import _scan_trace_run
 
     n, in_swap = Counter(), [False]
     task_swap, move_task = placement.task_swap, placement.move_task
@@ -584,10 +587,12 @@ def simulate_counting_calls(wl, policy, seeds: int, topo, node_b: int, opts: dic
 
     placement.task_swap, placement.move_task = counted_swap, counted_move
     try:
-        ds = nl.simulate(wl, policy, seeds=seeds, topology=topo, init_node=node_b, kernel="numpy", **opts)
+        tr, b = _scan_trace_run(wl, policy, list(range(seeds)), topo, None, True,
+                                {"time_resolution": 0.5, **opts, "init_node": node_b, "kernel": "numpy"})
     finally:
         placement.task_swap, placement.move_task = task_swap, move_task
-    return ds, {k: round(n[k] / seeds, 2) for k in ("swap", "move", "stick_below_smallimp", "stick_spare")}
+    ds = to_dataset(b.wl, [b.pol], list(range(seeds)), [b], b.o.to_dict(), Costs.coerce(opts.get("costs")))
+    return ds, {k: round(n[k] / seeds, 2) for k in ("swap", "move", "stick_below_smallimp", "stick_spare")}, tr
 
 
 # ------------------------------------------------------------------------------ placement

@@ -347,3 +347,27 @@ def test_each_stuck_call_is_classed_by_what_refused_its_candidates(vm_trace):
     assert r["migrate_outcomes"]["after"] == {"load_balance": 2, "none": 3}
     # a console without the instrumented kernel's lines has no such figure
     assert vm_trace.parse(_console([]), 256 * MiB)["migrate_outcomes"] is None
+
+
+def test_the_models_counters_requests_and_trace_come_from_one_run(vm_trace):
+    """simulate_counting_calls runs the model once: its Dataset's per-run numbers are
+    nl.simulate's for the same run, its trace nl.scan_trace's, and its request counts add up to
+    what the engine's counters say of the same run."""
+    import xarray as xr
+
+    import numalab as nl
+
+    topo = nl.Topology.preset("2s-ivb-40")
+    wl = nl.workload("numa01", topology=topo, threads=4, size_bytes=512 * MiB, loops=200, nproc=2)
+    opts = {"malloc_edges": True, "max_time": 30}
+    ds, calls, tr = vm_trace.simulate_counting_calls(wl, "6.12", 2, topo, 1, opts)
+    ref = nl.simulate(wl, "6.12", seeds=2, topology=topo, init_node=1, **opts)
+    per_run = [v for v in ref.data_vars if ref[v].dims == ("policy", "seed") and v != "convergence_time"]
+    assert len(per_run) > 20
+    for v in per_run:   # convergence_time and the time series are read at the sampling interval
+        np.testing.assert_array_equal(ds[v].values, ref[v].values, err_msg=v)
+    xr.testing.assert_identical(tr, nl.scan_trace(wl, "6.12", seeds=[0, 1], topology=topo, init_node=1,
+                                                  placement=True, time_resolution=0.5, **opts))
+    # every stick the wrapper counted is one the engine's own counter has
+    assert calls["stick_below_smallimp"] + calls["stick_spare"] == pytest.approx(float(ds.numa_sticks.mean()))
+    assert sum(calls.values()) > 0

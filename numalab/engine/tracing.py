@@ -135,6 +135,13 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, p
     finished (0 when ``max_time`` stopped it first); ``traced_reasons`` (space-separated): the
     decisions ``sched_skip_vma_numa`` reports for this policy (its own skip rules included).
     """
+    return _scan_trace_run(workload, policy, seeds, topology, max_time, placement, options)[0]
+
+
+def _scan_trace_run(workload, policy, seeds, topology, max_time, placement, options):
+    """:func:`scan_trace`'s run: ``(trace, batch)``, the finished batch kept for a caller that
+    also wants the run's own numbers (:func:`numalab.engine.results.to_dataset` of it is what
+    :func:`numalab.simulate` returns for the same run; tracing only reads engine state)."""
     from ..errors import check_bool, check_memory
 
     placement = check_bool("placement", placement)
@@ -147,7 +154,7 @@ def scan_trace(workload, policy, seeds=0, *, topology="2s-128", max_time=None, p
                                               "numa_faults_private", "numa_scan_period")}
     b.run()
     ds = _trace_dataset(b, rec, wl, pol, seed_list)
-    return _with_placement(ds, b, rec, wl) if placement else ds
+    return (_with_placement(ds, b, rec, wl) if placement else ds), b
 
 
 def _with_placement(ds, b, rec, wl):
