@@ -10,9 +10,9 @@ Chromium driven by Playwright.
   widget or its static snapshot), never the widget's text repr; an ``nl.compare`` result
   (``numalab compare`` in a notebook, 05) shows as a table with every row.
 * ``test_notebooks_run_and_explorers_answer``: every shipped notebook run from the Run menu
-  (about 2.5 minutes; ``NUMALAB_BROWSER_RUN=quick`` runs only 01 and 03, or give a comma-separated
-  list): no error output, every figure present, then every explorer's main knob is moved and the
-  numbers shown must equal the pure function's.
+  (76 s with numba's cache warm, 113 s in a fresh CI checkout; ``NUMALAB_BROWSER_RUN=quick``
+  runs only 01 and 03, or give a comma-separated list): no error output, every figure present,
+  then every explorer's main knob is moved and the numbers shown must equal the pure function's.
 * ``test_explore_page``: ``numalab explore`` (Voilà) serves the explorers page; the history
   explorer's N is moved and checked the same way (skipped when voila is not installed).
 * ``test_explore_page_full_size``: ``numalab explore --full-size``, the default full-size views
@@ -29,7 +29,8 @@ The JupyterLab tests share one server (a folder of notebooks each), one Chromium
 Lab: JupyterLab is loaded once and each further notebook is opened in it, the previous one closed
 and its kernel shut down, as a researcher moves from notebook to notebook; loading JupyterLab
 again for every notebook, and a server and a browser per test, cost about 55 of the file's 370 CPU
-seconds (``/usr/bin/time``, ``pytest -n 0 tests/test_browser.py``).
+seconds when that was measured (``/usr/bin/time``, ``pytest -n 0 tests/test_browser.py``; the
+whole file now takes 139 CPU seconds, 160 s wall, with numba's cache warm).
 Servers (and their kernels) are killed at the end whatever happens.
 
 Run with ``python -m pytest tests/test_browser.py -m browser -s -p no:cacheprovider``
