@@ -563,7 +563,6 @@ def simulate_counting_calls(wl, policy, seeds: int, topo, node_b: int, opts: dic
     sampled every 0.5 s. Counted by wrapping the numpy engine's
     :func:`numalab.engine.placement.task_swap` and ``move_task`` (``kernel="numpy"``:
     bit-identical to the compiled engine's Dataset; the sampling interval changes no number)."""
-    from numalab.costs import Costs
     from numalab.engine import placement
     from numalab.engine.results import to_dataset
     from numalab.engine.tracing import _scan_trace_run
@@ -586,12 +585,13 @@ def simulate_counting_calls(wl, policy, seeds: int, topo, node_b: int, opts: dic
         return move_task(b, r, t, dst, lb=lb)
 
     placement.task_swap, placement.move_task = counted_swap, counted_move
+    seed_list = list(range(seeds))
     try:
-        tr, b = _scan_trace_run(wl, policy, list(range(seeds)), topo, None, True,
+        tr, b = _scan_trace_run(wl, policy, seed_list, topo, None, True,
                                 {"time_resolution": 0.5, **opts, "init_node": node_b, "kernel": "numpy"})
     finally:
         placement.task_swap, placement.move_task = task_swap, move_task
-    ds = to_dataset(b.wl, [b.pol], list(range(seeds)), [b], b.o.to_dict(), Costs.coerce(opts.get("costs")))
+    ds = to_dataset(b.wl, [b.pol], seed_list, [b], b.o.to_dict(), b.costs)   # as nl.simulate builds it
     return ds, {k: round(n[k] / seeds, 2) for k in ("swap", "move", "stick_below_smallimp", "stick_spare")}, tr
 
 
