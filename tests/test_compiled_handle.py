@@ -31,7 +31,7 @@ from numalab.topology import Topology
 from numalab.workloads import from_access_matrix
 
 from _compiled_helpers import (CASES, ORDER, PHASES, _copy, _copy_ctx, assert_same_context, assert_same_state,
-                               compiled_phase, compiled_policy, make_case, scratch_of)
+                               compiled_phase, compiled_policy, make_case, scratch_of, _equal)
 from test_engine_reference import cases
 
 pytestmark = pytest.mark.skipif(not available(), reason="numba is not installed (pip install 'numalab[fast]')")
@@ -395,3 +395,34 @@ def test_a_pair_sum_is_numpys_with_signed_zeros_and_specials():
         got = cgroups.node_sum(a, 0, i, 0)
         assert (np.isnan(got) and np.isnan(want[0, i, 0])) or (got == want[0, i, 0] and
                                                                np.signbit(got) == np.signbit(want[0, i, 0]))
+
+
+@pytest.mark.parametrize("case", [0, 3, 6])
+def test_the_batch_copy_is_independent_and_runs_like_its_original(case):
+    """``_copy`` (every phase test's copy of a batch) against ``copy.deepcopy``: stepped on, the
+    copy ends where its original does, and stepping either leaves the other as it was, context
+    included; so no mutable array is shared and none is left out."""
+    import copy
+
+    b = make_case(*CASES[case])
+    for _ in range(25):
+        b.step()
+    ctx = b.begin_step()
+    c, c_ctx = _copy(b), _copy_ctx(ctx)
+    frozen, frozen_ctx = copy.deepcopy(b), copy.deepcopy(ctx)
+    for name in ORDER:                       # the copy finishes the step and runs 15 more
+        PHASES[name](c, c_ctx)
+    for _ in range(15):
+        c.step()
+    assert c.steps == b.steps + 16
+    assert_same_state(b, frozen, where="the original after its copy ran")
+    for f, v in vars(frozen_ctx).items():
+        if isinstance(v, np.ndarray):
+            assert _equal(getattr(ctx, f), v), f"the original's step context changed in {f}"
+    for name in ORDER:
+        PHASES[name](b, ctx)
+    for _ in range(15):
+        b.step()
+    assert_same_state(b, c, where="the original run on")
+    assert_same_state(frozen, _copy(frozen), where="a fresh copy")
+
