@@ -414,8 +414,8 @@ def _raise_no_nodes(root, warnings):
 
 
 # --------------------------------------------------------------------------------- numalab probe
-#: bytes a pinned reader or filler streams per numpy call are whole buffers: one call releases the
-#: GIL for the whole stream (ndarray.fill and an int64 add.reduce), so threads run in parallel
+#: bytes a pinned reader or filler streams per call are whole buffers: one call releases the GIL
+#: for the whole stream (libc's memset through ctypes, an int64 add.reduce), so threads run in parallel
 PROBE_DEFAULT_MB = 1024         # per node: the buffers of all its CPUs together
 PROBE_SINGLE_MB = 512           # one thread's buffer
 PROBE_REPEATS = 5
@@ -471,8 +471,42 @@ class _Pinned:
         self._todo.put(None)
 
 
-def _fill(buf):
-    buf.fill(1)
+_MEMSET = None
+
+
+def _memset(buf, value: int) -> None:
+    """libc's ``memset`` over ``buf``: the call glibc's ``bzero`` makes, so the probe's store
+    stream is the benchmark's own (rep stosb for large sizes on x86). ctypes releases the GIL
+    for the call, as numpy's ``fill`` would; numpy's ``fill`` is the fallback without a libc."""
+    global _MEMSET
+    if _MEMSET is None:
+        import ctypes
+
+        try:
+            fn = ctypes.CDLL(None).memset
+            fn.argtypes, fn.restype = (ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t), ctypes.c_void_p
+            _MEMSET = fn
+        except (OSError, AttributeError):
+            _MEMSET = False
+    if _MEMSET:
+        _MEMSET(buf.ctypes.data, value, buf.nbytes)
+    else:
+        buf.fill(value)
+
+
+def _bzero(buf):
+    """Zeros over the buffer's zeros: autonuma-benchmark's ``bzero`` loops (numa01, numa02 and
+    the others write zeros over zeros after their first pass). Some machines write zero lines
+    faster than data (a zeroing fill that skips the read-for-ownership, or a dropped write-back of
+    an unchanged zero line); the benchmarks get that speed, so the probe measures it."""
+    _memset(buf, 0)
+
+
+def _fill_ones(buf):
+    """Ones by the same call: a data store stream, which no zero optimisation applies to, for
+    comparison with :func:`_bzero` (the probe runs it after the zero fill, so every repeat but
+    the first writes ones over ones)."""
+    _memset(buf, 1)
 
 
 def _read(buf):
@@ -550,9 +584,11 @@ def _timed(workers, bufs, op, repeats: int):
 def probe_bandwidth(node_cpus: dict, *, mem_free_GiB: dict | None = None, total_mb: int = PROBE_DEFAULT_MB,
                     single_mb: int = PROBE_SINGLE_MB, repeats: int = PROBE_REPEATS, progress=None) -> dict:
     """Measure each node's memory bandwidth with numpy threads pinned to its CPUs (what ``numalab
-    probe`` runs): per node with CPUs, the fill (``ndarray.fill``, memset-like) and read (an
-    int64 ``add.reduce``) bandwidth of all its CPUs at once on buffers each thread first-touched,
-    and of one thread; per pair of nodes, the read bandwidth of all CPUs of one node (and of one
+    probe`` runs): per node with CPUs, the fill (libc ``memset`` of zeros over zeros, as the
+    benchmarks' ``bzero``) and read (an int64 ``add.reduce``) bandwidth of all its CPUs at once on
+    buffers each thread first-touched, and of one thread, and the fill of ones over ones by all
+    its CPUs (``fill_nonzero``: against the zero fill it shows a machine that writes zeros
+    faster than data); per pair of nodes, the read bandwidth of all CPUs of one node (and of one
     of its threads) on memory first-touched on the other (a node without CPUs: placed by a
     thread-local MPOL_BIND). Every figure is the best of ``repeats`` (GB/s = 1e9 B/s) with the
     range of the repeats. ``node_cpus``: node id -> its CPU ids; ``progress(step_text)`` is
@@ -623,8 +659,10 @@ def _probe_node(n, nodes, node_cpus, workers, out, mem_free_GiB, total_mb, singl
     bufs, one = results[:-1], results[-1]
     rec = {"cpus": list(node_cpus[n]), "buffer_MiB_per_thread": per >> 20, "single_MiB": single >> 20}
     if mine:
-        for key, ws, bs, op in (("fill", mine, bufs, _fill), ("read", mine, bufs, _read),
-                                ("thread_fill", mine[:1], [one], _fill), ("thread_read", mine[:1], [one], _read)):
+        # zeros first, while the buffers hold the zeros _alloc wrote; the ones after them
+        for key, ws, bs, op in (("fill", mine, bufs, _bzero), ("thread_fill", mine[:1], [one], _bzero),
+                                ("fill_nonzero", mine, bufs, _fill_ones), ("read", mine, bufs, _read),
+                                ("thread_read", mine[:1], [one], _read)):
             step(f"node {n}: {key.replace('_', ' ')}")
             rates = _timed(ws, bs, op, repeats)
             rec[f"{key}_GBps"], rec[f"{key}_band"] = round(max(rates), 2), [round(min(rates), 2), round(max(rates), 2)]

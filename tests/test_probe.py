@@ -33,7 +33,7 @@ def test_probe_writes_a_file_with_measured_bandwidths(probed):
     assert t.nodes == len(data["host"]["node_ids"]) and t.ncpus == sum(map(len, data["host"]["node_cpus"].values()))
     probe = data["probe"]
     for n, rec in probe["nodes"].items():
-        for key in ("fill_GBps", "read_GBps", "thread_fill_GBps", "thread_read_GBps"):
+        for key in ("fill_GBps", "read_GBps", "thread_fill_GBps", "thread_read_GBps", "fill_nonzero_GBps"):
             lo, hi = rec[key.replace("GBps", "band")]
             assert 0 < lo <= hi == rec[key], (n, key)
     i = 0
@@ -129,3 +129,58 @@ def test_probe_bandwidth_says_what_it_could_not_measure():
     assert any("CPU 99999 is not allowed" in w for w in res["warnings"])
     assert any(w.startswith("node 7: its memory cannot be placed") for w in res["warnings"])
     assert steps[0].startswith("node 0: placing") and "node 7: placing 1 x" in " ".join(steps)
+
+
+def test_the_fill_is_the_benchmarks_bzero_and_the_ones_fill_is_the_same_call():
+    """The probe's store streams: zeros by libc's memset (what bzero calls), and ones by the same
+    call, so a difference between them is the machine's, not numpy's code path."""
+    from numalab import machine
+
+    buf = np.full(1 << 20, 7, np.uint8)
+    machine._bzero(buf)
+    assert not buf.any()
+    machine._fill_ones(buf)
+    assert (buf == 1).all()
+    assert machine._MEMSET, "libc's memset was not found; the probe fell back to ndarray.fill"
+
+
+def test_summary_says_when_zeros_fill_faster_than_ones():
+    """A node whose zero fill beats its fill of ones by more than ZERO_STORE_GAIN is named, with
+    what it means for bzero benchmarks; one within it is not; a fill above the read bandwidth is
+    said to be stored at the bound."""
+    from numalab.commands.probe import ZERO_STORE_GAIN, summary
+
+    data = probe_host(FIXTURES / "cxl", measure=_fake_measure)
+    probe = data["probe"]
+    t = Topology.from_dict(data)
+    text = summary(t, probe)
+    assert "zeros over zeros" not in text and "stored as at most 1" not in text   # no ones fill measured
+    probe["nodes"]["0"]["fill_nonzero_GBps"] = 100.0 / (ZERO_STORE_GAIN + 0.5)
+    probe["nodes"]["1"]["fill_nonzero_GBps"] = 90.0 / (ZERO_STORE_GAIN - 0.1)
+    probe["nodes"]["1"]["fill_GBps"] = 200.0                                     # above its 170 GB/s read
+    text = summary(t, probe)
+    ratios = (ZERO_STORE_GAIN + 0.5, 200.0 / probe["nodes"]["1"]["fill_nonzero_GBps"])
+    assert "zeros over zeros / ones over ones fill: " + ", ".join(f"{r:.2f}" for r in ratios) in text
+    assert "note: node(s) 0, 1 fill zeros over zeros" in text
+    probe["nodes"]["1"]["fill_GBps"] = 90.0
+    text = summary(t, probe)
+    assert "note: node(s) 0 fill zeros over zeros" in text and "stored as at most 1" not in text
+    assert "fill / read bandwidth: 0.56, 0.53" in text
+
+
+def test_zero_fill_benchmark_separates_the_cases_and_refuses_bad_sizes(capsys):
+    """benchmarks/zero_fill.py: every (new over old) fill and the read measured and printed with
+    its ratio to the read; sizes checked first."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "zero_fill_script", Path(__file__).resolve().parents[1] / "benchmarks" / "zero_fill.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    r = mod.measure(64 << 20, 1)
+    assert set(r) == {name for name, _, _ in mod.CASES} | {"read"} and min(r.values()) > 0
+    assert mod.main(["--mib", "64", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("x read") == len(mod.CASES) + 1 and "zeros over data / data over data:" in out
+    with pytest.raises(SystemExit):
+        mod.main(["--mib", "8"])
