@@ -2,6 +2,7 @@
 file that --topology, nl.Topology.load, sweeps and the explorers accept."""
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -141,7 +142,8 @@ def test_the_fill_is_the_benchmarks_bzero_and_the_ones_fill_is_the_same_call():
     assert not buf.any()
     machine._fill_ones(buf)
     assert (buf == 1).all()
-    assert machine._MEMSET, "libc's memset was not found; the probe fell back to ndarray.fill"
+    if sys.platform.startswith("linux"):      # where the probe runs: glibc or musl has memset
+        assert machine._MEMSET, "libc's memset was not found; the probe fell back to ndarray.fill"
 
 
 def test_summary_says_when_zeros_fill_faster_than_ones():
