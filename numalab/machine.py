@@ -804,6 +804,36 @@ def probe_clock(node_cpus: dict, root="/", *, seconds: float = CLOCK_SPIN_S, spi
 
 
 
+#: calls a syscall probe times per repeat, and its repeats: ~0.1 s each at a few hundred ns a call
+SYSCALL_CALLS = 200_000
+SYSCALL_REPEATS = 5
+
+
+def probe_syscall(*, calls: int = SYSCALL_CALLS, repeats: int = SYSCALL_REPEATS) -> dict:
+    """A null system call's round trip (ns): ``os.getppid()`` (one ``getppid`` system call, no
+    work in the kernel) timed in a loop, less the same loop calling ``int()`` (a builtin call that
+    enters no kernel), so the interpreter's call overhead cancels to within the few ns of building
+    the result. That is the entry and exit with this kernel's and CPU's mitigations (KPTI,
+    retpolines, return thunks, buffer clears), the part of every futex operation
+    ``FutexCosts.syscall_ns`` stands for. The best (lowest) of ``repeats``, with their range, and
+    the seconds it took. On the Zen 4 guest of docs/futex.md it gave 183-188 ns where a C loop of
+    ``syscall(SYS_getppid)`` took 170-181 ns."""
+    import os
+    import time
+
+    def per_call(fn):
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter_ns() - t0) / calls
+
+    t_start = _now()
+    runs = [max(0.0, per_call(os.getppid) - per_call(int)) for _ in range(repeats)]
+    return {"null_syscall_ns": round(min(runs), 1), "band": [round(min(runs), 1), round(max(runs), 1)],
+            "calls": calls, "repeats": repeats, "seconds": round(_now() - t_start, 2),
+            "method": "os.getppid() loop less an int() loop, per call"}
+
+
 def mem_free_gib(root, node_ids) -> dict:
     """Node id -> its MemFree in GiB (None where meminfo has none): the probe's buffers stay
     within a quarter of it."""

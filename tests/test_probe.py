@@ -46,6 +46,7 @@ def test_probe_writes_a_file_with_measured_bandwidths(probed):
     if t.nodes == 1:   # nothing remote to read: said, not guessed
         assert any("link_bw_GBps: not measured (one node" in w for w in t.warnings)
     assert probe["seconds"] < 120
+    assert probe["syscall"]["null_syscall_ns"] > 0          # the futex model's syscall_ns, measured
 
 
 @needs_host
@@ -186,3 +187,21 @@ def test_zero_fill_benchmark_separates_the_cases_and_refuses_bad_sizes(capsys):
     assert out.count("x read") == len(mod.CASES) + 1 and "zeros over data / data over data:" in out
     with pytest.raises(SystemExit):
         mod.main(["--mib", "8"])
+
+
+def test_the_null_syscall_is_timed_and_printed_for_the_futex_model():
+    """probe_syscall: a getppid round trip less the interpreter's call, best of the repeats with
+    their range; probe_host records what it returns, and the summary says how to use it."""
+    from numalab.commands.probe import summary
+    from numalab.futex import FutexCosts
+    from numalab.machine import probe_syscall
+
+    sc = probe_syscall(calls=20_000, repeats=2)
+    assert 20.0 < sc["null_syscall_ns"] == sc["band"][0] <= sc["band"][1] < 1e5 and sc["seconds"] > 0
+    fake = {"null_syscall_ns": 180.4, "band": [180.4, 196.0], "seconds": 0.5}
+    data = probe_host(FIXTURES / "cxl", measure=_fake_measure, syscall=lambda: fake)
+    assert data["probe"]["syscall"] == fake
+    text = summary(Topology.from_dict(data), data["probe"])
+    assert (f"null system call: 180 ns (180-196; the futex model's syscall_ns, default "
+            f"{FutexCosts().syscall_ns:.0f}: pass costs={{'syscall_ns': 180}} to nl.futex") in text
+    assert "measured in 1.5 s" in text                      # bandwidths 1.0 s + the syscall's 0.5 s

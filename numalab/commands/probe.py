@@ -66,7 +66,7 @@ def run(args) -> int:
 
 
 def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progress=False, measure=None,
-               clock=None) -> dict:
+               clock=None, syscall=None) -> dict:
     """This machine's topology file content with measured bandwidths: :func:`numalab.machine.
     read_host`, then :func:`numalab.machine.probe_bandwidth` (``measure``) on its nodes, which
     sets per node (:data:`MEASURED`)
@@ -82,7 +82,10 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
       latency ratio, so this is the latency that ratio implies).
 
     Then :func:`numalab.machine.probe_clock` (``clock``) sets ``all_core_ghz`` and ``turbo_ghz``
-    from cpufreq under load; without cpufreq they stay unset, with a warning.
+    from cpufreq under load; without cpufreq they stay unset, with a warning. Last,
+    :func:`numalab.machine.probe_syscall` (``syscall``) times a null system call, the entry and
+    exit every futex operation pays (``FutexCosts.syscall_ns``); it is recorded in the probe
+    section and printed, not set anywhere (pass it as ``costs={"syscall_ns": ...}``).
 
     A figure that could not be measured (one node: no remote pair) keeps the host's value, with
     a warning. The measurements are the ``"probe"`` section, with the date and the host."""
@@ -98,14 +101,17 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
     ids = host["node_ids"]
     cpus = {n: host["node_cpus"][str(n)] for n in ids}
     cpu_nodes = [n for n in ids if cpus[n]]
-    # the steps of probe_bandwidth: per node its placing, its 4 local measurements if it has CPUs,
-    # and one read of its memory from every other node with CPUs
-    bar = _bar(progress, sum(1 + 4 * bool(cpus[n]) + len([m for m in cpu_nodes if m != n]) for n in ids) + 2)
+    # the steps of probe_bandwidth: per node its placing, its 5 local measurements if it has CPUs,
+    # and one read of its memory from every other node with CPUs; then the clock's two and the syscall
+    bar = _bar(progress, sum(1 + 5 * bool(cpus[n]) + len([m for m in cpu_nodes if m != n]) for n in ids) + 3)
     kw = {k: v for k, v in (("total_mb", total_mb), ("single_mb", single_mb), ("repeats", repeats)) if v is not None}
     try:
         res = (measure or machine.probe_bandwidth)(cpus, mem_free_GiB=machine.mem_free_gib(root, ids),
                                                    progress=bar.step if bar else None, **kw)
         res["clock"] = (clock or machine.probe_clock)(cpus, root, progress=bar.step if bar else None)
+        if bar:
+            bar.step("null system call")
+        res["syscall"] = (syscall or machine.probe_syscall)()
     finally:
         if bar:
             bar.close()
@@ -210,6 +216,12 @@ def apply_clock(data: dict, clk: dict, where: str) -> list[str]:
     return list(clk["warnings"])
 
 
+def _default_syscall_ns() -> float:
+    from ..futex import FutexCosts
+
+    return FutexCosts().syscall_ns
+
+
 def summary(topo, probe: dict) -> str:
     """The measured bandwidths, one line per node and per remote pair, and the warnings."""
     lines = [f"{topo.name}: {topo.nodes} node(s), {topo.ncpus} CPUs ({topo.source.split(';')[0]})",
@@ -239,11 +251,16 @@ def summary(topo, probe: dict) -> str:
             lines.append(f"note: node(s) {', '.join(fast)} fill zeros over zeros more than {ZERO_STORE_GAIN:g} x "
                          "faster than ones: autonuma-benchmark's bzero loops get that speed and write_efficiency "
                          "is theirs; a workload that writes changing data sustains the ones' fill_nonzero_GBps")
+    sc = probe.get("syscall")
+    if sc:
+        lines.append(f"null system call: {sc['null_syscall_ns']:.0f} ns ({sc['band'][0]:.0f}-{sc['band'][1]:.0f}; "
+                     f"the futex model's syscall_ns, default {_default_syscall_ns():.0f}: pass "
+                     f"costs={{'syscall_ns': {sc['null_syscall_ns']:.0f}}} to nl.futex for this machine)")
     clk = probe.get("clock", {})
     if "all_core_GHz" in clk:
         lines.append(f"core clock: {clk['turbo_GHz']:.2f} GHz with one core busy, {clk['all_core_GHz']:.2f} GHz "
                      f"({clk['all_core_band'][0]:.2f}-{clk['all_core_band'][1]:.2f}) with all {clk['cores']} busy "
                      f"(cpufreq {clk['driver'] or 'driver unknown'}, governor {clk['governor'] or 'unknown'})")
-    lines.append(f"measured in {probe['seconds'] + clk.get('seconds', 0.0):.1f} s")
+    lines.append(f"measured in {probe['seconds'] + clk.get('seconds', 0.0) + (sc or {}).get('seconds', 0.0):.1f} s")
     lines += [f"warning: {w}" for w in topo.warnings]
     return "\n".join(lines)
