@@ -203,5 +203,6 @@ def test_the_null_syscall_is_timed_and_printed_for_the_futex_model():
     assert data["probe"]["syscall"] == fake
     text = summary(Topology.from_dict(data), data["probe"])
     assert (f"null system call: 180 ns (180-196; the futex model's syscall_ns, default "
-            f"{FutexCosts().syscall_ns:.0f}: pass costs={{'syscall_ns': 180}} to nl.futex") in text
+            f"{FutexCosts().syscall_ns:.0f}: pass costs={{'syscall_ns': 180}} to nl.futex, or --cost "
+            "syscall_ns=180 to numalab futex") in text
     assert "measured in 1.5 s" in text                      # bandwidths 1.0 s + the syscall's 0.5 s

@@ -255,7 +255,8 @@ def summary(topo, probe: dict) -> str:
     if sc:
         lines.append(f"null system call: {sc['null_syscall_ns']:.0f} ns ({sc['band'][0]:.0f}-{sc['band'][1]:.0f}; "
                      f"the futex model's syscall_ns, default {_default_syscall_ns():.0f}: pass "
-                     f"costs={{'syscall_ns': {sc['null_syscall_ns']:.0f}}} to nl.futex for this machine)")
+                     f"costs={{'syscall_ns': {sc['null_syscall_ns']:.0f}}} to nl.futex, or --cost "
+                     f"syscall_ns={sc['null_syscall_ns']:.0f} to numalab futex, for this machine)")
     clk = probe.get("clock", {})
     if "all_core_GHz" in clk:
         lines.append(f"core clock: {clk['turbo_GHz']:.2f} GHz with one core busy, {clk['all_core_GHz']:.2f} GHz "
