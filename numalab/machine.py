@@ -816,8 +816,8 @@ def probe_syscall(*, calls: int = SYSCALL_CALLS, repeats: int = SYSCALL_REPEATS)
     the result. That is the entry and exit with this kernel's and CPU's mitigations (KPTI,
     retpolines, return thunks, buffer clears), the part of every futex operation
     ``FutexCosts.syscall_ns`` stands for. The best (lowest) of ``repeats``, with their range, and
-    the seconds it took. On the Zen 4 guest of docs/futex.md it gave 183-188 ns where a C loop of
-    ``syscall(SYS_getppid)`` took 170-181 ns."""
+    the seconds it took. On the Zen 4 guest of docs/futex.md it gave 180-188 ns (three probes)
+    where a C loop of ``syscall(SYS_getppid)`` took 170-181 ns."""
     import os
     import time
 

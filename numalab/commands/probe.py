@@ -17,9 +17,9 @@ from . import add_output
 HELP = ("measure this machine's memory bandwidths per node and its core clock, and write a topology file "
         "(--topology PATH)")
 
-#: a zero fill this much faster than a fill of ones is the machine's, not the repeats' noise (on the
-#: development VM the repeats of one fill spread by up to 15 %; its zero fill was 2.6-3.0 x its fill of
-#: ones, docs/machines.md)
+#: a zero fill this much faster than a fill of ones is the machine's, not the repeats' noise: a margin
+#: over that noise, far below the 2.6-3.1 x the development VM's zero fill showed over its fill of ones
+#: in four probes (docs/machines.md)
 ZERO_STORE_GAIN = 1.15
 
 #: the fields a probe sets, with what it measured for them
