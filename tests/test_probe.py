@@ -206,3 +206,18 @@ def test_the_null_syscall_is_timed_and_printed_for_the_futex_model():
             f"{FutexCosts().syscall_ns:.0f}: pass costs={{'syscall_ns': 180}} to nl.futex, or --cost "
             "syscall_ns=180 to numalab futex") in text
     assert "measured in 1.5 s" in text                      # bandwidths 1.0 s + the syscall's 0.5 s
+
+
+def test_a_fill_above_the_read_is_stored_at_the_bound_with_a_warning():
+    """A node whose zero fill beats its read (the Zen 4 guest of docs/machines.md) gets
+    write_efficiency 1, and the topology file says why in its warnings; one below it does not."""
+    def faster_fill(cpus, **kw):
+        res = _fake_measure(cpus, **kw)
+        res["nodes"]["1"]["fill_GBps"] = 340.0                 # 2 x its 170 GB/s read
+        return res
+
+    t = Topology.from_dict(probe_host(FIXTURES / "cxl", measure=faster_fill, syscall=lambda: None))
+    assert t.write_efficiency[:2] == (round(100.0 / 180.0, 3), 1.0)
+    said = [w for w in t.warnings if w.startswith("write_efficiency: node")]
+    assert said == ["write_efficiency: node 1's fill is 2.00 x its read bandwidth; stored as 1, the field's "
+                    "bound (the model's controllers write at most what they read)"]

@@ -1,10 +1,10 @@
 """``numalab probe``: describe this machine as a topology file, with measured bandwidths.
 
 Reads the nodes, CPUs, SMT, memory and SLIT from /sys (Topology.from_host), then measures with
-numpy threads pinned to each node's CPUs: every node's fill (memset-like) and read bandwidth
-with all its CPUs and with one thread, and the read bandwidth of every node's memory from every
-other node's CPUs; then the core clock with one core and with every core busy (cpufreq, where
-the machine has it). Writes a topology file that --topology, nl.Topology.load, sweeps and the
+numpy threads pinned to each node's CPUs: every node's fill (libc's memset of zeros, as the
+benchmarks' bzero) and read bandwidth with all its CPUs and with one thread, its fill of ones, and
+the read bandwidth of every node's memory from every other node's CPUs; then the core clock with
+one core and with every core busy (cpufreq, where the machine has it), and a null system call. Writes a topology file that --topology, nl.Topology.load, sweeps and the
 explorers accept; every measured field's provenance says how, when and where it was measured.
 """
 
@@ -180,7 +180,9 @@ def apply_probe(data: dict, base, res: dict, ids: list, where: str) -> list[str]
             # remote >= local latency: a remote read measured faster (noise) is the local latency
             per["remote_latency_ns"][i] = round(per["local_latency_ns"][i] * max(1.0, local / far["thread_read_GBps"]), 1)
             bands["remote_latency_ns"].append([per["remote_latency_ns"][i]] * 2)
-    warnings = []
+    warnings = [f"write_efficiency: node {n}'s fill is {rec['fill_GBps'] / rec['read_GBps']:.2f} x its read "
+                "bandwidth; stored as 1, the field's bound (the model's controllers write at most what they read)"
+                for n in ids if (rec := res["nodes"].get(str(n), {})).get("fill_GBps", 0) > rec.get("read_GBps", float("inf"))]
     for f, text in MEASURED.items():
         if not bands[f]:
             why = "one node: no remote pair" if len(ids) == 1 else "no measurement"
