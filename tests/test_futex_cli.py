@@ -8,6 +8,8 @@ import pytest
 import numalab as nl
 from numalab.cli import main
 
+from _benchmark_scripts import load_script
+
 
 def run(capsys, *argv):
     rc = main(["futex", *argv])
@@ -136,22 +138,11 @@ def test_hash_notes_the_mvas_departure_on_stderr_only(capsys):
     assert rc == 0 and "note" not in err
 
 
-def _futex_host():
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location(
-        "futex_host_script", Path(__file__).resolve().parents[1] / "benchmarks" / "futex_host.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_futex_host_reads_perfs_average_and_refuses_without_perf(capsys):
     """benchmarks/futex_host.py: the per-thread average perf bench futex hash prints (the line our
     own `numalab futex hash` prints too), a clear error for output without it, and a usage error
     naming --perf when perf is not installed."""
-    mod = _futex_host()
+    mod = load_script("futex_host")
     text = ("[thread  1] futexes: 0x5605 ... 0x5606 [ 2929664 ops/sec ]\n\n"
             "Averaged 2899865 operations/sec (+- 1.03%), total secs = 5\n")
     assert mod.parse_perf(text) == 2899865.0

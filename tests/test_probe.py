@@ -174,12 +174,9 @@ def test_summary_says_when_zeros_fill_faster_than_ones():
 def test_zero_fill_benchmark_separates_the_cases_and_refuses_bad_sizes(capsys):
     """benchmarks/zero_fill.py: every (new over old) fill and the read measured and printed with
     its ratio to the read; sizes checked first."""
-    import importlib.util
+    from _benchmark_scripts import load_script
 
-    spec = importlib.util.spec_from_file_location(
-        "zero_fill_script", Path(__file__).resolve().parents[1] / "benchmarks" / "zero_fill.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("zero_fill")
     r = mod.measure(64 << 20, 1)
     assert set(r) == {name for name, _, _ in mod.CASES} | {"read"} and min(r.values()) > 0
     assert mod.main(["--mib", "64", "--repeats", "1"]) == 0

@@ -2,7 +2,6 @@
 EngineOptions, the topology fallback, the fitted rows and the generated table in docs/fidelity.md."""
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,8 @@ from numalab import fidelity
 from numalab.costs import Costs
 from numalab.engine.options import DEFAULTS, EngineOptions
 from numalab.provenance import KINDS, Provenance, constant, provenance_of, row_id
+
+from _benchmark_scripts import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -134,9 +135,7 @@ def test_topology_provenance_prefers_the_presets_own():
 
 
 def test_docs_hold_the_generated_table():
-    spec = importlib.util.spec_from_file_location("provenance_script", REPO / "benchmarks" / "provenance.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("provenance")
     text = (REPO / "docs" / "fidelity.md").read_text()
     table = fidelity.provenance_markdown()
     assert script.replace_between(text, table) == text, \

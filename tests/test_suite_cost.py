@@ -1,16 +1,10 @@
 """benchmarks/suite_cost.py: a test's seconds go to its file, every file to one group."""
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "suite_cost.py"
+from _benchmark_scripts import load_script
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("suite_cost_script", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("suite_cost")
 
 
 def test_seconds_add_up_per_file_and_per_group():

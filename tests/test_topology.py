@@ -157,11 +157,9 @@ def test_the_milan_check_runs_and_reads_the_series(capsys):
     """benchmarks/milan_rfc2023.py (docs/fidelity.md, "An AMD machine the model was never given")
     stays runnable: two seeds, every verdict line, the base on the bound node's write capacity
     (6.4's two unconditional passes end while every thread is bound, so nothing is scanned)."""
-    import importlib.util
+    from _benchmark_scripts import load_script
 
-    spec = importlib.util.spec_from_file_location("milan_rfc2023", BENCHMARKS / "milan_rfc2023.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("milan_rfc2023")
     script.main(["--seeds", "2"])
     out = capsys.readouterr().out
     for line in ("| base | 6.4 |", "| patched | rfc2023-p6 |", "base seconds:", "the series' change:",

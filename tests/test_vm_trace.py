@@ -2,22 +2,17 @@
 kernel's scanner in a virtual machine"): the figures it prints come from these lines, so a line
 it fails to match is a skip silently uncounted."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "vm_trace.py"
+from _benchmark_scripts import load_script
+
 MiB = 1 << 20
 
 
 @pytest.fixture(scope="module")
 def vm_trace():
-    spec = importlib.util.spec_from_file_location("vm_trace_script", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("vm_trace")
 
 
 def _skip(tgid, t, offset, lo, hi, reason):
@@ -125,10 +120,7 @@ def test_a_kernel_release_takes_the_profile_of_its_version(vm_trace, release, pr
 
 @pytest.fixture(scope="module")
 def vm_history():
-    spec = importlib.util.spec_from_file_location("vm_history_script", SCRIPT.with_name("vm_history.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("vm_history")
 
 
 def test_the_change_interval_is_students(vm_history):
