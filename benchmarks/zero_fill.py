@@ -30,25 +30,24 @@ from numalab.machine import _memset
 CASES = (("0 over 0", 0, 0), ("0 over 1", 1, 0), ("1 over 1", 1, 1), ("1 over 0", 0, 1), ("2 over 1", 1, 2))
 
 
+def _best_GBps(op, nbytes: int, repeats: int, before=lambda: None) -> float:
+    """The best rate of ``repeats`` timed calls of ``op``, ``before`` run untimed ahead of each."""
+    best = 0.0
+    for _ in range(repeats):
+        before()
+        t0 = time.perf_counter()
+        op()
+        best = max(best, nbytes / (time.perf_counter() - t0) / 1e9)
+    return best
+
+
 def measure(nbytes: int, repeats: int) -> dict:
     """Best GB/s of each (new over old) fill and of an int64 read, one thread, ``nbytes`` bytes."""
     buf = np.empty(nbytes, np.uint8)
     _memset(buf, 0)                                   # first touch: every page placed here
-    out = {}
-    for name, old, new in CASES:
-        best = 0.0
-        for _ in range(repeats):
-            _memset(buf, old)
-            t0 = time.perf_counter()
-            _memset(buf, new)
-            best = max(best, nbytes / (time.perf_counter() - t0) / 1e9)
-        out[name] = best
-    best = 0.0
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        np.add.reduce(buf.view(np.int64))
-        best = max(best, nbytes / (time.perf_counter() - t0) / 1e9)
-    out["read"] = best
+    out = {name: _best_GBps(lambda new=new: _memset(buf, new), nbytes, repeats, lambda old=old: _memset(buf, old))
+           for name, old, new in CASES}
+    out["read"] = _best_GBps(lambda: np.add.reduce(buf.view(np.int64)), nbytes, repeats)
     return out
 
 
