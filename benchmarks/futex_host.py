@@ -2,11 +2,15 @@
 
 Runs ``perf bench futex hash`` for a small grid (threads, futexes per thread, private or ``-S``
 shared futexes; the kernel's default hash, as a ``perf`` without ``-b`` leaves it), and the model
-of the same runs on this machine as ``Topology.from_host()`` describes it, twice: with the
-documented default constants, and with one constant measured here, the null system call
-(``numalab.machine.probe_syscall``, what ``numalab probe`` prints), as ``syscall_ns``. Nothing is
-fitted: the second column says how much of the gap one measured figure closes. docs/futex.md
-quotes its output ("An unseen machine: a Zen 4 guest").
+of the same runs on this machine as ``Topology.from_host()`` describes it, three times: with the
+documented default constants; with one constant measured here, the null system call
+(``numalab.machine.probe_syscall``), as ``syscall_ns``; and on the Topology ``numalab probe``
+writes, which also holds the kernel's futex operation measured beyond that call
+(``numalab.machine.probe_futex``: ``futex_private_ns``, ``futex_shared_ns``, from which
+``FutexCosts.resolve`` derives ``futex_path_ns`` and ``gup_ns``). Nothing is fitted to perf's
+figures: each column says how much of the gap the machine's own measurements close, from one
+uncontended thread, for the contended and many-futex cells. docs/futex.md quotes its output
+("An unseen machine: a Zen 4 guest").
 
 Run: ``python benchmarks/futex_host.py [--threads 1,2] [--futexes 1,1024] [--runtime 3]
 [--repeats 2] [--seeds 4]`` (needs ``perf``, Debian's ``linux-perf``; about 10 s a cell).
@@ -54,16 +58,28 @@ def main(argv=None) -> int:
         ap.error("--threads, --futexes, --runtime, --repeats and --seeds take positive integers")
 
     import numalab as nl
-    from numalab.machine import probe_syscall
+    from dataclasses import replace
+
+    from numalab.futex import UNMEASURED
+    from numalab.machine import probe_futex, probe_syscall
 
     topo = nl.Topology.from_host()
-    sc = probe_syscall()
+    sc, fx = probe_syscall(), probe_futex()
+    if "skipped" in fx:
+        ap.error(f"the futex probe cannot run here: {fx['skipped']}")
     measured = {"syscall_ns": sc["null_syscall_ns"]}
-    default = nl.futex.FutexCosts().syscall_ns
+    probed = replace(topo, syscall_ns=sc["null_syscall_ns"], futex_private_ns=fx["futex_private_ns"],
+                     futex_shared_ns=fx["futex_shared_ns"])
+    derived = nl.futex.FutexCosts().resolve(probed)
     print(f"{topo.name}: {topo.nodes} node(s), {topo.ncpus} CPUs; null system call {sc['null_syscall_ns']:.0f} ns "
-          f"({sc['band'][0]:.0f}-{sc['band'][1]:.0f}), the model's default syscall_ns {default:.0f}")
-    print("| futexes | T | perf bench, ops/s per thread | model, default | ratio | model, measured syscall | ratio |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+          f"({sc['band'][0]:.0f}-{sc['band'][1]:.0f}), the model's default syscall_ns {UNMEASURED['syscall_ns']:.0f}; "
+          f"futex operation beyond it: private {fx['futex_private_ns']:.0f} ns "
+          f"({fx['private_band'][0]:.0f}-{fx['private_band'][1]:.0f}), shared {fx['futex_shared_ns']:.0f} ns "
+          f"({fx['shared_band'][0]:.0f}-{fx['shared_band'][1]:.0f}): futex_path_ns {derived.futex_path_ns:.0f} "
+          f"(default {UNMEASURED['futex_path_ns']:.0f}), gup_ns {derived.gup_ns:.0f} (default {UNMEASURED['gup_ns']:.0f})")
+    print("| futexes | T | perf bench, ops/s per thread | model, default | ratio | model, measured syscall | ratio "
+          "| model, probed kernel | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for shared in (False, True):
         for f in a.futexes:
             for t in a.threads:
@@ -71,8 +87,11 @@ def main(argv=None) -> int:
                 wl = nl.futex.perf_bench_hash(topo, threads=t, futexes=f, shared=shared)
                 d = float(nl.futex.simulate(wl, seeds=a.seeds).ops_per_s_per_thread.mean())
                 m = float(nl.futex.simulate(wl, seeds=a.seeds, costs=measured).ops_per_s_per_thread.mean())
+                wp = nl.futex.perf_bench_hash(probed, threads=t, futexes=f, shared=shared)
+                k = float(nl.futex.simulate(wp, seeds=a.seeds).ops_per_s_per_thread.mean())
                 kind = f"{f} {'shared (-S)' if shared else 'private'}"
-                print(f"| {kind} | {t} | {pub:,.0f} | {d:,.0f} | {d / pub:.2f} | {m:,.0f} | {m / pub:.2f} |", flush=True)
+                print(f"| {kind} | {t} | {pub:,.0f} | {d:,.0f} | {d / pub:.2f} | {m:,.0f} | {m / pub:.2f} "
+                      f"| {k:,.0f} | {k / pub:.2f} |", flush=True)
     return 0
 
 

@@ -14,8 +14,10 @@ usual way in. It reads
 * the CPU's model name from ``lscpu`` (on the live machine) or ``/proc/cpuinfo``.
 
 ``numalab probe`` measures what sysfs has no figure for: the bandwidths
-(:func:`probe_bandwidth`, numpy threads pinned per node) and the core clock under load
-(:func:`probe_clock`, cpufreq's ``scaling_cur_freq`` while one core, then every core, spins).
+(:func:`probe_bandwidth`, numpy threads pinned per node), the core clock under load
+(:func:`probe_clock`, cpufreq's ``scaling_cur_freq`` while one core, then every core, spins), and
+the kernel's cost of a null system call and of a futex operation (:func:`probe_syscall`,
+:func:`probe_futex`), which the futex model's kernel-path constants stand for.
 
 Nothing is silently guessed: whatever cannot be read, or does not add up (an offline CPU, a
 node whose ``has_cpu`` bit disagrees with its ``cpulist``, a sparse node numbering), is a
@@ -36,8 +38,8 @@ from pathlib import Path
 
 from .errors import NumalabValueError
 
-__all__ = ["read_host", "parse_cpulist", "node_cpus", "probe_bandwidth", "probe_clock", "core_cpus", "cpu_order",
-           "CPU_NUMBERINGS"]
+__all__ = ["read_host", "parse_cpulist", "node_cpus", "probe_bandwidth", "probe_clock", "probe_syscall",
+           "probe_futex", "core_cpus", "cpu_order", "CPU_NUMBERINGS"]
 
 NODE_DIR = ("sys", "devices", "system", "node")
 CPU_DIR = ("sys", "devices", "system", "cpu")
@@ -832,6 +834,89 @@ def probe_syscall(*, calls: int = SYSCALL_CALLS, repeats: int = SYSCALL_REPEATS)
     return {"null_syscall_ns": round(min(runs), 1), "band": [round(min(runs), 1), round(max(runs), 1)],
             "calls": calls, "repeats": repeats, "seconds": round(_now() - t_start, 2),
             "method": "os.getppid() loop less an int() loop, per call"}
+
+
+#: (futex, getppid) system call numbers by ``platform.machine()``: the futex probe calls them
+#: through libc's ``syscall``, which Python's ``os`` module does not expose for futex
+_SYSCALL_NR = {"x86_64": (202, 110), "aarch64": (98, 173), "arm64": (98, 173), "riscv64": (98, 173)}
+#: calls of each kind per repeat: ~0.05 s at a few hundred ns a call (ctypes' own cost included)
+FUTEX_CALLS = 100_000
+#: FUTEX_WAIT, and FUTEX_PRIVATE_FLAG (uapi linux/futex.h)
+_FUTEX_WAIT, _FUTEX_PRIVATE_FLAG = 0, 128
+
+
+def probe_futex(*, calls: int = FUTEX_CALLS, repeats: int = SYSCALL_REPEATS) -> dict:
+    """What one ``perf bench futex hash`` operation costs in the kernel beyond a null system call
+    (ns), on this machine: a ``FUTEX_WAIT`` whose expected value is wrong, so ``futex_wait_setup``
+    finds the mismatch under the hash-bucket lock and returns ``-EAGAIN`` (the benchmark's
+    operation), one thread, its bucket line hot in this core's cache.
+
+    Three loops through the same ctypes call with the same five arguments -- ``getppid`` (a null
+    system call that ignores them), ``FUTEX_WAIT | FUTEX_PRIVATE_FLAG`` and ``FUTEX_WAIT`` (a
+    shared key: ``get_futex_key``'s ``get_user_pages_fast`` page walk and folio reference) -- run
+    alternately; the best (lowest) of ``repeats`` of each. The interpreter's and ctypes' cost per
+    call is the same in all three and cancels in the differences:
+
+    * ``futex_private_ns``: private less null -- dispatch, key, hash, the private hash's
+      reference where the kernel takes one, the bucket's waiters count, lock, value check and
+      unlock, with this kernel's mitigations on every call and return (the futex model's
+      ``futex_path_ns + hash_ns + 2 atomic_ns + critical_section_ns + line_self_ns``);
+    * ``futex_shared_ns``: shared less null (the same plus the page walk, ``gup_ns``).
+
+    Each difference's ``band`` is the lowest and highest of the repeats'. Not on an
+    architecture without a known futex system call number, nor where libc has no ``syscall``:
+    then ``{"skipped": why}``."""
+    import ctypes
+    import errno
+    import platform
+    import time
+
+    nrs = _SYSCALL_NR.get(platform.machine())
+    try:
+        libc_syscall = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        libc_syscall = None
+    if nrs is None or libc_syscall is None:
+        why = (f"no futex system call number known for {platform.machine()!r}" if nrs is None
+               else "libc has no syscall()")
+        return {"skipped": why}
+    libc_syscall.restype = ctypes.c_long
+    futex_nr, null_nr = nrs
+    word = (ctypes.c_int * 16)()           # a 64-byte futex word area, value 0
+    addr, wrong, timeout = ctypes.c_void_p(ctypes.addressof(word)), ctypes.c_int(1), ctypes.c_void_p(0)
+    kinds = {"null": (ctypes.c_long(null_nr), ctypes.c_int(_FUTEX_WAIT | _FUTEX_PRIVATE_FLAG)),
+             "private": (ctypes.c_long(futex_nr), ctypes.c_int(_FUTEX_WAIT | _FUTEX_PRIVATE_FLAG)),
+             "shared": (ctypes.c_long(futex_nr), ctypes.c_int(_FUTEX_WAIT))}
+
+    def per_call(nr, op):
+        t0 = time.perf_counter_ns()
+        for _ in range(calls):
+            libc_syscall(nr, addr, op, wrong, timeout)
+        return (time.perf_counter_ns() - t0) / calls
+
+    # the timed path must be the wrong-value return (-EAGAIN), not a refusal (ENOSYS under a
+    # seccomp filter, EINVAL): anything else would time a different path
+    for k in ("private", "shared"):
+        ctypes.set_errno(0)
+        rc = libc_syscall(kinds[k][0], addr, kinds[k][1], wrong, timeout)
+        err = ctypes.get_errno()
+        if rc != -1 or err != errno.EAGAIN:
+            return {"skipped": f"a {k} FUTEX_WAIT with a wrong value returned {rc} ({errno.errorcode.get(err, err)}), "
+                               "not -1 (EAGAIN): the futex system call is not the benchmark's here"}
+    t_start = _now()
+    runs = {k: [] for k in kinds}
+    for _ in range(repeats):
+        for k, (nr, op) in kinds.items():
+            runs[k].append(per_call(nr, op))
+    out = {"calls": calls, "repeats": repeats}
+    for k in ("private", "shared"):
+        diffs = [max(0.0, t - n) for t, n in zip(runs[k], runs["null"])]
+        out[f"futex_{k}_ns"] = round(max(0.0, min(runs[k]) - min(runs["null"])), 1)
+        out[f"{k}_band"] = [round(min(diffs), 1), round(max(diffs), 1)]
+    out.update(seconds=round(_now() - t_start, 2),
+               method="FUTEX_WAIT with a wrong value (private, then shared) less getppid, through the same "
+                      "ctypes syscall() call")
+    return out
 
 
 def mem_free_gib(root, node_ids) -> dict:

@@ -67,10 +67,16 @@ _HI = {"cpus_per_node": 65536, "smt": 8, "write_efficiency": 1.0}
 #: the fields of the model, in file order (``name`` and ``source`` describe it)
 FIELDS = ("nodes", "cpus_per_node", "distance", "smt", "local_latency_ns", "remote_latency_ns", "node_bw_GBps",
           "write_efficiency", "link_bw_GBps", "mem_per_node_GiB", "thread_bw_GBps", "line_same_node_ns", "line_remote_ns",
-          "links", "all_core_ghz", "turbo_ghz", "cpu_numbering", "packages")
+          "links", "all_core_ghz", "turbo_ghz", "cpu_numbering", "packages", "syscall_ns", "futex_private_ns",
+          "futex_shared_ns")
 
 #: the fields that may be None (not given): a topology file and a Dataset's attrs leave them out
-OPTIONAL = ("links", "all_core_ghz", "turbo_ghz", "cpu_numbering", "packages")
+OPTIONAL = ("links", "all_core_ghz", "turbo_ghz", "cpu_numbering", "packages", "syscall_ns", "futex_private_ns",
+            "futex_shared_ns")
+
+#: the kernel's costs on this machine that ``numalab probe`` measures (ns, at one busy core's
+#: clock): None where not measured, and the futex model's stated constants stand
+KERNEL_COSTS = ("syscall_ns", "futex_private_ns", "futex_shared_ns")
 
 
 #: the ``format`` of a topology file
@@ -145,6 +151,17 @@ class Topology:
         CPU packages (sockets), the nodes with CPUs split evenly among them in node order
         (:attr:`node_package`; SNC / NPS put several nodes in one): the core clock counts the busy
         cores of the whole package, as turbo does. Default None: a package per node with CPUs.
+    syscall_ns : float, optional
+        This machine's null system call round trip [ns], entry and exit with its kernel's
+        mitigations (KPTI, retpolines, return thunks, buffer clears), one busy core: what
+        ``numalab probe`` measures (:func:`numalab.machine.probe_syscall`). The futex model
+        uses it for ``FutexCosts.syscall_ns`` unless that is given. Default None: not measured.
+    futex_private_ns, futex_shared_ns : float, optional
+        What a wrong-value ``FUTEX_WAIT`` (``perf bench futex hash``'s operation) costs in this
+        machine's kernel beyond a null system call [ns], one thread, its bucket hot; private and
+        shared keys (:func:`numalab.machine.probe_futex`). The futex model derives
+        ``futex_path_ns`` and ``gup_ns`` from them unless those are given
+        (:meth:`numalab.futex.FutexCosts.resolve`). Default None: not measured.
     name : str
         Preset name or ``"custom"``.
     source : str
@@ -174,54 +191,16 @@ class Topology:
     turbo_ghz: float | None = None
     cpu_numbering: str | None = None
     packages: int | None = None
+    syscall_ns: float | None = None
+    futex_private_ns: float | None = None
+    futex_shared_ns: float | None = None
     name: str = "custom"
     source: str = field(default="user-defined", compare=False)
     sources: dict = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
     warnings: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
-        check_int("nodes", self.nodes, lo=1, hi=1024)
-        for name in PER_NODE:
-            object.__setattr__(self, name, _per_node_value(name, getattr(self, name), self.nodes))
-        cpus, smt = self.per_node("cpus_per_node"), self.per_node("smt")
-        if cpus.sum() > MAX_CPUS:
-            raise NumalabValueError(
-                f"nodes x cpus_per_node = {self.nodes} x {_text(self.cpus_per_node)} = {int(cpus.sum())} "
-                f"CPUs is more than the kernel's NR_CPUS limit; allowed: at most {MAX_CPUS} CPUs"
-            )
-        if cpus.sum() < 1:
-            raise NumalabValueError(f"cpus_per_node={_text(self.cpus_per_node)} gives no CPU; allowed: "
-                                    "at least one node with CPUs (0 marks a memory-only node)")
-        bad = np.flatnonzero(cpus % smt)
-        if bad.size:
-            n = int(bad[0])
-            raise NumalabValueError(f"cpus_per_node={_text(self.cpus_per_node)} must be a multiple of smt="
-                                    f"{_text(self.smt)} on every node (node {n}: {int(cpus[n])} CPUs, smt {int(smt[n])})")
-        mem = self.per_node("mem_per_node_GiB")
-        if mem.sum() <= 0:
-            raise NumalabValueError(f"mem_per_node_GiB={_text(self.mem_per_node_GiB)} gives no memory; allowed: "
-                                    "at least one node with memory (0 marks a memoryless node)")
-        empty = np.flatnonzero((cpus == 0) & (mem == 0))
-        if empty.size:
-            raise NumalabValueError(f"node {int(empty[0])} has neither CPUs nor memory; allowed: every node with "
-                                    "CPUs (cpus_per_node > 0) or memory (mem_per_node_GiB > 0)")
-        for name in ("line_same_node_ns", "line_remote_ns"):
-            check_number(name, getattr(self, name), lo=0.0, lo_open=True)
-        low = np.flatnonzero(self.per_node("remote_latency_ns") < self.per_node("local_latency_ns"))
-        if low.size:
-            raise NumalabValueError(
-                f"remote_latency_ns={_text(self.remote_latency_ns)} must be >= local_latency_ns="
-                f"{_text(self.local_latency_ns)} (node {int(low[0])})"
-            )
-        _check_clock(self.all_core_ghz, self.turbo_ghz)
-        if self.cpu_numbering is not None:
-            check_choice("cpu_numbering", self.cpu_numbering, list(CPU_NUMBERINGS))
-        _check_packages(self.packages, int(np.count_nonzero(cpus)))
-        object.__setattr__(self, "distance", _check_distance(self.distance, self.nodes))
-        object.__setattr__(self, "links", _check_links(self.links, self.nodes))
-        object.__setattr__(self, "warnings", tuple(str(w) for w in self.warnings))
-        if self.sources is not None:
-            object.__setattr__(self, "sources", _check_sources(self.sources, "sources"))
+        _validate(self)
 
     # ----------------------------------------------------------------- per-node values
     def per_node(self, name: str) -> np.ndarray:
@@ -480,6 +459,57 @@ class Topology:
 
 
 # --------------------------------------------------------------------------------- helpers
+def _validate(topo) -> None:
+    """Check every field of a new Topology (``__post_init__``) and store the normalised forms: the
+    per-node fields as scalars or tuples, the SLIT, the links, the warnings and sources; a value
+    out of its range raises NumalabValueError naming the field, the value and what is allowed."""
+    check_int("nodes", topo.nodes, lo=1, hi=1024)
+    for name in PER_NODE:
+        object.__setattr__(topo, name, _per_node_value(name, getattr(topo, name), topo.nodes))
+    cpus, smt = topo.per_node("cpus_per_node"), topo.per_node("smt")
+    if cpus.sum() > MAX_CPUS:
+        raise NumalabValueError(
+            f"nodes x cpus_per_node = {topo.nodes} x {_text(topo.cpus_per_node)} = {int(cpus.sum())} "
+            f"CPUs is more than the kernel's NR_CPUS limit; allowed: at most {MAX_CPUS} CPUs"
+        )
+    if cpus.sum() < 1:
+        raise NumalabValueError(f"cpus_per_node={_text(topo.cpus_per_node)} gives no CPU; allowed: "
+                                "at least one node with CPUs (0 marks a memory-only node)")
+    bad = np.flatnonzero(cpus % smt)
+    if bad.size:
+        n = int(bad[0])
+        raise NumalabValueError(f"cpus_per_node={_text(topo.cpus_per_node)} must be a multiple of smt="
+                                f"{_text(topo.smt)} on every node (node {n}: {int(cpus[n])} CPUs, smt {int(smt[n])})")
+    mem = topo.per_node("mem_per_node_GiB")
+    if mem.sum() <= 0:
+        raise NumalabValueError(f"mem_per_node_GiB={_text(topo.mem_per_node_GiB)} gives no memory; allowed: "
+                                "at least one node with memory (0 marks a memoryless node)")
+    empty = np.flatnonzero((cpus == 0) & (mem == 0))
+    if empty.size:
+        raise NumalabValueError(f"node {int(empty[0])} has neither CPUs nor memory; allowed: every node with "
+                                "CPUs (cpus_per_node > 0) or memory (mem_per_node_GiB > 0)")
+    for name in ("line_same_node_ns", "line_remote_ns"):
+        check_number(name, getattr(topo, name), lo=0.0, lo_open=True)
+    low = np.flatnonzero(topo.per_node("remote_latency_ns") < topo.per_node("local_latency_ns"))
+    if low.size:
+        raise NumalabValueError(
+            f"remote_latency_ns={_text(topo.remote_latency_ns)} must be >= local_latency_ns="
+            f"{_text(topo.local_latency_ns)} (node {int(low[0])})"
+        )
+    _check_clock(topo.all_core_ghz, topo.turbo_ghz)
+    for name in KERNEL_COSTS:
+        if getattr(topo, name) is not None:
+            check_number(name, getattr(topo, name), lo=0.0, hi=1e6)
+    if topo.cpu_numbering is not None:
+        check_choice("cpu_numbering", topo.cpu_numbering, list(CPU_NUMBERINGS))
+    _check_packages(topo.packages, int(np.count_nonzero(cpus)))
+    object.__setattr__(topo, "distance", _check_distance(topo.distance, topo.nodes))
+    object.__setattr__(topo, "links", _check_links(topo.links, topo.nodes))
+    object.__setattr__(topo, "warnings", tuple(str(w) for w in topo.warnings))
+    if topo.sources is not None:
+        object.__setattr__(topo, "sources", _check_sources(topo.sources, "sources"))
+
+
 def _coerce(topology) -> Topology:
     """:meth:`Topology.coerce`."""
     if isinstance(topology, Topology):
@@ -659,6 +689,9 @@ def _provenance(topo) -> dict:
             out[name] = Provenance("assumed", "not given: a package (socket) per node with CPUs")
         elif name == "cpu_numbering" and topo.cpu_numbering is None:
             out[name] = Provenance("assumed", "not given: 'cores-first', " + CPU_NUMBERINGS["cores-first"])
+        elif name in KERNEL_COSTS and getattr(topo, name) is None:
+            out[name] = Provenance("assumed", "not measured (numalab probe measures it): the futex model's "
+                                              "FutexCosts constants as stated")
         elif name in OPTIONAL and getattr(topo, name) is None:   # a clock not given
             out[name] = Provenance("assumed", "not given: the futex model's CPU-side costs as stated, at "
                                               "FutexCosts.clock_ref_ghz")

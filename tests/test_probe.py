@@ -95,7 +95,7 @@ def _fake_measure(cpus, *, mem_free_GiB, progress, **kw):
 
 
 def test_probe_sets_each_nodes_fields_from_the_measurements():
-    data = probe_host(FIXTURES / "cxl", measure=_fake_measure)
+    data = probe_host(FIXTURES / "cxl", **FAKES)
     t = Topology.from_dict(data)
     assert t.node_bw_GBps == (180.0, 170.0, 40.0)         # node 2: its best reader (node 0's CPUs)
     assert t.thread_bw_GBps == (11.0, 10.0, t.per_node("thread_bw_GBps")[2])
@@ -153,7 +153,7 @@ def test_summary_says_when_zeros_fill_faster_than_ones():
     said to be stored at the bound."""
     from numalab.commands.probe import ZERO_STORE_GAIN, summary
 
-    data = probe_host(FIXTURES / "cxl", measure=_fake_measure)
+    data = probe_host(FIXTURES / "cxl", **FAKES)
     probe = data["probe"]
     t = Topology.from_dict(data)
     text = summary(t, probe)
@@ -186,23 +186,61 @@ def test_zero_fill_benchmark_separates_the_cases_and_refuses_bad_sizes(capsys):
         mod.main(["--mib", "8"])
 
 
-def test_the_null_syscall_is_timed_and_printed_for_the_futex_model():
-    """probe_syscall: a getppid round trip less the interpreter's call, best of the repeats with
-    their range; probe_host records what it returns, and the summary says how to use it."""
+def _fake_syscall():
+    return {"null_syscall_ns": 180.4, "band": [180.4, 196.0], "seconds": 0.5, "repeats": 5,
+            "method": "os.getppid() loop less an int() loop, per call"}
+
+
+def _fake_futex():
+    return {"futex_private_ns": 150.0, "private_band": [140.0, 161.0], "futex_shared_ns": 250.0,
+            "shared_band": [240.0, 270.0], "seconds": 0.25, "repeats": 5, "method": "FUTEX_WAIT less getppid"}
+
+
+#: what a probe of the fixture trees takes instead of the host's measurements
+FAKES = {"measure": _fake_measure, "syscall": _fake_syscall, "futex": _fake_futex}
+
+
+def test_the_kernel_costs_are_timed_and_set_for_the_futex_model():
+    """probe_syscall: a getppid round trip less the interpreter's call; probe_futex: a wrong-value
+    FUTEX_WAIT (private, shared) less getppid through the same call, best of the repeats with
+    their range. probe_host stores them as the Topology's syscall_ns / futex_private_ns /
+    futex_shared_ns with their provenance; the futex model takes its kernel-path constants from
+    them (FutexCosts.resolve), and the summary says which."""
     from numalab.commands.probe import summary
-    from numalab.futex import FutexCosts
-    from numalab.machine import probe_syscall
+    from numalab.futex import UNMEASURED, FutexCosts
+    from numalab.machine import probe_futex, probe_syscall
 
     sc = probe_syscall(calls=20_000, repeats=2)
     assert 20.0 < sc["null_syscall_ns"] == sc["band"][0] <= sc["band"][1] < 1e5 and sc["seconds"] > 0
-    fake = {"null_syscall_ns": 180.4, "band": [180.4, 196.0], "seconds": 0.5}
-    data = probe_host(FIXTURES / "cxl", measure=_fake_measure, syscall=lambda: fake)
-    assert data["probe"]["syscall"] == fake
-    text = summary(Topology.from_dict(data), data["probe"])
-    assert (f"null system call: 180 ns (180-196; the futex model's syscall_ns, default "
-            f"{FutexCosts().syscall_ns:.0f}: pass costs={{'syscall_ns': 180}} to nl.futex, or --cost "
-            "syscall_ns=180 to numalab futex") in text
-    assert "measured in 1.5 s" in text                      # bandwidths 1.0 s + the syscall's 0.5 s
+    fx = probe_futex(calls=5_000, repeats=2)
+    if sys.platform == "linux" and "skipped" not in fx:
+        for k in ("private", "shared"):
+            lo, hi = fx[f"{k}_band"]
+            assert 0.0 <= lo <= hi < 1e5 and 0.0 <= fx[f"futex_{k}_ns"] < 1e5, fx
+    data = probe_host(FIXTURES / "cxl", **FAKES)
+    assert data["probe"]["syscall"] == _fake_syscall() and data["probe"]["futex"] == _fake_futex()
+    t = Topology.from_dict(data)
+    assert (t.syscall_ns, t.futex_private_ns, t.futex_shared_ns) == (180.4, 150.0, 250.0)
+    prov = t.provenance()
+    assert prov["futex_shared_ns"].kind == "measurement" and prov["futex_shared_ns"].band == (240.0, 270.0)
+    assert "numalab probe" in prov["syscall_ns"].source
+    # the fixture has no clock: the measured figures are the model's as they are
+    c = FutexCosts().resolve(t)
+    inside = c.hash_ns + 2 * c.atomic_ns + c.critical_section_ns + c.line_self_ns
+    assert (c.syscall_ns, c.futex_path_ns, c.gup_ns) == (180.4, 150.0 - inside, 100.0)
+    text = summary(t, data["probe"])
+    assert (f"null system call: 180 ns (180-196): the futex model's syscall_ns on this topology (stated default "
+            f"{UNMEASURED['syscall_ns']:g})") in text
+    assert (f"futex operation beyond it: private 150 ns (140-161), shared 250 ns (240-270): the futex model's "
+            f"futex_path_ns {150.0 - inside:.0f} (stated {UNMEASURED['futex_path_ns']:g}) and gup_ns 100") in text
+    assert "measured in 1.8 s" in text          # bandwidths 1.0 s + the syscall's 0.5 s + the futex's 0.25 s
+    # a machine where the futex cannot be timed: the syscall still set, the rest stated and said
+    data = probe_host(FIXTURES / "cxl", **{**FAKES, "futex": lambda: {"skipped": "no futex here"}})
+    t = Topology.from_dict(data)
+    assert t.syscall_ns == 180.4 and t.futex_private_ns is None and t.futex_shared_ns is None
+    assert FutexCosts().resolve(t).futex_path_ns == UNMEASURED["futex_path_ns"]
+    assert any(w.startswith("futex_private_ns, futex_shared_ns: not measured (no futex here)") for w in t.warnings)
+    assert "futex operation: not measured (no futex here)" in summary(t, data["probe"])
 
 
 def test_a_fill_above_the_read_is_stored_at_the_bound_with_a_warning():
@@ -213,7 +251,7 @@ def test_a_fill_above_the_read_is_stored_at_the_bound_with_a_warning():
         res["nodes"]["1"]["fill_GBps"] = 340.0                 # 2 x its 170 GB/s read
         return res
 
-    t = Topology.from_dict(probe_host(FIXTURES / "cxl", measure=faster_fill, syscall=lambda: None))
+    t = Topology.from_dict(probe_host(FIXTURES / "cxl", **{**FAKES, "measure": faster_fill}))
     assert t.write_efficiency[:2] == (round(100.0 / 180.0, 3), 1.0)
     said = [w for w in t.warnings if w.startswith("write_efficiency: node")]
     assert said == ["write_efficiency: node 1's fill is 2.00 x its read bandwidth; stored as 1, the field's "

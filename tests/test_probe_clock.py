@@ -71,11 +71,11 @@ def test_clock_probe_spins_one_cpu_per_core_and_reads_the_clocks(tmp_path):
 
 
 def test_probe_sets_the_clocks_with_their_provenance(tmp_path):
-    from test_probe import _fake_measure
+    from test_probe import FAKES
 
     root = _with_cpufreq(tmp_path)
     hw = FakeTurbo(root)
-    data = probe_host(root, measure=_fake_measure,
+    data = probe_host(root, **FAKES,
                       clock=lambda cpus, r, progress: machine.probe_clock(cpus, r, spin=hw, progress=progress))
     t = Topology.from_dict(data)
     assert (t.all_core_ghz, t.turbo_ghz) == (2.8, 3.4)
@@ -93,11 +93,11 @@ def test_probe_sets_the_clocks_with_their_provenance(tmp_path):
 def test_a_turbo_read_below_the_all_core_clock_is_taken_as_the_all_core_clock(tmp_path):
     """Turbo off (or noise): the one-core read can fall below the all-core mean; the Topology
     refuses turbo < all-core, so the probe takes the all-core clock and says what it read."""
-    from test_probe import _fake_measure
+    from test_probe import FAKES
 
     root = _with_cpufreq(tmp_path)
     hw = FakeTurbo(root, one=ALL_CORE_KHZ - 30_000)
-    data = probe_host(root, measure=_fake_measure,
+    data = probe_host(root, **FAKES,
                       clock=lambda cpus, r, progress: machine.probe_clock(cpus, r, spin=hw, progress=progress))
     t = Topology.from_dict(data)
     assert t.turbo_ghz == t.all_core_ghz == 2.8
@@ -105,12 +105,12 @@ def test_a_turbo_read_below_the_all_core_clock_is_taken_as_the_all_core_clock(tm
 
 
 def test_without_cpufreq_the_clock_is_not_given_and_the_warning_says_why():
-    from test_probe import _fake_measure
+    from test_probe import FAKES
 
     res = machine.probe_clock({0: [0, 1, 2, 3]}, FIXTURES / "cxl", spin=pytest.fail)   # never spins
     assert "all_core_GHz" not in res and len(res["warnings"]) == 1
     assert "no cpu<N>/cpufreq/scaling_cur_freq" in res["warnings"][0]
-    t = Topology.from_dict(probe_host(FIXTURES / "cxl", measure=_fake_measure))
+    t = Topology.from_dict(probe_host(FIXTURES / "cxl", **FAKES))
     assert t.all_core_ghz is None and t.turbo_ghz is None
     assert any("core clock: not measured" in w for w in t.warnings)
     assert t.provenance()["all_core_ghz"].kind == "assumed"

@@ -4,8 +4,10 @@ Reads the nodes, CPUs, SMT, memory and SLIT from /sys (Topology.from_host), then
 numpy threads pinned to each node's CPUs: every node's fill (libc's memset of zeros, as the
 benchmarks' bzero) and read bandwidth with all its CPUs and with one thread, its fill of ones, and
 the read bandwidth of every node's memory from every other node's CPUs; then the core clock with
-one core and with every core busy (cpufreq, where the machine has it), and a null system call. Writes a topology file that --topology, nl.Topology.load, sweeps and the
-explorers accept; every measured field's provenance says how, when and where it was measured.
+one core and with every core busy (cpufreq, where the machine has it), a null system call and a
+futex operation beyond it (what the futex model's kernel constants stand for). Writes a topology
+file that --topology, nl.Topology.load, sweeps, the futex model and the explorers accept; every
+measured field's provenance says how, when and where it was measured.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ import argparse
 
 from . import add_output
 
-HELP = ("measure this machine's memory bandwidths per node and its core clock, and write a topology file "
-        "(--topology PATH)")
+HELP = ("measure this machine's memory bandwidths per node, its core clock and its kernel's syscall and futex "
+        "costs, and write a topology file (--topology PATH)")
 
 #: a zero fill this much faster than a fill of ones is the machine's, not the repeats' noise: a margin
 #: over that noise, far below the 2.6-3.1 x the development VM's zero fill showed over its fill of ones
@@ -66,7 +68,7 @@ def run(args) -> int:
 
 
 def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progress=False, measure=None,
-               clock=None, syscall=None) -> dict:
+               clock=None, syscall=None, futex=None) -> dict:
     """This machine's topology file content with measured bandwidths: :func:`numalab.machine.
     read_host`, then :func:`numalab.machine.probe_bandwidth` (``measure``) on its nodes, which
     sets per node (:data:`MEASURED`)
@@ -84,8 +86,10 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
     Then :func:`numalab.machine.probe_clock` (``clock``) sets ``all_core_ghz`` and ``turbo_ghz``
     from cpufreq under load; without cpufreq they stay unset, with a warning. Last,
     :func:`numalab.machine.probe_syscall` (``syscall``) times a null system call, the entry and
-    exit every futex operation pays (``FutexCosts.syscall_ns``); it is recorded in the probe
-    section and printed, not set anywhere (pass it as ``costs={"syscall_ns": ...}``).
+    exit every futex operation pays, and :func:`numalab.machine.probe_futex` (``futex``) a
+    wrong-value ``FUTEX_WAIT`` beyond it, private and shared: they set ``syscall_ns``,
+    ``futex_private_ns`` and ``futex_shared_ns`` (:func:`apply_kernel`), from which the futex
+    model takes its kernel-path constants (``FutexCosts.resolve``).
 
     A figure that could not be measured (one node: no remote pair) keeps the host's value, with
     a warning. The measurements are the ``"probe"`` section, with the date and the host."""
@@ -102,8 +106,8 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
     cpus = {n: host["node_cpus"][str(n)] for n in ids}
     cpu_nodes = [n for n in ids if cpus[n]]
     # the steps of probe_bandwidth: per node its placing, its 5 local measurements if it has CPUs,
-    # and one read of its memory from every other node with CPUs; then the clock's two and the syscall
-    bar = _bar(progress, sum(1 + 5 * bool(cpus[n]) + len([m for m in cpu_nodes if m != n]) for n in ids) + 3)
+    # and one read of its memory from every other node with CPUs; then the clock's two, the syscall and the futex
+    bar = _bar(progress, sum(1 + 5 * bool(cpus[n]) + len([m for m in cpu_nodes if m != n]) for n in ids) + 4)
     kw = {k: v for k, v in (("total_mb", total_mb), ("single_mb", single_mb), ("repeats", repeats)) if v is not None}
     try:
         res = (measure or machine.probe_bandwidth)(cpus, mem_free_GiB=machine.mem_free_gib(root, ids),
@@ -112,6 +116,9 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
         if bar:
             bar.step("null system call")
         res["syscall"] = (syscall or machine.probe_syscall)()
+        if bar:
+            bar.step("futex operation")
+        res["futex"] = (futex or machine.probe_futex)()
     finally:
         if bar:
             bar.close()
@@ -119,7 +126,8 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
     res.update(date=when, host=socket.gethostname(), model_name=host["model_name"])
     where = f"numalab probe on {res['host']} ({host['model_name'] or 'unknown CPU'}), {when}"
     warnings = [w for w in data["warnings"] if "numalab probe measures" not in w] + res["warnings"]
-    data["warnings"] = warnings + apply_probe(data, base, res, ids, where) + apply_clock(data, res["clock"], where)
+    data["warnings"] = (warnings + apply_probe(data, base, res, ids, where) + apply_clock(data, res["clock"], where)
+                        + apply_kernel(data, res["syscall"], res["futex"], where))
     data["probe"] = res
     data["source"] = f"{data['source']}; bandwidths measured by numalab probe, {when}"
     return data
@@ -218,10 +226,41 @@ def apply_clock(data: dict, clk: dict, where: str) -> list[str]:
     return list(clk["warnings"])
 
 
-def _default_syscall_ns() -> float:
-    from ..futex import FutexCosts
+def apply_kernel(data: dict, sc: dict, fx: dict, where: str) -> list[str]:
+    """Set ``syscall_ns``, ``futex_private_ns`` and ``futex_shared_ns`` of ``data`` from ``sc``
+    (a probe_syscall result) and ``fx`` (a probe_futex result); returns a warning where the futex
+    operation could not be timed."""
+    fields = [] if not sc else [("syscall_ns", sc["null_syscall_ns"], sc["band"],
+                                 f"{sc.get('method', 'a null system call')}, best of {sc.get('repeats', 1)}")]
+    fx = fx or {"skipped": "not run"}
+    if "skipped" in fx:
+        warning = [f"futex_private_ns, futex_shared_ns: not measured ({fx['skipped']}); the futex model's "
+                   "futex_path_ns and gup_ns stay as stated"]
+    else:
+        warning = []
+        fields += [(f"futex_{k}_ns", fx[f"futex_{k}_ns"], fx[f"{k}_band"], f"{fx['method']} ({k}), best of "
+                    f"{fx['repeats']}; the range is the repeats' differences") for k in ("private", "shared")]
+    for name, value, band, how in fields:
+        data["topology"][name] = value
+        data["provenance"][name] = {"kind": "measurement", "source": f"{where}: {how}", "band": band,
+                                    "band_source": f"the range of the repeats ({where})"}
+    return warning
 
-    return FutexCosts().syscall_ns
+
+def _kernel_lines(topo, sc: dict, fx: dict) -> list[str]:
+    """The kernel costs measured, and the futex model's constants that follow from them."""
+    from ..futex import UNMEASURED, FutexCosts
+
+    c = FutexCosts().resolve(topo)
+    lines = [f"null system call: {sc['null_syscall_ns']:.0f} ns ({sc['band'][0]:.0f}-{sc['band'][1]:.0f}): the futex "
+             f"model's syscall_ns on this topology (stated default {UNMEASURED['syscall_ns']:g})"]
+    if "skipped" in fx:
+        return lines + [f"futex operation: not measured ({fx['skipped']})"]
+    return lines + [
+        f"futex operation beyond it: private {fx['futex_private_ns']:.0f} ns ({fx['private_band'][0]:.0f}-"
+        f"{fx['private_band'][1]:.0f}), shared {fx['futex_shared_ns']:.0f} ns ({fx['shared_band'][0]:.0f}-"
+        f"{fx['shared_band'][1]:.0f}): the futex model's futex_path_ns {c.futex_path_ns:.0f} (stated "
+        f"{UNMEASURED['futex_path_ns']:g}) and gup_ns {c.gup_ns:.0f} (stated {UNMEASURED['gup_ns']:g}) on this topology"]
 
 
 def summary(topo, probe: dict) -> str:
@@ -255,15 +294,13 @@ def summary(topo, probe: dict) -> str:
                          "is theirs; a workload that writes changing data sustains the ones' fill_nonzero_GBps")
     sc = probe.get("syscall")
     if sc:
-        lines.append(f"null system call: {sc['null_syscall_ns']:.0f} ns ({sc['band'][0]:.0f}-{sc['band'][1]:.0f}; "
-                     f"the futex model's syscall_ns, default {_default_syscall_ns():.0f}: pass "
-                     f"costs={{'syscall_ns': {sc['null_syscall_ns']:.0f}}} to nl.futex, or --cost "
-                     f"syscall_ns={sc['null_syscall_ns']:.0f} to numalab futex, for this machine)")
+        lines += _kernel_lines(topo, sc, probe.get("futex") or {"skipped": "not run"})
     clk = probe.get("clock", {})
     if "all_core_GHz" in clk:
         lines.append(f"core clock: {clk['turbo_GHz']:.2f} GHz with one core busy, {clk['all_core_GHz']:.2f} GHz "
                      f"({clk['all_core_band'][0]:.2f}-{clk['all_core_band'][1]:.2f}) with all {clk['cores']} busy "
                      f"(cpufreq {clk['driver'] or 'driver unknown'}, governor {clk['governor'] or 'unknown'})")
-    lines.append(f"measured in {probe['seconds'] + clk.get('seconds', 0.0) + (sc or {}).get('seconds', 0.0):.1f} s")
+    took = probe["seconds"] + sum(part.get("seconds", 0.0) for part in (clk, sc or {}, probe.get("futex") or {}))
+    lines.append(f"measured in {took:.1f} s")
     lines += [f"warning: {w}" for w in topo.warnings]
     return "\n".join(lines)

@@ -47,7 +47,7 @@ from .hash import (
     CLASSIC, HASH_MODES, HASHES, MODES, NUMA, PRIVATE, ClassicHash, HashMode, KeyView, NodeHash, PrivateHash,
     classic_hashsize, hash_mode, mode_names, node_hashsize, private_default_slots, register_mode,
 )
-from .solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
+from .solver import COST_NAMES, UNMEASURED, FutexCosts, coerce_costs, mva, network
 from .workloads import (
     FUTEX_NUMA, PERF_BENCH, PROGRAMS, REFCOUNTS, FutexWorkload, futex_numa, perf_bench_hash, route,
     together, workload_for,
@@ -56,7 +56,7 @@ from .workloads import (
 __all__ = [
     # constants
     "MODES", "REFCOUNTS", "HASHES", "PROGRAMS", "METHODS", "DISTS", "PERF_BENCH", "FUTEX_NUMA",
-    "DEFAULT_FIT", "COST_NAMES",
+    "DEFAULT_FIT", "COST_NAMES", "UNMEASURED",
     # workloads
     "FutexWorkload", "perf_bench_hash", "futex_numa", "together", "workload_for", "route",
     # hash modes and table sizes

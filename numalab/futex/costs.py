@@ -51,7 +51,7 @@ from ..errors import NumalabValueError, check_number, coerce_dataclass
 from ..provenance import constant, provenance_of
 from ..topology import Topology
 
-__all__ = ["FutexCosts", "COST_NAMES", "RELATIVE_BANDS", "coerce_costs", "provenance_table", "line_matrix",
+__all__ = ["FutexCosts", "COST_NAMES", "UNMEASURED", "RELATIVE_BANDS", "coerce_costs", "provenance_table", "line_matrix",
            "handoff_matrix", "contended_matrix", "core_load", "smt_slowdown", "active_cores", "package_cores",
            "core_clock_ghz", "clock_factor"]
 
@@ -63,11 +63,13 @@ class FutexCosts:
     provenance_of` ``(FutexCosts)``: kind, source, plausible band and its source; the table in
     ``docs/futex.md`` is :func:`provenance_table`). None is fitted to a published benchmark;
     :func:`~numalab.futex.calibrate` fits chosen ones to rows a user gives. The line latencies
-    come from the Topology (``None``). Every one can be overridden.
+    come from the Topology (``None``), and so do ``syscall_ns``, ``futex_path_ns`` and ``gup_ns``
+    where ``numalab probe`` measured the machine's kernel (``None``: the Topology's measurement,
+    else the stated value, :data:`UNMEASURED`; :meth:`resolve`). Every one can be overridden.
     """
 
-    syscall_ns: float = constant(
-        100.0, kind="measurement",
+    syscall_ns: float | None = constant(
+        None, kind="measurement", unmeasured=100.0,
         source="null syscall round trip on an x86-64 server core without speculative-execution "
                "mitigations: lmbench lat_syscall null / a getpid loop, ~0.1 us",
         band=(70.0, 400.0),
@@ -79,8 +81,8 @@ class FutexCosts:
         source="get_futex_key for a private key (access_ok only) plus jhash2 of 4 words: ~40 ALU "
                "instructions of lookup3's mix and final at ~3 GHz",
         band=(8.0, 30.0), band_source="1-2 instructions per cycle, 2-4 GHz")
-    futex_path_ns: float = constant(
-        15.0, kind="derived",
+    futex_path_ns: float | None = constant(
+        None, kind="derived", unmeasured=15.0,
         source="do_futex dispatch, futex_wait / futex_wait_setup bookkeeping and the -EAGAIN "
                "return: ~50 branchy kernel instructions at ~1 per cycle, ~3 GHz",
         band=(8.0, 40.0), band_source="0.5-2 instructions per cycle, 2-4 GHz")
@@ -203,8 +205,8 @@ class FutexCosts:
         band=(1.0, 10.0),
         band_source="x86's single-instruction this_cpu ops to the generic irq-disabling ones "
                     "(PowerPC, before the preempt-based fix)")
-    gup_ns: float = constant(
-        60.0, kind="derived",
+    gup_ns: float | None = constant(
+        None, kind="derived", unmeasured=60.0,
         source="shared (non-PRIVATE) futexes: get_user_pages_fast page walk plus the folio "
                "reference get/put on an uncontended line (one per-thread page in perf bench -S)",
         band=(30.0, 150.0), band_source="a 4-level walk in cache plus two locked RMWs, 2-4 GHz")
@@ -234,18 +236,53 @@ class FutexCosts:
                                     "a switch of the queueing discipline")
 
     def resolve(self, topology: Topology) -> "FutexCosts":
-        """Fill the line latencies from ``topology`` where they are None."""
-        return replace(
+        """Every constant left None, from ``topology``: the line latencies; and the kernel's
+        costs where ``numalab probe`` measured them on the machine, else the stated defaults
+        (:data:`UNMEASURED`). A constant given (or fitted) is kept.
+
+        * ``syscall_ns``: the machine's null system call (``Topology.syscall_ns``);
+        * ``futex_path_ns``: the machine's in-kernel futex operation (``futex_private_ns``) less
+          the model's other in-kernel constants of a one-thread operation on a hot bucket
+          (``hash_ns + 2 atomic_ns + critical_section_ns + line_self_ns``), at least 0. What a
+          kernel's mitigations add (retpolines, return thunks) is paid per call and return, and
+          the calls of the wrong-value path are outside the hb lock (the syscall dispatch,
+          ``get_futex_key``, the hash), so the difference goes to the path outside the lock;
+        * ``gup_ns``: ``futex_shared_ns - futex_private_ns``, at least 0.
+
+        The probe measures with one busy core, so a measured figure is restated at
+        ``clock_ref_ghz`` from one busy core's clock (:func:`clock_factor`; unchanged on a
+        Topology without a clock): the model's clock scaling then gives it back at one busy
+        core and slows it as more cores of the package run."""
+        c = replace(
             self,
             line_same_node_ns=topology.line_same_node_ns if self.line_same_node_ns is None else self.line_same_node_ns,
             line_remote_ns=topology.line_remote_ns if self.line_remote_ns is None else self.line_remote_ns,
         )
+        # clock_factor at one busy core: core_clock_ghz's turbo_ghz (all_core_ghz without one)
+        ghz = topology.turbo_ghz or topology.all_core_ghz
+        one_core = 1.0 if ghz is None else c.clock_ref_ghz / ghz
+
+        def measured(name):
+            v = getattr(topology, name)
+            return None if v is None else v / one_core
+
+        sys_ns, private, shared = (measured(n) for n in ("syscall_ns", "futex_private_ns", "futex_shared_ns"))
+        inside = c.hash_ns + 2.0 * c.atomic_ns + c.critical_section_ns + c.line_self_ns
+        derived = {"syscall_ns": sys_ns,
+                   "futex_path_ns": None if private is None else max(0.0, private - inside),
+                   "gup_ns": None if private is None or shared is None else max(0.0, shared - private)}
+        return replace(c, **{n: (UNMEASURED[n] if derived[n] is None else derived[n])
+                              for n in UNMEASURED if getattr(c, n) is None})
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 COST_NAMES = tuple(f.name for f in fields(FutexCosts))
+#: the kernel-path constants a machine's measurement (``numalab probe``: ``Topology.syscall_ns``,
+#: ``futex_private_ns``, ``futex_shared_ns``) sets when they are not given, and their stated
+#: values where it has none (:meth:`FutexCosts.resolve`)
+UNMEASURED = {f.name: f.metadata["unmeasured"] for f in fields(FutexCosts) if "unmeasured" in f.metadata}
 #: the constants that are weights in [0, 1]
 _UNIT_WEIGHTS = ("home_lookup", "conflict_trip", "smt_gain", "queue_node_sorting", "atomic_node_batching",
                  "smt_shared_l1", "atomic_forward")
@@ -259,7 +296,8 @@ def provenance_table() -> str:
     rows = ["| constant | default | kind | band | source |", "|---|---|---|---|---|"]
     for f in fields(FutexCosts):
         p = provenance_of(FutexCosts)[f.name]
-        default = "Topology" if f.default is None else f"{f.default:g}"
+        default = (f"{UNMEASURED[f.name]:g}, or measured" if f.name in UNMEASURED else
+                   "Topology" if f.default is None else f"{f.default:g}")
         if p.band is None:
             band = ""
         elif f.name in RELATIVE_BANDS:

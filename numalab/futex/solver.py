@@ -17,10 +17,10 @@ The two solutions agree within 5% on throughput with exponential times
 
 from __future__ import annotations
 
-from .costs import COST_NAMES, FutexCosts, coerce_costs, core_load, handoff_matrix, line_matrix, smt_slowdown
+from .costs import COST_NAMES, UNMEASURED, FutexCosts, coerce_costs, core_load, handoff_matrix, line_matrix, smt_slowdown
 from .events import simulate
 from .meanvalue import mva
 from .stations import Network, network
 
 __all__ = ["FutexCosts", "Network", "network", "mva", "simulate", "line_matrix", "handoff_matrix",
-           "smt_slowdown", "core_load", "COST_NAMES", "coerce_costs"]
+           "smt_slowdown", "core_load", "COST_NAMES", "UNMEASURED", "coerce_costs"]

@@ -1,0 +1,86 @@
+"""The futex model on a machine whose kernel costs were measured (``numalab probe``).
+
+``Topology.syscall_ns`` / ``futex_private_ns`` / ``futex_shared_ns`` are a null system call and a
+wrong-value FUTEX_WAIT beyond it, timed with one busy core. ``FutexCosts.resolve`` takes
+``syscall_ns``, ``futex_path_ns`` and ``gup_ns`` from them where the costs leave them None, so
+one uncontended thread runs exactly at the measured operation (the probe's own situation), at
+any clock; a constant given wins; a topology without them prices as stated.
+"""
+
+import dataclasses
+
+import pytest
+
+import numalab as nl
+from numalab.errors import NumalabValueError
+from numalab.futex import UNMEASURED, FutexCosts
+from numalab.futex.solver import mva, network
+from numalab.futex.workloads import perf_bench_hash, route
+
+MEASURED = {"syscall_ns": 180.0, "futex_private_ns": 140.0, "futex_shared_ns": 245.0}
+
+
+def _rate(topo, costs=None, **kw):
+    """Ops/s of thread 0 by the MVA (one thread alone: exact)."""
+    net = network([route(perf_bench_hash(topo, threads=1, futexes=1, refcount="immutable", **kw), 0)], costs)
+    return float(mva(net)["x"][0]) * 1e9
+
+
+@pytest.mark.parametrize("clock", [{}, {"all_core_ghz": 2.0, "turbo_ghz": 3.6}, {"all_core_ghz": 2.4}])
+@pytest.mark.parametrize("shared", [False, True])
+def test_one_thread_runs_at_the_measured_operation_at_any_clock(clock, shared):
+    # one op = the null call + the futex operation beyond it (what the probe timed) + the
+    # benchmark's own loop (user_ns, a CPU cost at the core's clock); nothing else
+    topo = nl.Topology(nodes=1, cpus_per_node=4, **clock, **MEASURED)
+    k = FutexCosts().clock_ref_ghz / (clock.get("turbo_ghz") or clock.get("all_core_ghz") or 3.0)
+    op = MEASURED["syscall_ns"] + MEASURED["futex_shared_ns" if shared else "futex_private_ns"] + k * 2.0
+    assert _rate(topo, shared=shared) == pytest.approx(1e9 / op, rel=1e-9)
+    # the stated constants give another rate: the measurement is what moved it
+    plain = nl.Topology(nodes=1, cpus_per_node=4, **clock)
+    assert _rate(plain, shared=shared) > 1.3 * _rate(topo, shared=shared)
+
+
+def test_the_constants_resolved_from_a_measurement():
+    topo = nl.Topology(nodes=2, cpus_per_node=8, **MEASURED)
+    c = FutexCosts().resolve(topo)
+    inside = c.hash_ns + 2 * c.atomic_ns + c.critical_section_ns + c.line_self_ns
+    assert (c.syscall_ns, c.futex_path_ns, c.gup_ns) == (180.0, 140.0 - inside, 105.0)
+    assert c.resolve(topo) == c                                  # resolving twice changes nothing
+    # a given constant wins over the measurement, the others still come from it
+    given = FutexCosts(syscall_ns=120.0, hash_ns=30.0).resolve(topo)
+    assert (given.syscall_ns, given.futex_path_ns) == (120.0, 140.0 - inside - 15.0)
+    # an operation cheaper than the model's own in-kernel constants leaves nothing outside the lock
+    fast = dataclasses.replace(topo, futex_private_ns=20.0, futex_shared_ns=10.0)
+    assert (FutexCosts().resolve(fast).futex_path_ns, FutexCosts().resolve(fast).gup_ns) == (0.0, 0.0)
+    # the syscall alone measured: the futex path and the page walk as stated
+    only = nl.Topology(nodes=2, cpus_per_node=8, syscall_ns=180.0)
+    c = FutexCosts().resolve(only)
+    assert (c.syscall_ns, c.futex_path_ns, c.gup_ns) == (180.0, UNMEASURED["futex_path_ns"], UNMEASURED["gup_ns"])
+
+
+def test_presets_carry_no_measurement_and_price_as_stated():
+    for name in nl.Topology.presets():
+        topo = nl.Topology.preset(name)
+        assert (topo.syscall_ns, topo.futex_private_ns, topo.futex_shared_ns) == (None, None, None), name
+        c = FutexCosts().resolve(topo)
+        assert {n: getattr(c, n) for n in UNMEASURED} == UNMEASURED, name
+    assert UNMEASURED == {"syscall_ns": 100.0, "futex_path_ns": 15.0, "gup_ns": 60.0}
+
+
+def test_a_measured_topology_keeps_its_figures_in_files_and_attrs(tmp_path):
+    topo = nl.Topology(nodes=1, cpus_per_node=2, **MEASURED)
+    path = topo.save(tmp_path / "t.json")
+    back = nl.Topology.load(path)
+    assert {n: getattr(back, n) for n in MEASURED} == MEASURED
+    attrs = topo.to_attrs()
+    assert {n: attrs[f"topology_{n}"] for n in MEASURED} == MEASURED
+    assert "topology_syscall_ns" not in nl.Topology(nodes=1, cpus_per_node=2).to_attrs()
+    ds = nl.futex.simulate(perf_bench_hash(back, threads=1, futexes=1), seeds=1)
+    assert '"syscall_ns": 180.0' in ds.attrs["costs"]              # the resolved costs the run used
+
+
+@pytest.mark.parametrize("name,value", [("syscall_ns", -1.0), ("futex_private_ns", float("nan")),
+                                        ("futex_shared_ns", "fast")])
+def test_a_bad_measurement_is_refused_naming_it(name, value):
+    with pytest.raises(NumalabValueError, match=name):
+        nl.Topology(nodes=1, cpus_per_node=2, **{name: value})
