@@ -9,6 +9,7 @@ any clock; a constant given wins; a topology without them prices as stated.
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 import numalab as nl
@@ -84,3 +85,36 @@ def test_a_measured_topology_keeps_its_figures_in_files_and_attrs(tmp_path):
 def test_a_bad_measurement_is_refused_naming_it(name, value):
     with pytest.raises(NumalabValueError, match=name):
         nl.Topology(nodes=1, cpus_per_node=2, **{name: value})
+
+
+def test_the_band_of_a_probed_machine_samples_its_measurements_not_the_stated_bands():
+    # predict_band: a constant derived from a measured figure is not drawn from its stated band
+    # (syscall_ns 70-400 ns); the figure is drawn over the probe's repeats and the constant follows
+    from numalab.provenance import Provenance
+
+    e5 = nl.data.futex_topology()
+    pub = nl.data.load("futex-e5-2650")
+    rows = pub.where(pub.threads == 14, drop=True)
+    src = {**e5.provenance(),
+           "syscall_ns": Provenance("measurement", "a probe", band=(140.0, 160.0), band_source="its repeats"),
+           "futex_private_ns": Provenance("measurement", "a probe", band=(90.0, 110.0), band_source="its repeats")}
+    probed = dataclasses.replace(e5, syscall_ns=150.0, futex_private_ns=100.0, sources=src)
+    kw = {"samples": 4, "seeds": 1, "refcount": "immutable"}
+    stated, measured = (nl.futex.predict_band(rows, t, **kw) for t in (e5, probed))
+    banded = measured.attrs["banded"].split(",")
+    assert "syscall_ns" not in banded and "futex_path_ns" not in banded and "syscall_ns" in stated.attrs["banded"]
+    assert "gup_ns" in banded                      # the shared operation was not measured: its stated band
+    assert (measured.attrs["band_topology_syscall_ns"], measured.attrs["band_topology_futex_private_ns"]) == \
+        ("140 160", "90 110")
+    # where the think time sets the rate (the uncontended rows, 256 buckets and up) the measured
+    # path narrows the band: the stated syscall band alone spans 70-400 ns
+    width = lambda b: ((b.high - b.low) / b.ops_per_s_per_thread).values[rows.buckets.values >= 256]  # noqa: E731
+    assert (width(measured) < 0.5 * width(stated)).all()
+    # a figure without a recorded band pins its constant: drawing syscall_ns alone moves nothing
+    pinned = dataclasses.replace(e5, syscall_ns=150.0)
+    one = nl.futex.predict_band(rows, pinned, names=["syscall_ns"], **kw)
+    assert one.attrs["banded"] == "" and one.attrs["band_topology_syscall_ns"] == "150 150"
+    np.testing.assert_allclose(one.low.values, one.high.values, rtol=1e-6)   # the MVA's tolerance, 1e-8
+    # a syscall_ns given in costs is the caller's and is drawn from its stated band as before
+    given = nl.futex.predict_band(rows, pinned, names=["syscall_ns"], costs={"syscall_ns": 150.0}, **kw)
+    assert given.attrs["banded"] == "syscall_ns" and (given.high.values > given.low.values).all()

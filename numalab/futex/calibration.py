@@ -19,10 +19,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import NumalabValueError, check_choice, check_int, check_seeds
-from ..topology import Topology
+from ..topology import KERNEL_COSTS, Topology
 from .hash import hash_mode
 from ..provenance import provenance_of
-from .costs import _UNIT_WEIGHTS, RELATIVE_BANDS
+from .costs import _UNIT_WEIGHTS, MEASURED_FROM, RELATIVE_BANDS
 from .solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
 from .workloads import PERF_BENCH, route, workload_for
 
@@ -337,6 +337,24 @@ def _band_box(names, base: FutexCosts, topology: Topology) -> dict:
     return box
 
 
+def _derived(topology: Topology, given: FutexCosts, names) -> tuple:
+    """The constants of ``names`` that :meth:`FutexCosts.resolve` derives from ``topology``'s
+    measured figures: not given in ``costs``, and every figure they need measured."""
+    return tuple(n for n in names if n in MEASURED_FROM and getattr(given, n) is None
+                 and all(getattr(topology, f) is not None for f in MEASURED_FROM[n]))
+
+
+def _measured_figures(topology: Topology, derived) -> dict:
+    """Topology figure -> (lo, hi) for each measured figure a ``derived`` constant comes from:
+    the band of its provenance (the probe's repeats), or the value alone where none is recorded."""
+    prov = topology.provenance()
+    out = {}
+    for f in sorted({f for n in derived for f in MEASURED_FROM[n]}, key=KERNEL_COSTS.index):
+        v, band = getattr(topology, f), prov[f].band
+        out[f] = (float(min(band[0], v)), float(max(band[1], v))) if band else (float(v), float(v))
+    return out
+
+
 def banded_constants() -> tuple:
     """The constants whose provenance gives a plausible band (what :func:`predict_band`
     samples by default)."""
@@ -351,25 +369,39 @@ def predict_band(measurements, topology, *, names=None, costs=None, samples=24, 
     and the prediction at ``costs`` (the defaults). Returns an xarray Dataset over ``row``
     (``ops_per_s_per_thread``, ``low``, ``high``, the ``samples``; the box as attributes; with
     measured rows also ``measured`` and ``inside``). A wide band is the model saying what to
-    measure."""
+    measure.
+
+    On a topology whose kernel costs were measured (``numalab probe``: ``Topology.syscall_ns``,
+    ``futex_private_ns``, ``futex_shared_ns``) a constant resolved from them and not given in
+    ``costs`` is not sampled over its stated band: the measured figure is, over the band its
+    provenance gives (the probe's repeats), and the constant follows from it and the other
+    sampled constants as :meth:`FutexCosts.resolve` derives it (the box's ``band_topology_*``
+    attributes)."""
     topology = Topology.coerce(topology)
     rows = measurement_rows(measurements, need_rate=False)
     names = banded_constants() if names is None else tuple(names)
     samples = check_int("samples", samples, lo=2, hi=4096)
-    base = coerce_costs(costs).resolve(topology)
-    box = _band_box(names, base, topology)
+    given = coerce_costs(costs)
+    base = given.resolve(topology)
+    derived = _derived(topology, given, names)
+    figures = _measured_figures(topology, derived)
+    names = tuple(n for n in names if n not in derived)
+    box = {**_band_box(names, base, topology), **{f"topology_{f}": band for f, band in figures.items()}}
     model = _Model(rows, topology, check_seeds(seeds), futexes, workload_kw, tol=1e-8)
     centre = model(base)
     rng = np.random.default_rng(check_int("sample_seed", sample_seed, lo=0))
     # Latin hypercube: each constant's range cut into `samples` strata, one draw per stratum
-    u = (rng.permuted(np.tile(np.arange(samples), (len(names), 1)), axis=1) + rng.random((len(names), samples))) / samples
+    u = (rng.permuted(np.tile(np.arange(samples), (len(box), 1)), axis=1) + rng.random((len(box), samples))) / samples
     preds = np.empty((samples, centre.size))
     for s in range(samples):
         vals = {}
-        for i, n in enumerate(names):
-            lo, hi = box[n]
+        for i, (n, (lo, hi)) in enumerate(box.items()):
             vals[n] = lo * (hi / lo) ** u[i, s] if lo > 0 else lo + (hi - lo) * u[i, s]
-        preds[s] = model(replace(base, **vals))
+        if figures:   # the measured figures drawn, the constants they give derived from them
+            measured = replace(topology, **{f: vals.pop(f"topology_{f}") for f in figures})
+            preds[s] = model(replace(given, **vals).resolve(measured))
+        else:
+            preds[s] = model(replace(base, **vals))
     import xarray as xr
 
     out = xr.Dataset(

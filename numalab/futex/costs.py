@@ -49,7 +49,7 @@ import numpy as np
 
 from ..errors import NumalabValueError, check_number, coerce_dataclass
 from ..provenance import constant, provenance_of
-from ..topology import Topology
+from ..topology import KERNEL_COSTS, Topology
 
 __all__ = ["FutexCosts", "COST_NAMES", "UNMEASURED", "RELATIVE_BANDS", "coerce_costs", "provenance_table", "line_matrix",
            "handoff_matrix", "contended_matrix", "core_load", "smt_slowdown", "active_cores", "package_cores",
@@ -262,16 +262,12 @@ class FutexCosts:
         ghz = topology.turbo_ghz or topology.all_core_ghz
         one_core = 1.0 if ghz is None else c.clock_ref_ghz / ghz
 
-        def measured(name):
-            v = getattr(topology, name)
-            return None if v is None else v / one_core
-
-        sys_ns, private, shared = (measured(n) for n in ("syscall_ns", "futex_private_ns", "futex_shared_ns"))
+        fig = {f: None if getattr(topology, f) is None else getattr(topology, f) / one_core for f in KERNEL_COSTS}
         inside = c.hash_ns + 2.0 * c.atomic_ns + c.critical_section_ns + c.line_self_ns
-        derived = {"syscall_ns": sys_ns,
-                   "futex_path_ns": None if private is None else max(0.0, private - inside),
-                   "gup_ns": None if private is None or shared is None else max(0.0, shared - private)}
-        return replace(c, **{n: (UNMEASURED[n] if derived[n] is None else derived[n])
+        derive = {"syscall_ns": lambda: fig["syscall_ns"],
+                  "futex_path_ns": lambda: max(0.0, fig["futex_private_ns"] - inside),
+                  "gup_ns": lambda: max(0.0, fig["futex_shared_ns"] - fig["futex_private_ns"])}
+        return replace(c, **{n: derive[n]() if all(fig[f] is not None for f in MEASURED_FROM[n]) else UNMEASURED[n]
                               for n in UNMEASURED if getattr(c, n) is None})
 
     def to_dict(self) -> dict:
@@ -283,6 +279,9 @@ COST_NAMES = tuple(f.name for f in fields(FutexCosts))
 #: ``futex_private_ns``, ``futex_shared_ns``) sets when they are not given, and their stated
 #: values where it has none (:meth:`FutexCosts.resolve`)
 UNMEASURED = {f.name: f.metadata["unmeasured"] for f in fields(FutexCosts) if "unmeasured" in f.metadata}
+#: the Topology's measured figures each of them is derived from (all of them needed)
+MEASURED_FROM = {"syscall_ns": ("syscall_ns",), "futex_path_ns": ("futex_private_ns",),
+                 "gup_ns": ("futex_private_ns", "futex_shared_ns")}
 #: the constants that are weights in [0, 1]
 _UNIT_WEIGHTS = ("home_lookup", "conflict_trip", "smt_gain", "queue_node_sorting", "atomic_node_batching",
                  "smt_shared_l1", "atomic_forward")
