@@ -118,3 +118,46 @@ def test_the_band_of_a_probed_machine_samples_its_measurements_not_the_stated_ba
     # a syscall_ns given in costs is the caller's and is drawn from its stated band as before
     given = nl.futex.predict_band(rows, pinned, names=["syscall_ns"], costs={"syscall_ns": 150.0}, **kw)
     assert given.attrs["banded"] == "syscall_ns" and (given.high.values > given.low.values).all()
+
+
+def _probed_e5():
+    from numalab.provenance import Provenance
+
+    e5 = nl.data.futex_topology()
+    band = lambda lo, hi: Provenance("measurement", "a probe", band=(lo, hi), band_source="its repeats")  # noqa: E731
+    src = {**e5.provenance(), "syscall_ns": band(140.0, 160.0), "futex_private_ns": band(90.0, 110.0),
+           "futex_shared_ns": band(190.0, 220.0)}
+    return e5, dataclasses.replace(e5, syscall_ns=150.0, futex_private_ns=100.0, futex_shared_ns=205.0, sources=src)
+
+
+def test_calibration_on_a_probed_machine_takes_the_measurement_as_the_prior():
+    # calibrate's prior for a measured constant is its measurement's band (+-2 sigma), not the
+    # stated one: the rows can move it only as far as the probe's repeats allow
+    import math
+
+    from numalab.futex.calibration import prior_sigma
+
+    e5, probed = _probed_e5()
+    assert prior_sigma("syscall_ns", probed) == pytest.approx(math.log(160 / 140) / 4)
+    assert prior_sigma("syscall_ns") == prior_sigma("syscall_ns", e5) == pytest.approx(math.log(400 / 70) / 4)
+    c = {k: FutexCosts().resolve(dataclasses.replace(probed, futex_private_ns=v, futex_shared_ns=w))
+         for k, v, w in (("lo", 90.0, 220.0), ("hi", 110.0, 190.0))}
+    # futex_path_ns over the private band; gup_ns over the corners of shared - private (80 ... 130 at one core)
+    assert prior_sigma("futex_path_ns", probed) == pytest.approx(
+        math.log(c["hi"].futex_path_ns / c["lo"].futex_path_ns) / 4)
+    assert prior_sigma("gup_ns", probed) == pytest.approx(math.log(c["lo"].gup_ns / c["hi"].gup_ns) / 4)
+    assert prior_sigma("hash_ns", probed) == prior_sigma("hash_ns")            # not measured
+    assert prior_sigma("syscall_ns", probed, {"syscall_ns": 150.0}) == prior_sigma("syscall_ns")  # given
+    # the fit: rows of a machine whose think time says syscall_ns ~300 ns take the stated prior
+    # (the same start given in costs=) most of the way there; the measured prior (150 +- 10 ns)
+    # holds the fit back towards the measurement (15 rows against the probe's repeats: the rows
+    # still move it, as a MAP estimate should)
+    pub = nl.data.load("futex-e5-2650")
+    rows = pub.where(pub.threads == 28, drop=True)
+    rows["ops_per_s_per_thread"].values[:] = nl.futex.predict(rows, e5, costs={"syscall_ns": 300.0}, seeds=1,
+                                                              refcount="immutable")
+    fitted = {name: nl.futex.calibrate(rows, probed, fit=("syscall_ns",), costs=costs, seeds=1,
+                                       refcount="immutable").constants["syscall_ns"]
+              for name, costs in (("stated", {"syscall_ns": 150.0}), ("measured", None))}
+    assert fitted["stated"] > 250.0
+    assert 150.0 < fitted["measured"] < fitted["stated"] - 10.0

@@ -156,15 +156,35 @@ def predict(measurements, topology, *, costs=None, seeds=4, futexes=1024, **work
         coerce_costs(costs).resolve(topology))
 
 
-def prior_sigma(name: str) -> float:
+def prior_sigma(name: str, topology: Topology | None = None, costs=None) -> float:
     """Log-space standard deviation of a constant's prior: a quarter of the log width of its
     band (the band spans +-2 sigma; relative bands are factors of the Topology's figure);
-    1 (a factor e) for a constant without a band or with a band reaching 0 (the weights)."""
-    prov = provenance_of(FutexCosts).get(name)
-    if prov is None or prov.band is None or prov.band[0] <= 0:
+    1 (a factor e) for a constant without a band or with a band reaching 0 (the weights).
+
+    On a ``topology`` whose kernel costs were measured, a constant :meth:`FutexCosts.resolve`
+    derives from them (not given in ``costs``) has the band of its measurement instead: the
+    constant's range over the corners of its figures' provenance bands (the probe's repeats)."""
+    if topology is not None and _derived(topology, coerce_costs(costs), (name,)):
+        lo, hi = _measured_range(topology, coerce_costs(costs), name)
+    else:
+        prov = provenance_of(FutexCosts).get(name)
+        if prov is None or prov.band is None:
+            return 1.0
+        lo, hi = prov.band
+    if lo <= 0:
         return 1.0
-    lo, hi = prov.band
     return max(np.log(hi / lo) / 4.0, 1e-3)
+
+
+def _measured_range(topology: Topology, given: FutexCosts, name: str) -> tuple:
+    """A derived constant's lowest and highest value over the corners of the measured figures'
+    bands it comes from (:func:`_measured_figures`)."""
+    import itertools
+
+    figs = _measured_figures(topology, (name,))
+    values = [getattr(given.resolve(replace(topology, **dict(zip(figs, corner)))), name)
+              for corner in itertools.product(*figs.values())]
+    return min(values), max(values)
 
 
 def _fit_names(fit) -> tuple:
@@ -276,7 +296,8 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, f
 
     ``fit`` names the constants to fit (default :data:`DEFAULT_FIT`); the others stay at
     ``costs`` (defaults: the documented constants). Each fitted constant's plausible band
-    (its provenance) is a log-normal prior around its starting value (:func:`prior_sigma`),
+    (its provenance) is a log-normal prior around its starting value (:func:`prior_sigma`; on a
+    probed machine a measured constant's prior is its measurement's band),
     so the fit is a maximum a posteriori estimate: the rows decide what they can see, the
     sources the rest. The standard errors and identification flags are the rows' alone (the
     Jacobian of the residuals without the prior). Returns a :class:`CalibrationResult`
@@ -305,7 +326,7 @@ def calibrate(measurements, topology, *, fit=DEFAULT_FIT, costs=None, seeds=4, f
     # around the default), so a constant the rows cannot see stays where its source puts it
     # instead of drifting along a flat direction; the rows are weighed as NOISE_FLOOR-noisy
     theta0 = np.log(np.array([max(getattr(base, n), 1e-3) for n in fit], dtype=float))
-    sigma = np.array([prior_sigma(n) for n in fit])
+    sigma = np.array([prior_sigma(n, topology, costs) for n in fit])
     ny = y.size
 
     def posterior(theta):
