@@ -39,7 +39,7 @@ from pathlib import Path
 from .errors import NumalabValueError
 
 __all__ = ["read_host", "parse_cpulist", "node_cpus", "probe_bandwidth", "probe_clock", "probe_syscall",
-           "probe_futex", "core_cpus", "cpu_order", "CPU_NUMBERINGS"]
+           "probe_futex", "apply_kernel", "core_cpus", "cpu_order", "CPU_NUMBERINGS"]
 
 NODE_DIR = ("sys", "devices", "system", "node")
 CPU_DIR = ("sys", "devices", "system", "cpu")
@@ -917,6 +917,28 @@ def probe_futex(*, calls: int = FUTEX_CALLS, repeats: int = SYSCALL_REPEATS) -> 
                method="FUTEX_WAIT with a wrong value (private, then shared) less getppid, through the same "
                       "ctypes syscall() call")
     return out
+
+
+def apply_kernel(data: dict, sc: dict, fx: dict, where: str) -> list[str]:
+    """Set ``syscall_ns``, ``futex_private_ns`` and ``futex_shared_ns`` of ``data`` (a topology
+    file's content) from ``sc`` (a :func:`probe_syscall` result) and ``fx`` (a :func:`probe_futex`
+    result), each with its provenance; returns a warning where the futex operation could not be
+    timed. ``numalab probe`` and ``Topology.from_host(kernel_costs=True)`` call it."""
+    fields = [] if not sc else [("syscall_ns", sc["null_syscall_ns"], sc["band"],
+                                 f"{sc.get('method', 'a null system call')}, best of {sc.get('repeats', 1)}")]
+    fx = fx or {"skipped": "not run"}
+    if "skipped" in fx:
+        warning = [f"futex_private_ns, futex_shared_ns: not measured ({fx['skipped']}); the futex model's "
+                   "futex_path_ns and gup_ns stay as stated"]
+    else:
+        warning = []
+        fields += [(f"futex_{k}_ns", fx[f"futex_{k}_ns"], fx[f"{k}_band"], f"{fx['method']} ({k}), best of "
+                    f"{fx['repeats']}; the range is the repeats' differences") for k in ("private", "shared")]
+    for name, value, band, how in fields:
+        data["topology"][name] = value
+        data["provenance"][name] = {"kind": "measurement", "source": f"{where}: {how}", "band": band,
+                                    "band_source": f"the range of the repeats ({where})"}
+    return warning
 
 
 def mem_free_gib(root, node_ids) -> dict:

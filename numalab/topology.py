@@ -400,16 +400,28 @@ class Topology:
         return cls.from_dict(data, where=f"topology file {str(path)!r}")
 
     @classmethod
-    def from_host(cls, root="/", lscpu: bool = True) -> "Topology":
+    def from_host(cls, root="/", lscpu: bool = True, kernel_costs: bool = False) -> "Topology":
         """This machine as ``/sys/devices/system/node`` and ``/sys/devices/system/cpu`` describe
         it (:mod:`numalab.machine`): nodes, online CPUs per node, SMT, memory, the SLIT and,
         where the firmware's HMAT gives them, each node's read latency and bandwidth; the
         fields sysfs has no figure for keep the class defaults. ``root`` is the file-system
-        root (a fixture tree in tests). What could not be read is in :attr:`warnings`, each
-        field's source in :meth:`provenance`."""
-        from .machine import read_host
+        root (a fixture tree in tests). ``kernel_costs=True`` also times this kernel's null
+        system call and futex operation (about 1.5 s; ``syscall_ns``, ``futex_private_ns``,
+        ``futex_shared_ns``), what the futex model's kernel-path constants come from; ``numalab
+        probe`` measures them and the bandwidths. What could not be read is in :attr:`warnings`,
+        each field's source in :meth:`provenance`."""
+        import datetime
+        import socket
 
-        return cls.from_dict(read_host(root, lscpu=lscpu), where=f"host {str(root)!r}")
+        from . import machine
+
+        data = machine.read_host(root, lscpu=lscpu)
+        if kernel_costs:
+            when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+            data["warnings"] += machine.apply_kernel(data, machine.probe_syscall(), machine.probe_futex(),
+                                                     f"Topology.from_host(kernel_costs=True) on {socket.gethostname()}, "
+                                                     f"{when}")
+        return cls.from_dict(data, where=f"host {str(root)!r}")
 
     def with_memory_node(self, mem_GiB: float, distance, *, node_bw_GBps: float, link_bw_GBps: float,
                          local_latency_ns: float, remote_latency_ns: float, write_efficiency: float = 0.5,

@@ -8,6 +8,7 @@ any clock; a constant given wins; a topology without them prices as stated.
 """
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -161,3 +162,19 @@ def test_calibration_on_a_probed_machine_takes_the_measurement_as_the_prior():
               for name, costs in (("stated", {"syscall_ns": 150.0}), ("measured", None))}
     assert fitted["stated"] > 250.0
     assert 150.0 < fitted["measured"] < fitted["stated"] - 10.0
+
+
+@pytest.mark.skipif(not Path("/sys/devices/system/node").is_dir(), reason="no /sys/devices/system/node here")
+def test_from_host_times_the_kernel_costs_when_asked():
+    plain = nl.Topology.from_host()
+    assert (plain.syscall_ns, plain.futex_private_ns, plain.futex_shared_ns) == (None, None, None)
+    mine = nl.Topology.from_host(kernel_costs=True)
+    assert 0.0 < mine.syscall_ns < 1e5
+    prov = mine.provenance()["syscall_ns"]
+    assert prov.kind == "measurement" and "from_host(kernel_costs=True)" in prov.source
+    assert prov.band[0] <= mine.syscall_ns <= prov.band[1]
+    if mine.futex_private_ns is None:            # a kernel that refuses the futex call says why
+        assert any(w.startswith("futex_private_ns, futex_shared_ns: not measured") for w in mine.warnings)
+    else:
+        assert FutexCosts().resolve(mine).syscall_ns == pytest.approx(
+            mine.syscall_ns * FutexCosts().clock_ref_ghz / (mine.turbo_ghz or mine.all_core_ghz or 3.0))

@@ -88,7 +88,7 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
     :func:`numalab.machine.probe_syscall` (``syscall``) times a null system call, the entry and
     exit every futex operation pays, and :func:`numalab.machine.probe_futex` (``futex``) a
     wrong-value ``FUTEX_WAIT`` beyond it, private and shared: they set ``syscall_ns``,
-    ``futex_private_ns`` and ``futex_shared_ns`` (:func:`apply_kernel`), from which the futex
+    ``futex_private_ns`` and ``futex_shared_ns`` (:func:`numalab.machine.apply_kernel`), from which the futex
     model takes its kernel-path constants (``FutexCosts.resolve``).
 
     A figure that could not be measured (one node: no remote pair) keeps the host's value, with
@@ -127,7 +127,7 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
     where = f"numalab probe on {res['host']} ({host['model_name'] or 'unknown CPU'}), {when}"
     warnings = [w for w in data["warnings"] if "numalab probe measures" not in w] + res["warnings"]
     data["warnings"] = (warnings + apply_probe(data, base, res, ids, where) + apply_clock(data, res["clock"], where)
-                        + apply_kernel(data, res["syscall"], res["futex"], where))
+                        + machine.apply_kernel(data, res["syscall"], res["futex"], where))
     data["probe"] = res
     data["source"] = f"{data['source']}; bandwidths measured by numalab probe, {when}"
     return data
@@ -224,27 +224,6 @@ def apply_clock(data: dict, clk: dict, where: str) -> list[str]:
                                          + ("" if turbo == round(clk["turbo_GHz"], 2) else
                                             f" (read {clk['turbo_GHz']} GHz, below the all-core clock: taken as it)")}
     return list(clk["warnings"])
-
-
-def apply_kernel(data: dict, sc: dict, fx: dict, where: str) -> list[str]:
-    """Set ``syscall_ns``, ``futex_private_ns`` and ``futex_shared_ns`` of ``data`` from ``sc``
-    (a probe_syscall result) and ``fx`` (a probe_futex result); returns a warning where the futex
-    operation could not be timed."""
-    fields = [] if not sc else [("syscall_ns", sc["null_syscall_ns"], sc["band"],
-                                 f"{sc.get('method', 'a null system call')}, best of {sc.get('repeats', 1)}")]
-    fx = fx or {"skipped": "not run"}
-    if "skipped" in fx:
-        warning = [f"futex_private_ns, futex_shared_ns: not measured ({fx['skipped']}); the futex model's "
-                   "futex_path_ns and gup_ns stay as stated"]
-    else:
-        warning = []
-        fields += [(f"futex_{k}_ns", fx[f"futex_{k}_ns"], fx[f"{k}_band"], f"{fx['method']} ({k}), best of "
-                    f"{fx['repeats']}; the range is the repeats' differences") for k in ("private", "shared")]
-    for name, value, band, how in fields:
-        data["topology"][name] = value
-        data["provenance"][name] = {"kind": "measurement", "source": f"{where}: {how}", "band": band,
-                                    "band_source": f"the range of the repeats ({where})"}
-    return warning
 
 
 def _kernel_lines(topo, sc: dict, fx: dict) -> list[str]:
