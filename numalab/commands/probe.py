@@ -190,7 +190,7 @@ def apply_probe(data: dict, base, res: dict, ids: list, where: str) -> list[str]
             bands["remote_latency_ns"].append([per["remote_latency_ns"][i]] * 2)
     warnings = [f"write_efficiency: node {n}'s fill is {rec['fill_GBps'] / rec['read_GBps']:.2f} x its read "
                 "bandwidth; stored as 1, the field's bound (the model's controllers write at most what they read)"
-                for n in ids if (rec := res["nodes"].get(str(n), {})).get("fill_GBps", 0) > rec.get("read_GBps", float("inf"))]
+                for n in ids if fill_above_read(rec := res["nodes"].get(str(n), {}))]
     for f, text in MEASURED.items():
         if not bands[f]:
             why = "one node: no remote pair" if len(ids) == 1 else "no measurement"
@@ -203,6 +203,12 @@ def apply_probe(data: dict, base, res: dict, ids: list, where: str) -> list[str]
             "band": [min(b[0] for b in bands[f]), max(b[1] for b in bands[f])],
             "band_source": f"the range of the repeats over all nodes ({where})"}
     return warnings
+
+
+def fill_above_read(rec: dict) -> bool:
+    """Whether a node's measured fill beats its read bandwidth (a probe_bandwidth node record):
+    its write_efficiency is then stored at the field's bound, 1, with a warning."""
+    return rec.get("fill_GBps", 0.0) > rec.get("read_GBps", float("inf"))
 
 
 def apply_clock(data: dict, clk: dict, where: str) -> list[str]:
@@ -257,7 +263,7 @@ def summary(topo, probe: dict) -> str:
                      f"(one thread {r['thread_read_GBps']:.2f})")
     fills = [(rec["fill_GBps"], rec["read_GBps"]) for rec in probe["nodes"].values() if "fill_GBps" in rec]
     if fills:
-        capped = any(f > r for f, r in fills)
+        capped = any(fill_above_read(rec) for rec in probe["nodes"].values())
         lines.append("fill / read bandwidth: " + ", ".join(f"{f / r:.2f}" for f, r in fills)
                      + " (the topology's write_efficiency: bzero's share of node_bw_GBps"
                      + (", stored as at most 1, its bound)" if capped else ")"))
