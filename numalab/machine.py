@@ -36,7 +36,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .errors import NumalabValueError
+from .errors import NumalabValueError, check_int
 
 __all__ = ["read_host", "parse_cpulist", "node_cpus", "probe_bandwidth", "probe_clock", "probe_syscall",
            "probe_futex", "apply_kernel", "core_cpus", "cpu_order", "CPU_NUMBERINGS"]
@@ -863,14 +863,16 @@ def probe_futex(*, calls: int = FUTEX_CALLS, repeats: int = SYSCALL_REPEATS) -> 
       ``futex_path_ns + hash_ns + 2 atomic_ns + critical_section_ns + line_self_ns``);
     * ``futex_shared_ns``: shared less null (the same plus the page walk, ``gup_ns``).
 
-    Each difference's ``band`` is the lowest and highest of the repeats'. Not on an
-    architecture without a known futex system call number, nor where libc has no ``syscall``:
-    then ``{"skipped": why}``."""
+    Each difference's ``band`` is the lowest and highest of the repeats' (and the figure). Not on
+    an architecture without a known futex system call number, where libc has no ``syscall``, nor
+    where the call does not return ``EAGAIN`` (a seccomp filter's ``ENOSYS``): then
+    ``{"skipped": why}``."""
     import ctypes
     import errno
     import platform
     import time
 
+    calls, repeats = check_int("calls", calls, lo=1, hi=10**8), check_int("repeats", repeats, lo=1, hi=1000)
     nrs = _SYSCALL_NR.get(platform.machine())
     try:
         libc_syscall = ctypes.CDLL(None, use_errno=True).syscall
@@ -910,9 +912,10 @@ def probe_futex(*, calls: int = FUTEX_CALLS, repeats: int = SYSCALL_REPEATS) -> 
             runs[k].append(per_call(nr, op))
     out = {"calls": calls, "repeats": repeats}
     for k in ("private", "shared"):
+        best = round(max(0.0, min(runs[k]) - min(runs["null"])), 1)
         diffs = [max(0.0, t - n) for t, n in zip(runs[k], runs["null"])]
-        out[f"futex_{k}_ns"] = round(max(0.0, min(runs[k]) - min(runs["null"])), 1)
-        out[f"{k}_band"] = [round(min(diffs), 1), round(max(diffs), 1)]
+        out[f"futex_{k}_ns"] = best
+        out[f"{k}_band"] = [min(round(min(diffs), 1), best), max(round(max(diffs), 1), best)]
     out.update(seconds=round(_now() - t_start, 2),
                method="FUTEX_WAIT with a wrong value (private, then shared) less getppid, through the same "
                       "ctypes syscall() call")

@@ -216,7 +216,9 @@ def test_the_kernel_costs_are_timed_and_set_for_the_futex_model():
     if sys.platform == "linux" and "skipped" not in fx:
         for k in ("private", "shared"):
             lo, hi = fx[f"{k}_band"]
-            assert 0.0 <= lo <= hi < 1e5 and 0.0 <= fx[f"futex_{k}_ns"] < 1e5, fx
+            assert 0.0 <= lo <= fx[f"futex_{k}_ns"] <= hi < 1e5, fx
+    with pytest.raises(nl.errors.NumalabValueError, match="calls=0"):
+        probe_futex(calls=0)
     data = probe_host(FIXTURES / "cxl", **FAKES)
     assert data["probe"]["syscall"] == _fake_syscall() and data["probe"]["futex"] == _fake_futex()
     t = Topology.from_dict(data)
