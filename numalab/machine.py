@@ -823,6 +823,8 @@ def probe_syscall(*, calls: int = SYSCALL_CALLS, repeats: int = SYSCALL_REPEATS)
     import os
     import time
 
+    calls, repeats = check_int("calls", calls, lo=1, hi=10**8), check_int("repeats", repeats, lo=1, hi=1000)
+
     def per_call(fn):
         t0 = time.perf_counter_ns()
         for _ in range(calls):

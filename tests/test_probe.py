@@ -217,8 +217,11 @@ def test_the_kernel_costs_are_timed_and_set_for_the_futex_model():
         for k in ("private", "shared"):
             lo, hi = fx[f"{k}_band"]
             assert 0.0 <= lo <= fx[f"futex_{k}_ns"] <= hi < 1e5, fx
-    with pytest.raises(nl.errors.NumalabValueError, match="calls=0"):
-        probe_futex(calls=0)
+    for probe in (probe_syscall, probe_futex):
+        with pytest.raises(nl.errors.NumalabValueError, match="calls=0"):
+            probe(calls=0)
+        with pytest.raises(nl.errors.NumalabValueError, match="repeats=-1"):
+            probe(repeats=-1)
     data = probe_host(FIXTURES / "cxl", **FAKES)
     assert data["probe"]["syscall"] == _fake_syscall() and data["probe"]["futex"] == _fake_futex()
     t = Topology.from_dict(data)
