@@ -153,3 +153,24 @@ def test_futex_host_reads_perfs_average_and_refuses_without_perf(capsys):
     with pytest.raises(SystemExit):
         mod.main(["--perf", "no-such-perf-binary"])
     assert "--perf='no-such-perf-binary' is not on PATH" in capsys.readouterr().err
+
+
+def test_a_probed_topology_says_which_constants_it_sets_and_the_rates_follow(capsys, tmp_path):
+    """A topology file with measured kernel costs (numalab probe) changes the futex model's
+    constants; every numalab futex program says which on stderr (stdout keeps perf's format),
+    and --cost takes one back."""
+    path = nl.Topology(nodes=1, cpus_per_node=4, smt=1, syscall_ns=180.0, futex_private_ns=140.0,
+                       futex_shared_ns=245.0, name="probed").save(tmp_path / "probed.json")
+    rc, out, err = run(capsys, "hash", "-t", "2", "-f", "16", "--topology", str(path))
+    assert rc == 0 and "Averaged" in out and "numalab futex: note" not in out
+    assert ("from the kernel costs measured on topology 'probed': syscall_ns 180 ns (stated 100), futex_path_ns "
+            "82 ns (stated 15), gup_ns 105 ns (stated 60)") in err
+    measured = float(re.search(r"Averaged (\d+)", out).group(1))
+    rc, out, err = run(capsys, "hash", "-t", "2", "-f", "16", "--topology", str(path), "--cost", "syscall_ns=100")
+    assert "syscall_ns" not in err.split("measured on topology")[1].split(";")[0] and "futex_path_ns 82" in err
+    assert float(re.search(r"Averaged (\d+)", out).group(1)) > measured        # a cheaper syscall, a faster loop
+    for argv in (("sweep", "--buckets", "16", "--threads", "2"), ("numa", "-t", "2")):
+        rc, _, err = run(capsys, *argv, "--topology", str(path))
+        assert rc == 0 and "measured on topology 'probed'" in err, argv
+    rc, _, err = run(capsys, "hash", "-t", "2", "-f", "16", "--topology", "2s-ivb-40")
+    assert "measured on topology" not in err                                   # a preset measures nothing

@@ -146,6 +146,7 @@ def _run_numa(args) -> int:
         procs.append(futex.futex_numa(topo, numa=numa or bool(nd), node=node, cpu_node=cpu_node, **kw))
     wl = futex.together(*procs) if len(procs) > 1 else procs[0]
     ds = futex.simulate(wl, seeds=[args.seed], method=args.method, costs=costs).isel(seed=0)
+    _measured(procs[0].topology, costs)
     for p, w in enumerate(procs):
         if len(procs) > 1:
             pr = w.params
@@ -161,6 +162,15 @@ def _run_numa(args) -> int:
         if pr["contenders"]:
             print(f"contenders: {int(ds['contenders'].values[p])}")
     return 0
+
+
+def _measured(topology, costs) -> None:
+    """Which constants the run takes from the topology's measured kernel costs (``numalab
+    probe``), on stderr: a probed topology file changes the futex model's constants."""
+    from ..futex.costs import measured_note
+    from ..topology import Topology
+
+    _note(measured_note(Topology.coerce(topology), costs))
 
 
 def _note(note) -> None:
@@ -186,6 +196,7 @@ def _run_hash(args) -> int:
                                squash=args.squash, hash=args.hash, oversubscribe=args.oversubscribe)
     out = futex.solve_points([wl], [args.seed], costs, args.method, 400, "exponential")
     _note(futex.method_note([wl], args.method))
+    _measured(wl.topology, costs)
     rates = np.floor(out["thread_rate"][0])  # per-thread ops/sec, as perf divides ops by seconds
     p = wl.params
     print("# Running 'futex/hash' benchmark:")
@@ -239,6 +250,7 @@ def _run_sweep(args) -> int:
     ds = futex.sweep(buckets=list(args.buckets), mode=modes, threads=threads, seeds=args.seeds,
                      topology=args.topology or "2s-128", method=args.method, futexes=args.futexes, costs=costs)
     _note(ds.attrs.get("method_note"))
+    _measured(args.topology or "2s-128", costs)
     mean = ds["ops_per_s_per_thread"].mean("seed")
     from ..plots import futex_threads
 

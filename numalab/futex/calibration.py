@@ -22,7 +22,7 @@ from ..errors import NumalabValueError, check_choice, check_int, check_seeds
 from ..topology import KERNEL_COSTS, Topology
 from .hash import hash_mode
 from ..provenance import provenance_of
-from .costs import _UNIT_WEIGHTS, MEASURED_FROM, RELATIVE_BANDS
+from .costs import _UNIT_WEIGHTS, MEASURED_FROM, RELATIVE_BANDS, from_measurement
 from .solver import COST_NAMES, FutexCosts, coerce_costs, mva, network
 from .workloads import PERF_BENCH, route, workload_for
 
@@ -361,8 +361,7 @@ def _band_box(names, base: FutexCosts, topology: Topology) -> dict:
 def _derived(topology: Topology, given: FutexCosts, names) -> tuple:
     """The constants of ``names`` that :meth:`FutexCosts.resolve` derives from ``topology``'s
     measured figures: not given in ``costs``, and every figure they need measured."""
-    return tuple(n for n in names if n in MEASURED_FROM and getattr(given, n) is None
-                 and all(getattr(topology, f) is not None for f in MEASURED_FROM[n]))
+    return tuple(n for n in names if n in from_measurement(topology, given))
 
 
 def _measured_figures(topology: Topology, derived) -> dict:

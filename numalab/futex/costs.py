@@ -51,7 +51,7 @@ from ..errors import NumalabValueError, check_number, coerce_dataclass
 from ..provenance import constant, provenance_of
 from ..topology import KERNEL_COSTS, Topology
 
-__all__ = ["FutexCosts", "COST_NAMES", "UNMEASURED", "RELATIVE_BANDS", "coerce_costs", "provenance_table", "line_matrix",
+__all__ = ["FutexCosts", "COST_NAMES", "UNMEASURED", "MEASURED_FROM", "from_measurement", "measured_note", "RELATIVE_BANDS", "coerce_costs", "provenance_table", "line_matrix",
            "handoff_matrix", "contended_matrix", "core_load", "smt_slowdown", "active_cores", "package_cores",
            "core_clock_ghz", "clock_factor"]
 
@@ -282,6 +282,28 @@ UNMEASURED = {f.name: f.metadata["unmeasured"] for f in fields(FutexCosts) if "u
 #: the Topology's measured figures each of them is derived from (all of them needed)
 MEASURED_FROM = {"syscall_ns": ("syscall_ns",), "futex_path_ns": ("futex_private_ns",),
                  "gup_ns": ("futex_private_ns", "futex_shared_ns")}
+
+
+def from_measurement(topology: Topology, costs=None) -> tuple:
+    """The kernel-path constants :meth:`FutexCosts.resolve` takes from ``topology``'s
+    measurement: not given in ``costs``, and every figure they need (:data:`MEASURED_FROM`)
+    measured."""
+    costs = coerce_costs(costs)
+    return tuple(n for n in UNMEASURED if getattr(costs, n) is None
+                 and all(getattr(topology, f) is not None for f in MEASURED_FROM[n]))
+
+
+def measured_note(topology: Topology, costs=None) -> str:
+    """One line saying which constants a run takes from the machine's measurement, with their
+    values and the stated ones ('' when none): what ``numalab futex`` prints on stderr."""
+    names = from_measurement(topology, costs)
+    if not names:
+        return ""
+    c = coerce_costs(costs).resolve(topology)
+    vals = ", ".join(f"{n} {getattr(c, n):.0f} ns (stated {UNMEASURED[n]:g})" for n in names)
+    return f"from the kernel costs measured on topology {topology.name!r}: {vals}; --cost NAME=VALUE sets one instead"
+
+
 #: the constants that are weights in [0, 1]
 _UNIT_WEIGHTS = ("home_lookup", "conflict_trip", "smt_gain", "queue_node_sorting", "atomic_node_batching",
                  "smt_shared_l1", "atomic_forward")
