@@ -164,6 +164,7 @@ def prior_sigma(name: str, topology: Topology | None = None, costs=None) -> floa
     On a ``topology`` whose kernel costs were measured, a constant :meth:`FutexCosts.resolve`
     derives from them (not given in ``costs``) has the band of its measurement instead: the
     constant's range over the corners of its figures' provenance bands (the probe's repeats)."""
+    topology = None if topology is None else Topology.coerce(topology)
     if topology is not None and _derived(topology, coerce_costs(costs), (name,)):
         lo, hi = _measured_range(topology, coerce_costs(costs), name)
     else:
