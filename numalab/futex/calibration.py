@@ -165,7 +165,7 @@ def prior_sigma(name: str, topology: Topology | None = None, costs=None) -> floa
     derives from them (not given in ``costs``) has the band of its measurement instead: the
     constant's range over the corners of its figures' provenance bands (the probe's repeats)."""
     topology = None if topology is None else Topology.coerce(topology)
-    if topology is not None and _derived(topology, coerce_costs(costs), (name,)):
+    if topology is not None and name in from_measurement(topology, costs):
         lo, hi = _measured_range(topology, coerce_costs(costs), name)
     else:
         prov = provenance_of(FutexCosts).get(name)
@@ -359,12 +359,6 @@ def _band_box(names, base: FutexCosts, topology: Topology) -> dict:
     return box
 
 
-def _derived(topology: Topology, given: FutexCosts, names) -> tuple:
-    """The constants of ``names`` that :meth:`FutexCosts.resolve` derives from ``topology``'s
-    measured figures: not given in ``costs``, and every figure they need measured."""
-    return tuple(n for n in names if n in from_measurement(topology, given))
-
-
 def _measured_figures(topology: Topology, derived) -> dict:
     """Topology figure -> (lo, hi) for each measured figure a ``derived`` constant comes from:
     the band of its provenance (the probe's repeats), or the value alone where none is recorded."""
@@ -404,7 +398,8 @@ def predict_band(measurements, topology, *, names=None, costs=None, samples=24, 
     samples = check_int("samples", samples, lo=2, hi=4096)
     given = coerce_costs(costs)
     base = given.resolve(topology)
-    derived = _derived(topology, given, names)
+    taken = from_measurement(topology, given)
+    derived = tuple(n for n in names if n in taken)
     figures = _measured_figures(topology, derived)
     names = tuple(n for n in names if n not in derived)
     box = {**_band_box(names, base, topology), **{f"topology_{f}": band for f, band in figures.items()}}

@@ -51,9 +51,10 @@ from ..errors import NumalabValueError, check_number, coerce_dataclass
 from ..provenance import constant, provenance_of
 from ..topology import KERNEL_COSTS, Topology
 
-__all__ = ["FutexCosts", "COST_NAMES", "UNMEASURED", "MEASURED_FROM", "from_measurement", "measured_note", "RELATIVE_BANDS", "coerce_costs", "provenance_table", "line_matrix",
-           "handoff_matrix", "contended_matrix", "core_load", "smt_slowdown", "active_cores", "package_cores",
-           "core_clock_ghz", "clock_factor"]
+__all__ = ["FutexCosts", "COST_NAMES", "UNMEASURED", "MEASURED_FROM", "from_measurement", "measured_note",
+           "RELATIVE_BANDS", "coerce_costs", "provenance_table", "line_matrix", "handoff_matrix",
+           "contended_matrix", "core_load", "smt_slowdown", "active_cores", "package_cores", "core_clock_ghz",
+           "clock_factor"]
 
 @dataclass(frozen=True)
 class FutexCosts:
@@ -262,12 +263,13 @@ class FutexCosts:
         ghz = topology.turbo_ghz or topology.all_core_ghz
         one_core = 1.0 if ghz is None else c.clock_ref_ghz / ghz
 
-        fig = {f: None if getattr(topology, f) is None else getattr(topology, f) / one_core for f in KERNEL_COSTS}
+        taken = from_measurement(topology, c)
+        fig = {f: getattr(topology, f) / one_core for f in KERNEL_COSTS if getattr(topology, f) is not None}
         inside = c.hash_ns + 2.0 * c.atomic_ns + c.critical_section_ns + c.line_self_ns
         derive = {"syscall_ns": lambda: fig["syscall_ns"],
                   "futex_path_ns": lambda: max(0.0, fig["futex_private_ns"] - inside),
                   "gup_ns": lambda: max(0.0, fig["futex_shared_ns"] - fig["futex_private_ns"])}
-        return replace(c, **{n: derive[n]() if all(fig[f] is not None for f in MEASURED_FROM[n]) else UNMEASURED[n]
+        return replace(c, **{n: derive[n]() if n in taken else UNMEASURED[n]
                               for n in UNMEASURED if getattr(c, n) is None})
 
     def to_dict(self) -> dict:
