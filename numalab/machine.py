@@ -811,6 +811,24 @@ SYSCALL_CALLS = 200_000
 SYSCALL_REPEATS = 5
 
 
+def utc_minute() -> str:
+    """Now, to the minute, as the probes' provenance dates it ("2026-12-08 03:41 UTC")."""
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _ns_per_call(fn, calls: int) -> float:
+    """Wall ns per call of ``fn()`` over ``calls`` calls in a plain loop (the syscall probes:
+    what the loop and the call cost cancels in their differences)."""
+    import time
+
+    t0 = time.perf_counter_ns()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter_ns() - t0) / calls
+
+
 def probe_syscall(*, calls: int = SYSCALL_CALLS, repeats: int = SYSCALL_REPEATS) -> dict:
     """A null system call's round trip (ns): ``os.getppid()`` (one ``getppid`` system call, no
     work in the kernel) timed in a loop, less the same loop calling ``int()`` (a builtin call that
@@ -821,18 +839,10 @@ def probe_syscall(*, calls: int = SYSCALL_CALLS, repeats: int = SYSCALL_REPEATS)
     the seconds it took. On the Zen 4 guest of docs/futex.md it gave 180-188 ns (three probes)
     where a C loop of ``syscall(SYS_getppid)`` took 170-181 ns."""
     import os
-    import time
 
     calls, repeats = check_int("calls", calls, lo=1, hi=10**8), check_int("repeats", repeats, lo=1, hi=1000)
-
-    def per_call(fn):
-        t0 = time.perf_counter_ns()
-        for _ in range(calls):
-            fn()
-        return (time.perf_counter_ns() - t0) / calls
-
     t_start = _now()
-    runs = [max(0.0, per_call(os.getppid) - per_call(int)) for _ in range(repeats)]
+    runs = [max(0.0, _ns_per_call(os.getppid, calls) - _ns_per_call(int, calls)) for _ in range(repeats)]
     return {"null_syscall_ns": round(min(runs), 1), "band": [round(min(runs), 1), round(max(runs), 1)],
             "calls": calls, "repeats": repeats, "seconds": round(_now() - t_start, 2),
             "method": "os.getppid() loop less an int() loop, per call"}
@@ -871,8 +881,8 @@ def probe_futex(*, calls: int = FUTEX_CALLS, repeats: int = SYSCALL_REPEATS) -> 
     ``{"skipped": why}``."""
     import ctypes
     import errno
+    import functools
     import platform
-    import time
 
     calls, repeats = check_int("calls", calls, lo=1, hi=10**8), check_int("repeats", repeats, lo=1, hi=1000)
     nrs = _SYSCALL_NR.get(platform.machine())
@@ -892,12 +902,6 @@ def probe_futex(*, calls: int = FUTEX_CALLS, repeats: int = SYSCALL_REPEATS) -> 
              "private": (ctypes.c_long(futex_nr), ctypes.c_int(_FUTEX_WAIT | _FUTEX_PRIVATE_FLAG)),
              "shared": (ctypes.c_long(futex_nr), ctypes.c_int(_FUTEX_WAIT))}
 
-    def per_call(nr, op):
-        t0 = time.perf_counter_ns()
-        for _ in range(calls):
-            libc_syscall(nr, addr, op, wrong, timeout)
-        return (time.perf_counter_ns() - t0) / calls
-
     # the timed path must be the wrong-value return (-EAGAIN), not a refusal (ENOSYS under a
     # seccomp filter, EINVAL): anything else would time a different path
     for k in ("private", "shared"):
@@ -911,7 +915,7 @@ def probe_futex(*, calls: int = FUTEX_CALLS, repeats: int = SYSCALL_REPEATS) -> 
     runs = {k: [] for k in kinds}
     for _ in range(repeats):
         for k, (nr, op) in kinds.items():
-            runs[k].append(per_call(nr, op))
+            runs[k].append(_ns_per_call(functools.partial(libc_syscall, nr, addr, op, wrong, timeout), calls))
     out = {"calls": calls, "repeats": repeats}
     for k in ("private", "shared"):
         best = round(max(0.0, min(runs[k]) - min(runs["null"])), 1)
@@ -929,9 +933,7 @@ def apply_kernel(data: dict, sc: dict, fx: dict, where: str) -> list[str]:
     file's content) from ``sc`` (a :func:`probe_syscall` result) and ``fx`` (a :func:`probe_futex`
     result), each with its provenance; returns a warning where the futex operation could not be
     timed. ``numalab probe`` and ``Topology.from_host(kernel_costs=True)`` call it."""
-    fields = [] if not sc else [("syscall_ns", sc["null_syscall_ns"], sc["band"],
-                                 f"{sc.get('method', 'a null system call')}, best of {sc.get('repeats', 1)}")]
-    fx = fx or {"skipped": "not run"}
+    fields = [("syscall_ns", sc["null_syscall_ns"], sc["band"], f"{sc['method']}, best of {sc['repeats']}")]
     if "skipped" in fx:
         warning = [f"futex_private_ns, futex_shared_ns: not measured ({fx['skipped']}); the futex model's "
                    "futex_path_ns and gup_ns stay as stated"]

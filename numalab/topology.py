@@ -410,17 +410,15 @@ class Topology:
         ``futex_shared_ns``), what the futex model's kernel-path constants come from; ``numalab
         probe`` measures them and the bandwidths. What could not be read is in :attr:`warnings`,
         each field's source in :meth:`provenance`."""
-        import datetime
         import socket
 
         from . import machine
 
         data = machine.read_host(root, lscpu=lscpu)
         if kernel_costs:
-            when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
             data["warnings"] += machine.apply_kernel(data, machine.probe_syscall(), machine.probe_futex(),
                                                      f"Topology.from_host(kernel_costs=True) on {socket.gethostname()}, "
-                                                     f"{when}")
+                                                     f"{machine.utc_minute()}")
         return cls.from_dict(data, where=f"host {str(root)!r}")
 
     def with_memory_node(self, mem_GiB: float, distance, *, node_bw_GBps: float, link_bw_GBps: float,

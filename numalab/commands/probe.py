@@ -93,7 +93,6 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
 
     A figure that could not be measured (one node: no remote pair) keeps the host's value, with
     a warning. The measurements are the ``"probe"`` section, with the date and the host."""
-    import datetime
     import socket
 
     from .. import machine
@@ -122,7 +121,7 @@ def probe_host(root="/", *, total_mb=None, single_mb=None, repeats=None, progres
     finally:
         if bar:
             bar.close()
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = machine.utc_minute()
     res.update(date=when, host=socket.gethostname(), model_name=host["model_name"])
     where = f"numalab probe on {res['host']} ({host['model_name'] or 'unknown CPU'}), {when}"
     warnings = [w for w in data["warnings"] if "numalab probe measures" not in w] + res["warnings"]
@@ -277,15 +276,13 @@ def summary(topo, probe: dict) -> str:
             lines.append(f"note: node(s) {', '.join(fast)} fill zeros over zeros more than {ZERO_STORE_GAIN:g} x "
                          "faster than ones: autonuma-benchmark's bzero loops get that speed and write_efficiency "
                          "is theirs; a workload that writes changing data sustains the ones' fill_nonzero_GBps")
-    sc = probe.get("syscall")
-    if sc:
-        lines += _kernel_lines(topo, sc, probe.get("futex") or {"skipped": "not run"})
+    lines += _kernel_lines(topo, probe["syscall"], probe["futex"])
     clk = probe.get("clock", {})
     if "all_core_GHz" in clk:
         lines.append(f"core clock: {clk['turbo_GHz']:.2f} GHz with one core busy, {clk['all_core_GHz']:.2f} GHz "
                      f"({clk['all_core_band'][0]:.2f}-{clk['all_core_band'][1]:.2f}) with all {clk['cores']} busy "
                      f"(cpufreq {clk['driver'] or 'driver unknown'}, governor {clk['governor'] or 'unknown'})")
-    took = probe["seconds"] + sum(part.get("seconds", 0.0) for part in (clk, sc or {}, probe.get("futex") or {}))
+    took = probe["seconds"] + sum(part.get("seconds", 0.0) for part in (clk, probe["syscall"], probe["futex"]))
     lines.append(f"measured in {took:.1f} s")
     lines += [f"warning: {w}" for w in topo.warnings]
     return "\n".join(lines)
