@@ -4,9 +4,9 @@ Runs ``perf bench futex hash`` for a small grid (threads, futexes per thread, pr
 shared futexes; the kernel's default hash, as a ``perf`` without ``-b`` leaves it), and the model
 of the same runs on this machine as ``Topology.from_host()`` describes it, three times: with the
 documented default constants; with one constant measured here, the null system call
-(``numalab.machine.probe_syscall``), as ``syscall_ns``; and on the Topology ``numalab probe``
-writes, which also holds the kernel's futex operation measured beyond that call
-(``numalab.machine.probe_futex``: ``futex_private_ns``, ``futex_shared_ns``, from which
+(``numalab.machine.probe_syscall``), as ``syscall_ns``; and on the Topology with the kernel's
+costs measured as ``numalab probe`` measures them (``Topology.from_host(kernel_costs=True)``: the
+null call and the futex operation beyond it, ``futex_private_ns``, ``futex_shared_ns``, from which
 ``FutexCosts.resolve`` derives ``futex_path_ns`` and ``gup_ns``). Nothing is fitted to perf's
 figures: each column says how much of the gap the machine's own measurements close, from one
 uncontended thread, for the contended and many-futex cells. docs/futex.md quotes its output
@@ -58,25 +58,22 @@ def main(argv=None) -> int:
         ap.error("--threads, --futexes, --runtime, --repeats and --seeds take positive integers")
 
     import numalab as nl
-    from dataclasses import replace
-
     from numalab.futex import UNMEASURED
-    from numalab.machine import probe_futex, probe_syscall
 
     topo = nl.Topology.from_host()
-    sc, fx = probe_syscall(), probe_futex()
-    if "skipped" in fx:
-        ap.error(f"the futex probe cannot run here: {fx['skipped']}")
-    measured = {"syscall_ns": sc["null_syscall_ns"]}
-    probed = replace(topo, syscall_ns=sc["null_syscall_ns"], futex_private_ns=fx["futex_private_ns"],
-                     futex_shared_ns=fx["futex_shared_ns"])
+    probed = nl.Topology.from_host(kernel_costs=True)   # numalab probe's syscall and futex figures, alone
+    if probed.futex_private_ns is None:
+        ap.error(f"the futex probe cannot run here: {'; '.join(probed.warnings)}")
+    measured = {"syscall_ns": probed.syscall_ns}
     derived = nl.futex.FutexCosts().resolve(probed)
-    print(f"{topo.name}: {topo.nodes} node(s), {topo.ncpus} CPUs; null system call {sc['null_syscall_ns']:.0f} ns "
-          f"({sc['band'][0]:.0f}-{sc['band'][1]:.0f}), the model's default syscall_ns {UNMEASURED['syscall_ns']:.0f}; "
-          f"futex operation beyond it: private {fx['futex_private_ns']:.0f} ns "
-          f"({fx['private_band'][0]:.0f}-{fx['private_band'][1]:.0f}), shared {fx['futex_shared_ns']:.0f} ns "
-          f"({fx['shared_band'][0]:.0f}-{fx['shared_band'][1]:.0f}): futex_path_ns {derived.futex_path_ns:.0f} "
-          f"(default {UNMEASURED['futex_path_ns']:.0f}), gup_ns {derived.gup_ns:.0f} (default {UNMEASURED['gup_ns']:.0f})")
+    band = {f: probed.provenance()[f].band for f in ("syscall_ns", "futex_private_ns", "futex_shared_ns")}
+    print(f"{topo.name}: {topo.nodes} node(s), {topo.ncpus} CPUs; null system call {probed.syscall_ns:.0f} ns "
+          f"({band['syscall_ns'][0]:.0f}-{band['syscall_ns'][1]:.0f}), the model's default syscall_ns "
+          f"{UNMEASURED['syscall_ns']:.0f}; futex operation beyond it: private {probed.futex_private_ns:.0f} ns "
+          f"({band['futex_private_ns'][0]:.0f}-{band['futex_private_ns'][1]:.0f}), shared "
+          f"{probed.futex_shared_ns:.0f} ns ({band['futex_shared_ns'][0]:.0f}-{band['futex_shared_ns'][1]:.0f}): "
+          f"futex_path_ns {derived.futex_path_ns:.0f} (default {UNMEASURED['futex_path_ns']:.0f}), gup_ns "
+          f"{derived.gup_ns:.0f} (default {UNMEASURED['gup_ns']:.0f})")
     print("| futexes | T | perf bench, ops/s per thread | model, default | ratio | model, measured syscall | ratio "
           "| model, probed kernel | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
